@@ -1,0 +1,142 @@
+"""The run folder ``runs/<UTC time>-<slug>/`` and its lock.
+
+A run is finished only when ``result.json`` exists; it is written last, atomically. The lock
+(``.lock``, an flock held for the agent's lifetime) stops a second agent from driving the run;
+the kernel drops it when the holder dies, so a crashed run can be resumed at once.
+"""
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import re
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Literal
+
+ExitStatus = Literal["finished", "planned", "failed", "interrupted", "budget_exhausted"]
+EXIT_STATUSES: tuple[str, ...] = ("finished", "planned", "failed", "interrupted", "budget_exhausted")
+EXIT_CODES: dict[str, int] = {"finished": 0, "planned": 0, "failed": 1, "interrupted": 130,
+                              "budget_exhausted": 3}
+
+
+class RunFolderError(Exception):
+    """A run folder problem the user can fix; the message says how."""
+
+
+def slugify(goal: str, limit: int = 40) -> str:
+    slug = re.sub(r"[^a-z0-9]+", "-", goal.lower()).strip("-")
+    return (slug[:limit].rstrip("-")) or "campaign"
+
+
+class RunFolder:
+    def __init__(self, path: Path | str):
+        self.path = Path(path)
+        self._lock_file = None
+
+    # -- creation / lookup -------------------------------------------------------------------
+    @classmethod
+    def create(cls, runs_dir: Path | str, goal: str, now: datetime | None = None) -> "RunFolder":
+        runs = Path(runs_dir)
+        try:
+            runs.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise RunFolderError(f"cannot create runs dir {runs}: {err.strerror}; pass --runs-dir DIR") from None
+        if not os.access(runs, os.W_OK | os.X_OK):
+            raise RunFolderError(f"runs dir {runs} is not writable; pass --runs-dir DIR")
+        stamp = (now or datetime.now(timezone.utc)).strftime("%Y%m%dT%H%M%SZ")
+        base = f"{stamp}-{slugify(goal)}"
+        for n in range(100):
+            path = runs / (base if n == 0 else f"{base}-{n}")
+            try:
+                path.mkdir()
+                return cls(path)
+            except FileExistsError:
+                continue
+        raise RunFolderError(f"too many runs named {base} in {runs}")
+
+    @classmethod
+    def find(cls, ref: str, runs_dir: Path | str) -> "RunFolder":
+        """A run by path, by folder name under runs_dir, or 'latest'."""
+        candidates = [Path(ref), Path(runs_dir) / ref]
+        if ref == "latest":
+            runs = sorted(p for p in Path(runs_dir).glob("*") if (p / "config.json").exists())
+            candidates = runs[-1:]
+        for path in candidates:
+            if (path / "config.json").exists():
+                return cls(path)
+        raise RunFolderError(f"no run {ref!r} (looked for a folder with config.json at "
+                             f"{', '.join(str(c) for c in candidates) or runs_dir}); "
+                             "`ls runs/` shows the runs")
+
+    # -- files ---------------------------------------------------------------------------------
+    def file(self, relative: str) -> Path:
+        path = (self.path / relative).resolve()
+        if not path.is_relative_to(self.path.resolve()):
+            raise RunFolderError(f"{relative!r} points outside the run folder")
+        return path
+
+    def write_text(self, relative: str, text: str, mode: int | None = None) -> Path:
+        path = self.file(relative)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+        with open(tmp, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, path)
+        return path
+
+    def write_json(self, relative: str, data: Any) -> Path:
+        return self.write_text(relative, json.dumps(data, indent=2, default=str) + "\n")
+
+    def read_json(self, relative: str) -> Any:
+        return json.loads(self.file(relative).read_text())
+
+    @property
+    def trace_path(self) -> Path:
+        return self.path / "trace.jsonl"
+
+    @property
+    def checkpoint_path(self) -> Path:
+        return self.path / "checkpoint.sqlite"
+
+    @property
+    def jobs_dir(self) -> Path:
+        return self.path / "jobs"
+
+    @property
+    def result(self) -> dict | None:
+        path = self.path / "result.json"
+        return json.loads(path.read_text()) if path.exists() else None
+
+    def write_result(self, status: ExitStatus, summary: str, **extra: Any) -> Path:
+        if status not in EXIT_STATUSES:
+            raise ValueError(f"unknown exit status {status!r}")
+        return self.write_json("result.json", {"status": status, "summary": summary,
+                                               "finished_at": time.time(), **extra})
+
+    # -- lock ----------------------------------------------------------------------------------
+    def lock(self) -> None:
+        f = open(self.path / ".lock", "a+")
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.seek(0)
+            holder = f.read().strip() or "another process"
+            f.close()
+            raise RunFolderError(f"run {self.path.name} is being driven by {holder}; "
+                                 "wait for it or stop it first") from None
+        f.seek(0)
+        f.truncate()
+        f.write(f"pid {os.getpid()}")
+        f.flush()
+        self._lock_file = f
+
+    def unlock(self) -> None:
+        if self._lock_file is not None:
+            self._lock_file.close()
+            self._lock_file = None

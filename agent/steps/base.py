@@ -1,0 +1,66 @@
+"""What a step gets (``StepContext``) and what it returns (``StepOutcome``).
+
+Steps must be idempotent: after a hard kill LangGraph re-runs every node that had not
+committed, so a step that launches jobs does it through the executor (which re-attaches by
+job key) and a step that writes files overwrites them atomically.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from agent.config import Settings
+from agent.runfolder import RunFolder
+from agent.trace import Lane, TraceWriter
+from tools.gpus import GpuInfo
+from tools.jobs import Executor
+
+StepKind = Literal["sync", "tune_kernels", "infer_mtp", "write_scripts", "benchmark"]
+StepStatus = Literal["done", "planned", "skipped", "failed", "not_available"]
+
+
+class PlanStep(BaseModel):
+    kind: StepKind
+    lane: Lane
+    why: str = Field(description="Why the planner chose this step (from the goal's words)")
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class StepOutcome(BaseModel):
+    kind: StepKind
+    status: StepStatus
+    summary: str
+    artifacts: list[str] = Field(default_factory=list, description="Paths relative to the run folder")
+    data: dict[str, Any] = Field(default_factory=dict, description="Small, JSON-able facts for later steps")
+
+
+@dataclass
+class StepContext:
+    settings: Settings
+    run: RunFolder
+    trace: TraceWriter
+    executor: Executor
+    gpus: list[GpuInfo]
+    sglang_root: Path | None              # resolved SGLang source root (None: not resolved)
+    outcomes: dict[str, StepOutcome] = field(default_factory=dict)  # earlier steps, by kind
+    lane: Lane = "control"
+
+    @property
+    def has_gpus(self) -> bool:
+        return bool(self.gpus)
+
+    def emit(self, type: str, **data: Any) -> None:
+        self.trace.emit(type, self.lane, **data)
+
+    def progress(self, message: str, **data: Any) -> None:
+        """A line for the live view and the trace."""
+        self.trace.emit("progress", self.lane, message=message, **data)
+
+    def write_artifact(self, relative: str, text: str) -> Path:
+        """Write a file into the run folder atomically and record it in the trace."""
+        path = self.run.write_text(relative, text)
+        self.emit("artifact_written", path=relative, bytes=len(text.encode()))
+        return path

@@ -1,0 +1,126 @@
+"""The campaign trace: ``trace.jsonl``, append-only, one JSON event per line, fsync'd per event.
+
+Every event carries ``v`` (schema version), ``seq`` (0-based, gap-free within a run), ``t``
+(wall clock, epoch seconds), ``mono`` (monotonic seconds, comparable within one agent process
+only: ``pid`` says which), ``lane`` and ``type``. Secrets are redacted before writing.
+Writers from several threads (the two lanes) share one lock; a resumed run continues the
+sequence after the last good line.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+import time
+from pathlib import Path
+from typing import Any, Iterator, Literal
+
+SCHEMA_VERSION = 1
+Lane = Literal["gpu", "research", "control", "llm"]
+EVENT_TYPES = frozenset({
+    "run_started", "run_resumed", "run_finished", "node_started", "node_finished",
+    "tool_call", "tool_result", "job_launched", "job_state", "job_finished",
+    "artifact_written", "llm_request", "llm_response", "progress", "error",
+})
+
+_SECRET_KEYS = re.compile(r"(api[_-]?key|token|secret|password|authorization)", re.I)
+_SECRET_VALUES = re.compile(r"(sk-[A-Za-z0-9_-]{8,}|hf_[A-Za-z0-9]{8,}|Bearer\s+[A-Za-z0-9._-]{8,})")
+
+
+def redact(value: Any) -> Any:
+    """Replace values of secret-looking keys and secret-looking substrings with a marker."""
+    if isinstance(value, dict):
+        return {k: ("[redacted]" if _SECRET_KEYS.search(str(k)) and v else redact(v)) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [redact(v) for v in value]
+    if isinstance(value, str):
+        return _SECRET_VALUES.sub("[redacted]", value)
+    return value
+
+
+class TraceError(Exception):
+    """The trace cannot be read as a campaign record (not a torn last line: real corruption)."""
+
+
+class TraceReadResult:
+    def __init__(self, events: list[dict], torn_tail: str | None):
+        self.events = events
+        self.torn_tail = torn_tail  # text of an incomplete last line, dropped, or None
+
+    @property
+    def warning(self) -> str | None:
+        if self.torn_tail is None:
+            return None
+        return (f"trace ends with a torn line ({len(self.torn_tail)} bytes, written when the agent "
+                f"died); read {len(self.events)} events before it")
+
+
+def read_trace(path: Path | str) -> TraceReadResult:
+    """Read every event; tolerate one torn (unterminated, unparsable) last line and say so."""
+    data = Path(path).read_bytes()
+    lines = data.split(b"\n")
+    tail = lines.pop()  # after the final newline: b"" for a clean file
+    events: list[dict] = []
+    for number, raw in enumerate(lines, start=1):
+        try:
+            event = json.loads(raw)
+        except json.JSONDecodeError as err:
+            raise TraceError(f"{path}: line {number} is not JSON ({err.msg}); the trace is corrupt") from None
+        if not isinstance(event, dict) or "seq" not in event or "type" not in event:
+            raise TraceError(f"{path}: line {number} is not a trace event (no seq/type)")
+        events.append(event)
+    torn = None
+    if tail.strip():
+        try:
+            events.append(json.loads(tail))  # complete JSON, only the newline was lost
+        except json.JSONDecodeError:
+            torn = tail.decode("utf-8", errors="replace")
+    return TraceReadResult(events, torn)
+
+
+class TraceWriter:
+    def __init__(self, path: Path | str):
+        self.path = Path(path)
+        self._lock = threading.Lock()
+        self._seq = 0
+        if self.path.exists():
+            result = read_trace(self.path)
+            if result.torn_tail is not None:
+                self._drop_torn_tail(len(result.torn_tail.encode()))
+            elif self.path.stat().st_size and not self.path.read_bytes().endswith(b"\n"):
+                with open(self.path, "ab") as f:
+                    f.write(b"\n")
+            self._seq = (result.events[-1]["seq"] + 1) if result.events else 0
+        self._file = open(self.path, "ab")
+
+    def _drop_torn_tail(self, size: int) -> None:
+        with open(self.path, "r+b") as f:
+            f.truncate(self.path.stat().st_size - size)
+
+    @property
+    def next_seq(self) -> int:
+        return self._seq
+
+    def emit(self, type: str, lane: Lane = "control", **data: Any) -> dict:
+        if type not in EVENT_TYPES:
+            raise ValueError(f"unknown trace event type {type!r}")
+        with self._lock:
+            event = {"v": SCHEMA_VERSION, "seq": self._seq, "t": time.time(), "mono": time.monotonic(),
+                     "pid": os.getpid(), "lane": lane, "type": type, **redact(data)}
+            line = json.dumps(event, default=str, ensure_ascii=False) + "\n"
+            self._file.write(line.encode())
+            self._file.flush()
+            os.fsync(self._file.fileno())
+            self._seq += 1
+        return event
+
+    def close(self) -> None:
+        with self._lock:
+            self._file.close()
+
+
+def iter_events(path: Path | str, type: str | None = None) -> Iterator[dict]:
+    for event in read_trace(path).events:
+        if type is None or event["type"] == type:
+            yield event

@@ -1,0 +1,32 @@
+"""Shared test fixtures.
+
+``sglang_wheel_root``: the real sglang 0.5.23 wheel from PyPI, downloaded once into the cache
+(``DSV4_CACHE_DIR``, default ``~/.cache/dsv4-agent``) and unpacked; used as a read-only corpus.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+SGLANG_TEST_VERSION = "0.5.23"
+
+
+def require_binary(name: str) -> str:
+    """The path of a system binary a test needs; skip locally, fail in CI (CI installs it)."""
+    path = shutil.which(name)
+    if path is None:
+        message = f"{name} is not installed (.ci/run installs it)"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return path
+
+
+@pytest.fixture(scope="session")
+def sglang_wheel_root() -> Path:
+    from tools.sglang_source import ensure_wheel_source
+
+    return ensure_wheel_source(SGLANG_TEST_VERSION)

@@ -1,0 +1,222 @@
+"""LocalExecutor: jobs on this machine, detached, with the ledger in ``<jobs_root>/<key>/``.
+
+Per job folder:
+  job.json      the spec plus ``intent_at``; written *before* anything starts
+  launch.json   wrapper pid and its process start time; written right after the start
+  wrapper.json  written by the wrapper itself: its pid and the command's process group
+  log.txt       stdout+stderr of the command
+  stop.json     written when the agent asked for a stop
+  exit.json     written by the wrapper when the command ended (exit code, reason)
+
+Jobs outlive the agent (own session, SIGHUP ignored); a restarted agent re-attaches by key.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tools.base import ToolError
+from tools.jobs.spec import JobSpec, JobState
+
+WRAPPER = Path(__file__).with_name("wrapper.py")
+_SPAWN_WAIT_S = 5.0  # how long a launch intent without a wrapper counts as "starting"
+
+
+def _read_json(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        return None
+    except json.JSONDecodeError:
+        return None  # a torn write is treated as "not there yet"; writers use atomic renames
+
+
+def _write_json(path: Path, data: dict) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    with open(tmp, "w") as f:
+        json.dump(data, f, indent=1)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def process_start_time(pid: int) -> str | None:
+    """The kernel's start time of ``pid`` (guards against pid reuse); None if gone or a zombie."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return None
+    fields = stat[stat.rindex(")") + 2:].split()
+    if fields[0] == "Z":
+        return None
+    return fields[19]
+
+
+class LocalExecutor:
+    name = "local"
+
+    def __init__(self, jobs_root: Path | str, base_env: dict[str, str] | None = None):
+        self.root = Path(jobs_root)
+        self.base_env = base_env
+        self._children: dict[str, subprocess.Popen] = {}  # reaped by poll, so no zombies linger
+
+    def job_dir(self, key: str) -> Path:
+        return self.root / key
+
+    # -- launching -------------------------------------------------------------------------
+    def launch(self, spec: JobSpec) -> JobState:
+        folder = self.job_dir(spec.key)
+        recorded = _read_json(folder / "job.json")
+        if recorded is not None:
+            self._check_same(spec, recorded)
+            if not self._never_started(folder, recorded):
+                state = self.poll(spec.key)
+                state.attached = True
+                return state
+        folder.mkdir(parents=True, exist_ok=True)
+        job = spec.model_dump()
+        job["env"] = spec.child_env()
+        job["intent_at"] = time.time()
+        _write_json(folder / "job.json", job)  # intent first: a crash after this never double-launches
+        env = dict(os.environ if self.base_env is None else self.base_env)
+        try:
+            proc = subprocess.Popen(
+                [sys.executable, str(WRAPPER), str(folder.resolve())],
+                env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                stderr=open(folder / "wrapper.err", "ab"), start_new_session=True, close_fds=True,
+            )
+        except OSError as err:
+            raise ToolError(f"could not start job {spec.key!r}: {err}") from err
+        self._children[spec.key] = proc
+        _write_json(folder / "launch.json", {"pid": proc.pid, "start_time": process_start_time(proc.pid),
+                                             "launched_at": time.time()})
+        self._await_wrapper(folder)
+        return self.poll(spec.key)
+
+    @staticmethod
+    def _check_same(spec: JobSpec, recorded: dict) -> None:
+        for field in ("argv", "gpus", "cwd"):
+            if recorded.get(field) != getattr(spec, field):
+                raise ToolError(
+                    f"job key {spec.key!r} already names a different job ({field} differs); "
+                    "pick a new key or start a new run"
+                )
+
+    def _never_started(self, folder: Path, recorded: dict) -> bool:
+        """True only when an intent was written but no process was ever started for it."""
+        if (folder / "launch.json").exists() or (folder / "wrapper.json").exists():
+            return False
+        deadline = recorded.get("intent_at", 0) + _SPAWN_WAIT_S
+        while time.time() < deadline:
+            time.sleep(0.1)
+            if (folder / "launch.json").exists() or (folder / "wrapper.json").exists():
+                return False
+        return True
+
+    @staticmethod
+    def _await_wrapper(folder: Path) -> None:
+        deadline = time.monotonic() + _SPAWN_WAIT_S
+        while time.monotonic() < deadline and not (folder / "wrapper.json").exists():
+            time.sleep(0.02)
+
+    # -- observing -------------------------------------------------------------------------
+    def poll(self, key: str) -> JobState:
+        folder = self.job_dir(key)
+        job = _read_json(folder / "job.json")
+        if job is None:
+            raise ToolError(f"no job {key!r} in {self.root}; `dsv4-agent jobs RUN` lists the run's jobs")
+        proc = self._children.get(key)
+        if proc is not None:
+            proc.poll()
+        launch = _read_json(folder / "launch.json") or {}
+        wrapper = _read_json(folder / "wrapper.json") or {}
+        ended = _read_json(folder / "exit.json")
+        state = JobState(
+            key=key, status="launching", kind=job.get("kind", "other"), lane=job.get("lane", "gpu"),
+            gpus=job.get("gpus"), pid=launch.get("pid") or wrapper.get("pid"),
+            child_pgid=wrapper.get("child_pgid"), launched_at=launch.get("launched_at"),
+            log_path=str(folder / "log.txt"),
+        )
+        if ended is not None:
+            state.exit_code = ended.get("exit_code")
+            state.ended_at = ended.get("ended_at")
+            reason = ended.get("reason", "exited")
+            if reason == "exited":
+                state.status = "succeeded" if state.exit_code == 0 else "failed"
+                state.reason = "" if state.exit_code == 0 else f"exit code {state.exit_code}"
+            else:
+                state.status = reason
+                state.reason = reason.replace("_", " ") + (f" after {job['timeout_s']:g} s"
+                                                           if reason == "timed_out" else "")
+            return state
+        if self._wrapper_alive(launch, wrapper):
+            state.status = "running"
+        elif (folder / "stop.json").exists():
+            state.status, state.reason = "stopped", "stopped (process group killed)"
+        elif launch or wrapper:
+            state.status, state.reason = "lost", "the job's wrapper died without recording an exit"
+        elif time.time() - job.get("intent_at", 0) > _SPAWN_WAIT_S:
+            state.status, state.reason = "lost", "launch intent recorded but the job never started"
+        return state
+
+    @staticmethod
+    def _wrapper_alive(launch: dict, wrapper: dict) -> bool:
+        pid = launch.get("pid") or wrapper.get("pid")
+        if not pid:
+            return False
+        started = process_start_time(pid)
+        if started is None:
+            return False
+        recorded = launch.get("start_time")
+        return recorded is None or recorded == started
+
+    def read_log(self, key: str, max_chars: int = 4000) -> str:
+        path = self.job_dir(key) / "log.txt"
+        try:
+            with open(path, "rb") as f:
+                f.seek(0, os.SEEK_END)
+                size = f.tell()
+                f.seek(max(0, size - max_chars))
+                return f.read().decode("utf-8", errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    def jobs(self) -> list[JobState]:
+        if not self.root.is_dir():
+            return []
+        return [self.poll(d.name) for d in sorted(self.root.iterdir()) if (d / "job.json").exists()]
+
+    # -- stopping --------------------------------------------------------------------------
+    def stop(self, key: str, grace_s: float | None = None) -> JobState:
+        """SIGTERM the job (the wrapper ends the command's group), SIGKILL after the grace."""
+        state = self.poll(key)
+        if state.done:
+            return state
+        folder = self.job_dir(key)
+        job = _read_json(folder / "job.json") or {}
+        grace = job.get("grace_s", 10.0) if grace_s is None else grace_s
+        _write_json(folder / "stop.json", {"requested_at": time.time()})
+        launch = _read_json(folder / "launch.json") or {}
+        wrapper = _read_json(folder / "wrapper.json") or {}
+        if self._wrapper_alive(launch, wrapper):  # only a process whose start time we recorded
+            os.kill(state.pid, signal.SIGTERM)
+        deadline = time.monotonic() + grace + 5.0
+        while time.monotonic() < deadline:
+            state = self.poll(key)
+            if state.done:
+                return state
+            time.sleep(0.1)
+        # The wrapper did not finish in time: kill both groups we started, nothing else.
+        for pgid in (state.child_pgid, state.pid if self._wrapper_alive(launch, wrapper) else None):
+            if pgid:
+                try:
+                    os.killpg(pgid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+        time.sleep(0.1)
+        return self.poll(key)
