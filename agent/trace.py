@@ -93,6 +93,7 @@ class TraceWriter:
                     f.write(b"\n")
             self._seq = (result.events[-1]["seq"] + 1) if result.events else 0
         self._file = open(self.path, "ab")
+        self.listeners: list = []  # callables taking each event after it is on disk (live view)
 
     def _drop_torn_tail(self, size: int) -> None:
         with open(self.path, "r+b") as f:
@@ -113,6 +114,8 @@ class TraceWriter:
             self._file.flush()
             os.fsync(self._file.fileno())
             self._seq += 1
+        for listener in self.listeners:
+            listener(event)
         return event
 
     def close(self) -> None:

@@ -1,0 +1,153 @@
+"""Start and resume campaigns: run folder, lock, trace, executor, graph, result.json.
+
+``result.json`` is written last, once, by ``_finish``; its status comes from a closed set
+(see ``agent.runfolder.EXIT_STATUSES``), each produced by one path here or in the graph's
+report node.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import sys
+import traceback
+from pathlib import Path
+from typing import Callable
+
+from agent.config import Settings
+from agent.runfolder import EXIT_CODES, RunFolder, RunFolderError
+from agent.runtime import Runtime
+from agent.trace import TraceError, TraceWriter, read_trace
+
+
+class CampaignError(Exception):
+    """A campaign could not start or resume; the message says why and what to do."""
+
+
+class Interrupted(BaseException):
+    """SIGINT/SIGTERM reached the agent (BaseException so no step can swallow it)."""
+
+
+def _on_signal(signum, frame):
+    raise Interrupted(signal.Signals(signum).name)
+
+
+def _open_runtime(run: RunFolder, settings: Settings, goal: str, say: Callable[[str], None]) -> Runtime:
+    from tools.jobs.factory import make_executor
+
+    trace = TraceWriter(run.trace_path)
+    executor = make_executor(settings.executor, run.jobs_dir)
+    return Runtime(settings=settings, run=run, trace=trace, executor=executor, goal=goal, say=say)
+
+
+def _drive(rt: Runtime, thread_id: str, fresh: bool) -> int:
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    from agent.graph import build_graph
+
+    conn = sqlite3.connect(rt.run.checkpoint_path, check_same_thread=False)
+    graph = build_graph(rt, SqliteSaver(conn))
+    config = {"configurable": {"thread_id": thread_id}, "recursion_limit": 50}
+    previous = {signal.SIGINT: signal.getsignal(signal.SIGINT), signal.SIGTERM: signal.getsignal(signal.SIGTERM)}
+    for sig in previous:
+        signal.signal(sig, _on_signal)
+    try:
+        if not fresh and graph.get_state(config).next:
+            final = graph.invoke(None, config, durability="sync")
+        else:
+            final = graph.invoke({"goal": rt.goal}, config, durability="sync")
+        status = final.get("status", "failed")
+        return _finish(rt, status, _summary(rt, final))
+    except Interrupted as why:
+        running = [j.key for j in rt.executor.jobs() if not j.done]
+        note = f"; jobs still running: {', '.join(running)}" if running else ""
+        code = _finish(rt, "interrupted", f"interrupted by {why}{note}; `dsv4-agent resume {rt.run.path}` continues")
+        sys.stdout.flush()
+        os._exit(code)  # lane threads may be blocked on jobs; the jobs are detached and resumable
+    except Exception as err:  # anything unexpected ends the run with a recorded status
+        rt.trace.emit("error", "control", error=type(err).__name__, message=str(err),
+                      traceback=traceback.format_exc(limit=8))
+        return _finish(rt, "failed", f"{type(err).__name__}: {err}")
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        conn.close()
+
+
+def _summary(rt: Runtime, final: dict) -> str:
+    parts = [f"{k}: {v['status']}" for k, v in final.get("outcomes", {}).items()]
+    return "; ".join(parts) or "no steps ran"
+
+
+def _finish(rt: Runtime, status: str, summary: str) -> int:
+    outcomes = {}
+    steps_dir = rt.run.path / "steps"
+    if steps_dir.is_dir():
+        outcomes = {p.stem: json.loads(p.read_text()).get("status") for p in sorted(steps_dir.glob("*.json"))}
+    extra = {"run": str(rt.run.path), "steps": outcomes}
+    if status == "planned":
+        extra["next"] = (f"on a GPU host with SGLang: dsv4-agent resume {rt.run.path} "
+                         f"--sglang-python PATH  (or review and run {rt.run.path}/run_measure.sh)")
+    rt.trace.emit("run_finished", "control", status=status, summary=summary)
+    rt.run.write_result(status, summary, **extra)
+    rt.say(f"[control] run {status}: {summary}")
+    if "next" in extra:
+        rt.say(f"[control] next step: {extra['next']}")
+    rt.say(f"[control] run folder: {rt.run.path}")
+    return EXIT_CODES[status]
+
+
+def start(settings: Settings, goal: str, say: Callable[[str], None] = print) -> int:
+    try:
+        run = RunFolder.create(settings.runs_dir, goal)
+    except RunFolderError as err:
+        raise CampaignError(str(err)) from None
+    run.lock()
+    run.write_json("config.json", {"goal": goal, "settings": settings.public_dump()})
+    rt = _open_runtime(run, settings, goal, say)
+    rt.trace.emit("run_started", "control", goal=goal, run=run.path.name, argv=sys.argv[1:])
+    say(f"[control] run folder: {run.path}")
+    return _drive(rt, "attempt-1", fresh=True)
+
+
+def resume(ref: str, runs_dir: str, overrides: dict, say: Callable[[str], None] = print) -> int:
+    try:
+        run = RunFolder.find(ref, runs_dir)
+    except RunFolderError as err:
+        raise CampaignError(str(err)) from None
+    result = run.result
+    if result is not None and result.get("status") == "finished":
+        raise CampaignError(f"run {run.path.name} already finished; start a new run "
+                            f"or inspect it with `dsv4-agent status {run.path}`")
+    try:
+        run.lock()
+    except RunFolderError as err:
+        raise CampaignError(str(err)) from None
+    try:
+        read_trace(run.trace_path)
+    except (TraceError, FileNotFoundError) as err:
+        run.unlock()
+        raise CampaignError(f"cannot resume {run.path.name}: {err}") from None
+    recorded = run.read_json("config.json")
+    key = os.environ.get("DSV4_LLM_API_KEY") or os.environ.get("OPENAI_API_KEY")  # never recorded
+    settings = Settings.model_validate({**recorded["settings"], "llm_api_key": key,
+                                        **{k: v for k, v in overrides.items() if v is not None}})
+    attempts = sorted(run.path.glob("result.attempt-*.json"))
+    if result is not None:  # a planned/failed/interrupted run: a new attempt, reusing done steps
+        os.replace(run.path / "result.json", run.path / f"result.attempt-{len(attempts) + 1}.json")
+    rt = _open_runtime(run, settings, recorded["goal"], say)
+    thread = f"attempt-{len(attempts) + 1 + (result is not None)}"
+    rt.trace.emit("run_resumed", "control", run=run.path.name, thread=thread, after=(result or {}).get("status"))
+    say(f"[control] resuming {run.path}")
+    return _drive(rt, thread, fresh=result is not None)
+
+
+def load_run(ref: str, runs_dir: str) -> RunFolder:
+    try:
+        return RunFolder.find(ref, runs_dir)
+    except RunFolderError as err:
+        raise CampaignError(str(err)) from None
+
+
+__all__ = ["start", "resume", "load_run", "CampaignError", "Path"]

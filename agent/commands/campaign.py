@@ -1,0 +1,132 @@
+"""``dsv4-agent "GOAL"`` (alias ``run``), ``resume``, ``status`` and ``jobs``."""
+from __future__ import annotations
+
+import sys
+from typing import Optional
+
+import typer
+
+RUNS_HELP = "Folder holding run folders (default ./runs; setting runs_dir)."
+
+
+def _fail(message: str, code: int = 2) -> None:
+    typer.echo(f"dsv4-agent: {message}", err=True)
+    raise typer.Exit(code)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("run", help=(
+        "Run a campaign for GOAL, e.g. \"enable MTP and tune kernels\".\n\n"
+        "Settings precedence: these options > ./dsv4-agent.toml > DSV4_* environment > defaults. "
+        "Output goes to runs/<UTC time>-<slug>/: config.json, plan.md, trace.jsonl, scripts, "
+        "jobs/, report, and result.json (written last)."))
+    def run(
+        goal: str = typer.Argument(..., help="What to do, in words: tune kernels, enable MTP, benchmark, sync."),
+        model: Optional[str] = typer.Option(None, help="Model id or path [deepseek-ai/DeepSeek-V4-Flash]."),
+        model_path: Optional[str] = typer.Option(None, help="Local checkpoint folder (config.json, tokenizer)."),
+        sglang: Optional[str] = typer.Option(None, "--sglang", help="SGLang checkout or package folder."),
+        sglang_python: Optional[str] = typer.Option(None, help="Interpreter with SGLang installed [python3]."),
+        gpus: Optional[str] = typer.Option(None, help="GPU indices to use, e.g. 0,1,2,3 [all found]."),
+        runs_dir: Optional[str] = typer.Option(None, help=RUNS_HELP),
+        executor: Optional[str] = typer.Option(None, help="local | ssh://user@host[:port] | slurm[:partition]."),
+        pull: Optional[bool] = typer.Option(None, "--pull", help="Fast-forward the SGLang checkout first."),
+        shapes: Optional[list[str]] = typer.Option(None, "--shapes", help="FP8 GEMM shape N,K to tune (repeat)."),
+        retune: Optional[bool] = typer.Option(None, "--retune", help="Tune shapes that already have configs."),
+        tp: Optional[int] = typer.Option(None, help="Tensor-parallel size [number of GPUs]."),
+        concurrency: Optional[str] = typer.Option(None, help="Benchmark concurrency levels [1,8,16]."),
+        tokenizer: Optional[str] = typer.Option(None, help="Local tokenizer for offline benchmarks."),
+        llm_base_url: Optional[str] = typer.Option(None, help="OpenAI-compatible endpoint; unset = playbook."),
+        llm_model: Optional[str] = typer.Option(None, help="Model name at the LLM endpoint."),
+        accept_unsupported_flags: Optional[bool] = typer.Option(
+            None, "--accept-unsupported-flags", help="Write LLM-proposed flags that have no cited evidence."),
+    ) -> None:
+        from agent.campaign import CampaignError, start
+        from agent.config import SettingsError, load_settings
+        from agent.playbook import GoalError, plan_goal
+        from agent.runfolder import RunFolderError
+
+        cli = dict(model=model, model_path=model_path, sglang_src=sglang, sglang_python=sglang_python,
+                   gpus=_ints(gpus, "--gpus"), runs_dir=runs_dir, executor=executor, pull=pull, shapes=shapes,
+                   retune=retune, tp=tp, concurrency=_ints(concurrency, "--concurrency"), tokenizer=tokenizer,
+                   llm_base_url=llm_base_url, llm_model=llm_model, accept_unsupported_flags=accept_unsupported_flags)
+        try:
+            settings = load_settings(cli)
+            if not settings.llm_base_url:
+                plan_goal(goal, pull=settings.pull)  # refuse an unusable goal before writing anything
+            code = start(settings, goal, say=_say)
+        except (SettingsError, GoalError, CampaignError, RunFolderError) as err:
+            _fail(str(err))
+        raise typer.Exit(code)
+
+    @app.command(help="Continue a run that crashed, was interrupted, or was only planned (no GPU where it was "
+                      "made). Finished steps are reused, running jobs re-attached, nothing launched twice. "
+                      "RUN is a run folder path, its name under --runs-dir, or 'latest'.")
+    def resume(
+        run: str = typer.Argument(..., help="Run folder, its name, or 'latest'."),
+        runs_dir: str = typer.Option("runs", help=RUNS_HELP),
+        sglang_python: Optional[str] = typer.Option(None, help="Interpreter with SGLang on this host."),
+        executor: Optional[str] = typer.Option(None, help="Where to run the GPU steps now."),
+        gpus: Optional[str] = typer.Option(None, help="GPU indices to use on this host."),
+    ) -> None:
+        from agent.campaign import CampaignError, resume as resume_run
+
+        try:
+            code = resume_run(run, runs_dir, {"sglang_python": sglang_python, "executor": executor,
+                                              "gpus": _ints(gpus, "--gpus")}, say=_say)
+        except CampaignError as err:
+            _fail(str(err))
+        raise typer.Exit(code)
+
+    @app.command(help="Show a run: its goal, plan steps and their outcomes, jobs, and result.")
+    def status(run: str = typer.Argument(..., help="Run folder, its name, or 'latest'."),
+               runs_dir: str = typer.Option("runs", help=RUNS_HELP)) -> None:
+        from agent.campaign import CampaignError, load_run
+        from agent.run_status import render_status
+
+        try:
+            folder = load_run(run, runs_dir)
+        except CampaignError as err:
+            _fail(str(err))
+        typer.echo(render_status(folder))
+
+    @app.command(help="List a run's jobs; --logs JOB prints a job's log tail; --stop JOB stops it "
+                      "(only jobs in this run's ledger can be stopped).")
+    def jobs(run: str = typer.Argument(..., help="Run folder, its name, or 'latest'."),
+             logs: Optional[str] = typer.Option(None, "--logs", help="Job key whose log to print."),
+             stop: Optional[str] = typer.Option(None, "--stop", help="Job key to stop."),
+             lines: int = typer.Option(40, help="Log lines to print with --logs."),
+             runs_dir: str = typer.Option("runs", help=RUNS_HELP)) -> None:
+        from agent.campaign import CampaignError, load_run
+        from agent.run_status import render_jobs
+        from tools.base import ToolError
+        from tools.jobs.factory import make_executor
+
+        try:
+            folder = load_run(run, runs_dir)
+            recorded = folder.read_json("config.json")["settings"]
+            executor = make_executor(recorded.get("executor", "local"), folder.jobs_dir)
+            if logs:
+                executor.poll(logs)
+                text = executor.read_log(logs, max_chars=200_000)
+                typer.echo("\n".join(text.splitlines()[-lines:]))
+            elif stop:
+                state = executor.stop(stop)
+                typer.echo(f"{stop}: {state.status} {state.reason}".rstrip())
+            else:
+                typer.echo(render_jobs(executor.jobs()))
+        except (CampaignError, ToolError) as err:
+            _fail(str(err))
+
+
+def _ints(raw: Optional[str], option: str) -> Optional[list[int]]:
+    if raw is None:
+        return None
+    try:
+        return [int(p) for p in raw.replace(",", " ").split()]
+    except ValueError:
+        _fail(f"{option} takes integers separated by commas, e.g. 0,1,2,3 (got {raw!r})")
+
+
+def _say(line: str) -> None:
+    print(line, flush=True)
+    sys.stdout.flush()

@@ -1,0 +1,80 @@
+"""Runs plan steps for a lane: load the step's adapter, run it, record its outcome.
+
+Outcomes are files (``steps/<kind>.json``) as well as graph state, so a resumed or re-driven
+campaign reuses what finished (``done``/``skipped``) and re-runs the rest. A step whose adapter
+module does not exist reports ``not_available``; an expected failure (``ToolError``) is a
+``failed`` outcome; anything else propagates and ends the run as ``failed``.
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import time
+from pathlib import Path
+
+from agent.runtime import Runtime
+from agent.steps.base import PlanStep, StepContext, StepOutcome
+from tools.base import ToolError
+from tools.gpus import GpuInfo
+
+REUSABLE = ("done", "skipped")
+
+
+def step_module_name(kind: str) -> str:
+    return f"agent.steps.{kind}"
+
+
+def step_available(kind: str) -> bool:
+    return importlib.util.find_spec(step_module_name(kind)) is not None
+
+
+def recorded_outcome(rt: Runtime, kind: str) -> StepOutcome | None:
+    path = rt.run.path / "steps" / f"{kind}.json"
+    if not path.exists():
+        return None
+    return StepOutcome.model_validate_json(path.read_text())
+
+
+def make_context(rt: Runtime, preflight: dict, outcomes: dict[str, dict], lane: str) -> StepContext:
+    root = preflight.get("sglang_root")
+    return StepContext(
+        settings=rt.settings, run=rt.run, trace=rt.trace, executor=rt.executor,
+        gpus=[GpuInfo.model_validate(g) for g in preflight.get("gpus", [])],
+        sglang_root=Path(root) if root else None,
+        outcomes={k: StepOutcome.model_validate(v) for k, v in outcomes.items()}, lane=lane,
+    )
+
+
+def run_step(rt: Runtime, step: PlanStep, ctx: StepContext) -> StepOutcome:
+    previous = recorded_outcome(rt, step.kind)
+    if previous is not None and previous.status in REUSABLE:
+        rt.trace.emit("progress", step.lane, message=f"{step.kind}: reusing recorded outcome ({previous.status})")
+        return previous
+    rt.trace.emit("tool_call", step.lane, tool=step.kind, args=step.params)
+    started = time.monotonic()
+    if not step_available(step.kind):
+        outcome = StepOutcome(kind=step.kind, status="not_available",
+                              summary=f"{step.kind}: this capability is not available in this build")
+    else:
+        module = importlib.import_module(step_module_name(step.kind))
+        try:
+            outcome = module.run(ctx, step)
+        except ToolError as err:
+            outcome = StepOutcome(kind=step.kind, status="failed", summary=f"{step.kind}: {err}")
+    rt.run.write_json(f"steps/{step.kind}.json", outcome.model_dump(mode="json"))
+    rt.trace.emit("tool_result", step.lane, tool=step.kind, status=outcome.status, summary=outcome.summary,
+                  artifacts=outcome.artifacts, seconds=round(time.monotonic() - started, 3))
+    rt.say(f"[{step.lane}] {step.kind}: {outcome.status} — {outcome.summary}")
+    return outcome
+
+
+def run_lane(rt: Runtime, steps: list[PlanStep], preflight: dict, outcomes: dict[str, dict],
+             kinds: tuple[str, ...]) -> dict[str, dict]:
+    """Run the plan's steps of these kinds in plan order; each sees the outcomes before it."""
+    produced: dict[str, dict] = {}
+    for step in steps:
+        if step.kind not in kinds:
+            continue
+        ctx = make_context(rt, preflight, {**outcomes, **produced}, step.lane)
+        produced[step.kind] = run_step(rt, step, ctx).model_dump(mode="json")
+    return produced

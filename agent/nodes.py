@@ -1,0 +1,74 @@
+"""Graph nodes: thin adapters from state to the functions that do the work."""
+from __future__ import annotations
+
+import importlib.util
+
+from agent import planner
+from agent.lanes import run_lane, step_available
+from agent.preflight import run_preflight
+from agent.runtime import Runtime
+from agent.state import CampaignState
+from agent.steps.base import PlanStep
+
+
+def _steps(state: CampaignState) -> list[PlanStep]:
+    return [PlanStep.model_validate(s) for s in state.get("steps", [])]
+
+
+def preflight(rt: Runtime, state: CampaignState) -> dict:
+    found = run_preflight(rt.settings)
+    rt.run.write_json("preflight.json", found)
+    gpus = ", ".join(f"{g['index']}:{g['name']}" for g in found["gpus"]) or "none"
+    rt.say(f"[control] preflight: GPUs {gpus}; SGLang source {found['sglang_root'] or 'unresolved'}")
+    for note in found["notes"]:
+        rt.say(f"[control] note: {note}")
+    return {"preflight": found}
+
+
+def plan(rt: Runtime, state: CampaignState) -> dict:
+    steps, plan_md = planner.make_plan(rt, state["goal"], state["preflight"])
+    rt.run.write_json("plan.json", [s.model_dump(mode="json") for s in steps])
+    rt.run.write_text("plan.md", plan_md)
+    rt.trace.emit("artifact_written", "control", path="plan.md", bytes=len(plan_md.encode()))
+    return {"steps": [s.model_dump(mode="json") for s in steps]}
+
+
+def sync(rt: Runtime, state: CampaignState) -> dict:
+    return {"outcomes": run_lane(rt, _steps(state), state["preflight"], state.get("outcomes", {}), ("sync",))}
+
+
+def gpu_lane(rt: Runtime, state: CampaignState) -> dict:
+    done = run_lane(rt, _steps(state), state["preflight"], state.get("outcomes", {}), ("tune_kernels",))
+    return {"outcomes": done, "lanes_done": {"gpu": True}}
+
+
+def research_lane(rt: Runtime, state: CampaignState) -> dict:
+    kinds = ("infer_mtp", "write_scripts")
+    done = run_lane(rt, _steps(state), state["preflight"], state.get("outcomes", {}), kinds)
+    return {"outcomes": done, "lanes_done": {"research": True}}
+
+
+def join(rt: Runtime, state: CampaignState) -> dict:
+    finished = {k: v["status"] for k, v in state.get("outcomes", {}).items()}
+    rt.trace.emit("progress", "control", message="lanes joined", outcomes=finished)
+    return {}
+
+
+def measure(rt: Runtime, state: CampaignState) -> dict:
+    return {"outcomes": run_lane(rt, _steps(state), state["preflight"], state.get("outcomes", {}), ("benchmark",))}
+
+
+def report(rt: Runtime, state: CampaignState) -> dict:
+    outcomes = state.get("outcomes", {})
+    statuses = {v["status"] for v in outcomes.values()}
+    status = "failed" if "failed" in statuses else "planned" if "planned" in statuses else "finished"
+    if importlib.util.find_spec("agent.report") is not None:
+        from agent.report import build_report
+
+        paths = build_report(rt.run.path)
+        for path in paths:
+            rt.trace.emit("artifact_written", "control", path=str(path.relative_to(rt.run.path)))
+    return {"status": status}
+
+
+__all__ = ["preflight", "plan", "sync", "gpu_lane", "research_lane", "join", "measure", "report", "step_available"]

@@ -1,0 +1,32 @@
+"""Turns the goal into plan steps: the playbook, or the LLM planner when one is configured."""
+from __future__ import annotations
+
+from agent.lanes import step_available
+from agent.playbook import plan_goal
+from agent.runtime import Runtime
+from agent.steps.base import PlanStep
+
+
+def render_plan_md(goal: str, steps: list[PlanStep], ignored: list[str], preflight: dict, planner: str) -> str:
+    has_gpu = bool(preflight.get("gpus"))
+    lines = [f"# Plan: {goal}", "", f"Planner: {planner}.", ""]
+    if ignored:
+        lines += [f"Words the planner did not use: {', '.join(ignored)}.", ""]
+    lines += ["| # | step | lane | will | why |", "|---|---|---|---|---|"]
+    for i, step in enumerate(steps, 1):
+        if not step_available(step.kind):
+            will = "not available in this build"
+        elif step.lane == "gpu" and not has_gpu:
+            will = "planned (no GPU here): scripts written, not run"
+        else:
+            will = "run"
+        lines.append(f"| {i} | {step.kind} | {step.lane} | {will} | {step.why} |")
+    notes = preflight.get("notes") or []
+    if notes:
+        lines += ["", "## Preflight notes", "", *[f"- {n}" for n in notes]]
+    return "\n".join(lines) + "\n"
+
+
+def make_plan(rt: Runtime, goal: str, preflight: dict) -> tuple[list[PlanStep], str]:
+    steps, ignored = plan_goal(goal, pull=rt.settings.pull)
+    return steps, render_plan_md(goal, steps, ignored, preflight, "deterministic playbook")

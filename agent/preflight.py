@@ -1,0 +1,65 @@
+"""Preflight: what this machine and configuration give the campaign. Never fatal by itself:
+what is missing becomes a note, and steps that need it plan instead of run."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from agent.config import Settings
+from tools.base import ToolError
+from tools.gpus import DetectGpusArgs, detect_gpus
+
+
+def _resolve_sglang(settings: Settings) -> tuple[dict | None, str]:
+    try:
+        from tools.sglang_source import ResolveSourceArgs, resolve_source
+    except ImportError:  # the evidence engine's resolver is absent: fall back to the wheel cache
+        from tools.sglang_source import ensure_wheel_source
+
+        if settings.sglang_src:
+            return {"kind": "explicit", "root": settings.sglang_src}, ""
+        try:
+            root = ensure_wheel_source(settings.sglang_version)
+        except ToolError as err:
+            return None, str(err)
+        return {"kind": "wheel", "root": str(root), "version": settings.sglang_version}, ""
+    try:
+        info = resolve_source(ResolveSourceArgs(path=settings.sglang_src, sglang_python=settings.sglang_python,
+                                                version=settings.sglang_version))
+    except ToolError as err:
+        return None, str(err)
+    return info.model_dump(mode="json"), ""
+
+
+def run_preflight(settings: Settings) -> dict:
+    notes: list[str] = []
+    found = detect_gpus(DetectGpusArgs(only=settings.gpus))
+    if not found.gpus:
+        notes.append(f"no GPU: {found.note}; GPU steps will be planned, not run")
+    source, problem = _resolve_sglang(settings)
+    if source is None:
+        notes.append(f"SGLang source not resolved: {problem}")
+    python = shutil.which(settings.sglang_python)
+    if python is None:
+        notes.append(f"SGLang python {settings.sglang_python!r} not found; pass --sglang-python PATH")
+    model_config = None
+    if settings.model_path:
+        config_path = Path(settings.model_path) / "config.json"
+        if config_path.exists():
+            try:
+                config = json.loads(config_path.read_text())
+                model_config = {"path": str(config_path), "architectures": config.get("architectures")}
+            except json.JSONDecodeError as err:
+                notes.append(f"{config_path} is not JSON ({err.msg})")
+        else:
+            notes.append(f"no config.json in --model-path {settings.model_path}")
+    return {
+        "gpus": [g.model_dump() for g in found.gpus],
+        "sglang_root": source["root"] if source else None,
+        "sglang_source": source,
+        "sglang_python": python,
+        "model_config": model_config,
+        "executor": settings.executor,
+        "notes": notes,
+    }
