@@ -1,0 +1,143 @@
+"""Fast-forward-only pull of the SGLang checkout.
+
+Order matters: everything that can be refused without the network (not a checkout, detached
+HEAD, no upstream, a half-done merge) is refused before fetching; fetching only moves the
+remote-tracking ref; the branch moves only by ``git merge --ff-only``. Nothing here resets,
+stashes, rebases or forces: a refusal leaves HEAD, the index, the working tree and the stash
+exactly as they were, and says what the user can do.
+"""
+from __future__ import annotations
+
+from typing import Literal
+
+import git
+from pydantic import BaseModel, Field
+
+from tools.base import ToolError, cap_lines
+from tools.sync.repo import CommitInfo, changed_paths, dirty_paths, in_progress_operation, list_commits, run_git
+
+PullStatus = Literal["fast_forwarded", "up_to_date", "ahead"]
+
+
+class PullResult(BaseModel):
+    checkout: str = Field(description="Top of the git working tree")
+    branch: str
+    upstream: str = Field(description="remote/branch that was fetched")
+    status: PullStatus
+    old_head: str
+    new_head: str
+    commits: list[CommitInfo] = Field(default_factory=list, description="New commits, newest first")
+    changed_files: list[str] = Field(default_factory=list, description="Every path that differs old..new")
+    dirty_kept: list[str] = Field(default_factory=list, description="Local changes left untouched (--allow-dirty)")
+    ahead_by: int = Field(0, description="Local commits not upstream (status 'ahead')")
+    shallow: bool = False
+
+
+def _listing(paths: list[str], limit: int = 10) -> str:
+    capped = cap_lines(paths, limit, 2000, what="paths")
+    return ", ".join(capped.text.splitlines()) + (f" {capped.note}" if capped.truncated else "")
+
+
+def check_branch(repo: git.Repo, remote: str, branch: str) -> str:
+    """The checked-out branch name, if it tracks remote/branch; else a refusal saying what to do."""
+    top = repo.working_tree_dir
+    if repo.head.is_detached:
+        raise ToolError(f"{top}: HEAD is detached at {repo.head.commit.hexsha[:12]}; sync moves a branch, "
+                        f"not a detached HEAD: run `git -C {top} switch {branch}` and sync again")
+    local = repo.active_branch
+    if remote not in [r.name for r in repo.remotes]:
+        known = ", ".join(r.name for r in repo.remotes) or "none"
+        raise ToolError(f"{top}: no remote named {remote!r} (remotes: {known}); pass --remote NAME "
+                        f"or add it with `git -C {top} remote add {remote} URL`")
+    tracking = local.tracking_branch()
+    if tracking is None:
+        raise ToolError(f"{top}: branch {local.name!r} has no upstream configured; set it with "
+                        f"`git -C {top} branch --set-upstream-to={remote}/{branch} {local.name}` and sync again")
+    if tracking.remote_name != remote or tracking.remote_head != branch:
+        raise ToolError(f"{top}: branch {local.name!r} tracks {tracking.name}, not {remote}/{branch}; pass "
+                        f"--remote {tracking.remote_name} --branch {tracking.remote_head}, or switch to "
+                        f"the branch that tracks {remote}/{branch}")
+    return local.name
+
+
+def fetch(repo: git.Repo, remote: str, branch: str, timeout_s: float) -> str:
+    """Fetch remote/branch; return the fetched commit. A failure changes nothing locally."""
+    top = repo.working_tree_dir
+    url = repo.remote(remote).url
+    done = run_git(top, ["fetch", "--no-tags", remote, f"refs/heads/{branch}"], timeout_s)
+    if done.timed_out:
+        raise ToolError(f"fetch from {remote} ({url}) did not finish within {timeout_s:.0f} s; the remote "
+                        "does not answer: check the network or the remote URL (`git remote -v`), then sync "
+                        "again. Nothing was changed.")
+    if done.returncode != 0:
+        last = [line for line in done.output.strip().splitlines() if line.strip()][-2:] or ["no output"]
+        raise ToolError(f"fetch from {remote} ({url}) failed: {' | '.join(last)}; check the network and "
+                        "the remote URL (`git remote -v`), then sync again. Nothing was changed.")
+    return repo.git.rev_parse("FETCH_HEAD^{commit}")
+
+
+def _relation(repo: git.Repo, old: str, new: str, upstream: str, shallow: bool) -> tuple[str, int, int]:
+    """('equal'|'behind'|'ahead'|'diverged', local-only count, upstream-only count)."""
+    if old == new:
+        return "equal", 0, 0
+    try:
+        base = repo.git.merge_base(old, new)
+    except git.GitCommandError:
+        hint = (f" the clone is shallow and the histories meet below its edge: run "
+                f"`git -C {repo.working_tree_dir} fetch --unshallow {upstream.split('/')[0]}`") if shallow else ""
+        raise ToolError(f"HEAD and {upstream} share no history the checkout knows of;{hint or ' they are unrelated branches:'}"
+                        f" sync only fast-forwards, so reconcile them yourself and sync again") from None
+    local_only = int(repo.git.rev_list("--count", f"{new}..{old}"))
+    upstream_only = int(repo.git.rev_list("--count", f"{old}..{new}"))
+    if base == old:
+        return "behind", 0, upstream_only
+    if base == new:
+        return "ahead", local_only, 0
+    return "diverged", local_only, upstream_only
+
+
+def pull(checkout: git.Repo, remote: str = "origin", branch: str = "main", allow_dirty: bool = False,
+         fetch_timeout_s: float = 120.0) -> PullResult:
+    repo = checkout
+    top = repo.working_tree_dir
+    local = check_branch(repo, remote, branch)
+    busy = in_progress_operation(repo)
+    if busy:
+        raise ToolError(f"{top}: {busy} is in progress; finish or abort it yourself, then sync again")
+    shallow = repo.git.rev_parse("--is-shallow-repository") == "true"
+    old = repo.head.commit.hexsha
+    new = fetch(repo, remote, branch, fetch_timeout_s)
+    upstream = f"{remote}/{branch}"
+    base = dict(checkout=top, branch=local, upstream=upstream, old_head=old, new_head=new, shallow=shallow)
+
+    relation, local_only, upstream_only = _relation(repo, old, new, upstream, shallow)
+    if relation == "equal":
+        return PullResult(status="up_to_date", **base)
+    if relation == "ahead":
+        return PullResult(status="ahead", ahead_by=local_only, **base)
+    if relation == "diverged":
+        raise ToolError(f"{top}: branch {local!r} and {upstream} have diverged ({local_only} local commit(s), "
+                        f"{upstream_only} upstream); sync only fast-forwards: merge or rebase them yourself "
+                        f"(e.g. `git -C {top} rebase {upstream}`), or keep your commits on another branch, "
+                        "then sync again. Nothing was changed.")
+
+    incoming = changed_paths(repo, old, new)
+    dirty = dirty_paths(repo)
+    if dirty and not allow_dirty:
+        raise ToolError(f"{top}: the working tree has {len(dirty)} local change(s) ({_listing(dirty)}); "
+                        "commit them, or pass --allow-dirty to pull anyway when the incoming commits do "
+                        "not touch them (nothing is ever stashed). Nothing was changed.")
+    overlap = sorted(set(dirty) & set(incoming))
+    if overlap:
+        raise ToolError(f"{top}: the incoming commits change {len(overlap)} file(s) you have local changes in "
+                        f"({_listing(overlap)}); commit those changes or set them aside yourself, then sync "
+                        "again. Nothing was changed.")
+    try:
+        repo.git.merge("--ff-only", "--no-edit", new)
+    except git.GitCommandError as err:
+        # git checks before it writes: a refused fast-forward leaves the tree as it was.
+        reason = (err.stderr or err.stdout or str(err)).strip().splitlines()[-1:] or ["unknown"]
+        raise ToolError(f"{top}: git refused the fast-forward ({reason[0].strip()}); resolve that and sync "
+                        "again. Nothing was changed.") from None
+    return PullResult(status="fast_forwarded", commits=list_commits(repo, old, new), changed_files=incoming,
+                      dirty_kept=dirty, **base)
