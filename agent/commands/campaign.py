@@ -21,7 +21,7 @@ def register(app: typer.Typer) -> None:
         "Output goes to runs/<UTC time>-<slug>/: config.json, plan.md, trace.jsonl, scripts, "
         "jobs/, report, and result.json (written last)."))
     def run(
-        goal: str = typer.Argument(..., help="What to do, in words: tune kernels, enable MTP, benchmark, sync."),
+        goal: str = typer.Argument(..., metavar="GOAL", help="What to do, in words: tune kernels, enable MTP, benchmark, sync."),
         model: Optional[str] = typer.Option(None, help="Model id or path [deepseek-ai/DeepSeek-V4-Flash]."),
         model_path: Optional[str] = typer.Option(None, help="Local checkpoint folder (config.json, tokenizer)."),
         sglang: Optional[str] = typer.Option(None, "--sglang", help="SGLang checkout or package folder."),
