@@ -13,9 +13,9 @@ import sqlite3
 import sys
 import traceback
 from pathlib import Path
-from typing import Callable
 
 from agent.config import Settings
+from agent.live import LiveView
 from agent.runfolder import EXIT_CODES, RunFolder, RunFolderError
 from agent.runtime import Runtime
 from agent.trace import TraceError, TraceWriter, read_trace
@@ -33,12 +33,14 @@ def _on_signal(signum, frame):
     raise Interrupted(signal.Signals(signum).name)
 
 
-def _open_runtime(run: RunFolder, settings: Settings, goal: str, say: Callable[[str], None]) -> Runtime:
+def _open_runtime(run: RunFolder, settings: Settings, goal: str, view: LiveView) -> Runtime:
     from tools.jobs.factory import make_executor
 
     trace = TraceWriter(run.trace_path)
+    trace.listeners.append(view.on_event)
     executor = make_executor(settings.executor, run.jobs_dir)
-    return Runtime(settings=settings, run=run, trace=trace, executor=executor, goal=goal, say=say)
+    return Runtime(settings=settings, run=run, trace=trace, executor=executor, goal=goal, say=view.say,
+                   extras={"view": view})
 
 
 def _drive(rt: Runtime, thread_id: str, fresh: bool) -> int:
@@ -63,6 +65,7 @@ def _drive(rt: Runtime, thread_id: str, fresh: bool) -> int:
         running = [j.key for j in rt.executor.jobs() if not j.done]
         note = f"; jobs still running: {', '.join(running)}" if running else ""
         code = _finish(rt, "interrupted", f"interrupted by {why}{note}; `dsv4-agent resume {rt.run.path}` continues")
+        rt.extras["view"].__exit__(None, None, None)  # restore the terminal before the hard exit
         sys.stdout.flush()
         os._exit(code)  # lane threads may be blocked on jobs; the jobs are detached and resumable
     except Exception as err:  # anything unexpected ends the run with a recorded status
@@ -98,20 +101,23 @@ def _finish(rt: Runtime, status: str, summary: str) -> int:
     return EXIT_CODES[status]
 
 
-def start(settings: Settings, goal: str, say: Callable[[str], None] = print) -> int:
+def start(settings: Settings, goal: str, view: LiveView | None = None) -> int:
+    view = view or LiveView(force_plain=True)
     try:
         run = RunFolder.create(settings.runs_dir, goal)
     except RunFolderError as err:
         raise CampaignError(str(err)) from None
     run.lock()
     run.write_json("config.json", {"goal": goal, "settings": settings.public_dump()})
-    rt = _open_runtime(run, settings, goal, say)
+    rt = _open_runtime(run, settings, goal, view)
     rt.trace.emit("run_started", "control", goal=goal, run=run.path.name, argv=sys.argv[1:])
-    say(f"[control] run folder: {run.path}")
-    return _drive(rt, "attempt-1", fresh=True)
+    rt.say(f"[control] run folder: {run.path}")
+    with view:
+        return _drive(rt, "attempt-1", fresh=True)
 
 
-def resume(ref: str, runs_dir: str, overrides: dict, say: Callable[[str], None] = print) -> int:
+def resume(ref: str, runs_dir: str, overrides: dict, view: LiveView | None = None) -> int:
+    view = view or LiveView(force_plain=True)
     try:
         run = RunFolder.find(ref, runs_dir)
     except RunFolderError as err:
@@ -136,11 +142,12 @@ def resume(ref: str, runs_dir: str, overrides: dict, say: Callable[[str], None] 
     attempts = sorted(run.path.glob("result.attempt-*.json"))
     if result is not None:  # a planned/failed/interrupted run: a new attempt, reusing done steps
         os.replace(run.path / "result.json", run.path / f"result.attempt-{len(attempts) + 1}.json")
-    rt = _open_runtime(run, settings, recorded["goal"], say)
+    rt = _open_runtime(run, settings, recorded["goal"], view)
     thread = f"attempt-{len(attempts) + 1 + (result is not None)}"
     rt.trace.emit("run_resumed", "control", run=run.path.name, thread=thread, after=(result or {}).get("status"))
-    say(f"[control] resuming {run.path}")
-    return _drive(rt, thread, fresh=result is not None)
+    rt.say(f"[control] resuming {run.path}")
+    with view:
+        return _drive(rt, thread, fresh=result is not None)
 
 
 def load_run(ref: str, runs_dir: str) -> RunFolder:

@@ -1,7 +1,6 @@
 """``dsv4-agent "GOAL"`` (alias ``run``), ``resume``, ``status`` and ``jobs``."""
 from __future__ import annotations
 
-import sys
 from typing import Optional
 
 import typer
@@ -41,6 +40,7 @@ def register(app: typer.Typer) -> None:
             None, "--accept-unsupported-flags", help="Write LLM-proposed flags that have no cited evidence."),
     ) -> None:
         from agent.campaign import CampaignError, start
+        from agent.live import LiveView
         from agent.config import SettingsError, load_settings
         from agent.playbook import GoalError, plan_goal
         from agent.runfolder import RunFolderError
@@ -53,7 +53,7 @@ def register(app: typer.Typer) -> None:
             settings = load_settings(cli)
             if not settings.llm_base_url:
                 plan_goal(goal, pull=settings.pull)  # refuse an unusable goal before writing anything
-            code = start(settings, goal, say=_say)
+            code = start(settings, goal, LiveView())
         except (SettingsError, GoalError, CampaignError, RunFolderError) as err:
             _fail(str(err))
         raise typer.Exit(code)
@@ -69,10 +69,11 @@ def register(app: typer.Typer) -> None:
         gpus: Optional[str] = typer.Option(None, help="GPU indices to use on this host."),
     ) -> None:
         from agent.campaign import CampaignError, resume as resume_run
+        from agent.live import LiveView
 
         try:
             code = resume_run(run, runs_dir, {"sglang_python": sglang_python, "executor": executor,
-                                              "gpus": _ints(gpus, "--gpus")}, say=_say)
+                                              "gpus": _ints(gpus, "--gpus")}, LiveView())
         except CampaignError as err:
             _fail(str(err))
         raise typer.Exit(code)
@@ -125,8 +126,3 @@ def _ints(raw: Optional[str], option: str) -> Optional[list[int]]:
         return [int(p) for p in raw.replace(",", " ").split()]
     except ValueError:
         _fail(f"{option} takes integers separated by commas, e.g. 0,1,2,3 (got {raw!r})")
-
-
-def _say(line: str) -> None:
-    print(line, flush=True)
-    sys.stdout.flush()
