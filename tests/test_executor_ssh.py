@@ -1,0 +1,216 @@
+"""SshExecutor against a real OpenSSH server on loopback (tests/services/start_sshd.sh).
+
+No doubles: the executor drives the system ``ssh`` into a real ``sshd`` that runs the jobs on
+this machine as if it were the GPU host. If CI already started the server (pid file under
+/tmp/dsv4-test-services), it is reused; otherwise the session starts its own on a free port and
+stops it at the end, by its pid file.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import require_binary
+from tools.base import ToolError
+from tools.jobs.factory import make_executor
+from tools.jobs.local import LocalExecutor
+from tools.jobs.spec import JobSpec
+from tools.jobs.ssh import SshExecutor
+
+SERVICES = Path(__file__).parent / "services"
+REPO = Path(__file__).parent.parent
+
+
+@dataclass
+class Sshd:
+    base: Path
+    port: int
+
+    @property
+    def options(self) -> list[str]:
+        return ["-F", str(self.base / "ssh_config")]
+
+    def ssh(self, command: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["ssh", *self.options, "dsv4-test", command], capture_output=True, text=True, timeout=30)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _live(pid_file: Path) -> bool:
+    try:
+        os.kill(int(pid_file.read_text()), 0)
+        return True
+    except (FileNotFoundError, ValueError, ProcessLookupError):
+        return False
+
+
+@pytest.fixture(scope="session")
+def sshd(tmp_path_factory) -> Sshd:
+    require_binary("ssh")
+    shared = Path("/tmp/dsv4-test-services/sshd")
+    if _live(shared / "sshd.pid"):
+        yield Sshd(shared, int(os.environ.get("DSV4_SSHD_PORT", "2222")))
+        return
+    require_binary("sshd")
+    services_dir = tmp_path_factory.mktemp("services")
+    env = {**os.environ, "DSV4_SERVICES_DIR": str(services_dir), "DSV4_SSHD_PORT": str(_free_port())}
+    subprocess.run([str(SERVICES / "start_sshd.sh")], env=env, check=True, capture_output=True, timeout=60)
+    yield Sshd(services_dir / "sshd", int(env["DSV4_SSHD_PORT"]))
+    subprocess.run([str(SERVICES / "stop_sshd.sh")], env=env, check=True, capture_output=True, timeout=60)
+
+
+def _executor(sshd: Sshd, jobs_root: Path) -> SshExecutor:
+    return SshExecutor("ssh://dsv4-test", jobs_root, ssh_options=sshd.options)
+
+
+def _wait(executor, key: str, until, timeout_s: float = 30.0):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        state = executor.poll(key)
+        if until(state):
+            return state
+        time.sleep(0.2)
+    raise AssertionError(f"job {key} did not reach the expected state; last: {state}")
+
+
+def test_job_runs_detached_and_its_log_and_results_come_back(sshd, tmp_path):
+    ex = _executor(sshd, tmp_path / "run-a" / "jobs")
+    script = "echo first; while [ ! -e go ]; do sleep 0.1; done; echo second; echo '{\"m\": 1}' > result.json"
+    state = ex.launch(JobSpec(key="tune-gpu0", argv=["bash", "-c", script], env={"X": "1"}))
+    assert state.status == "running" and not state.attached
+
+    # the log is mirrored while the job runs, before any result exists
+    state = _wait(ex, "tune-gpu0", lambda s: "first" in (ex.job_dir("tune-gpu0") / "log.txt").read_text())
+    assert state.status == "running"
+    assert not (ex.job_dir("tune-gpu0") / "result.json").exists()
+
+    assert sshd.ssh(f"touch {ex.remote_root}/tune-gpu0/go").returncode == 0
+    state = _wait(ex, "tune-gpu0", lambda s: s.done)
+    assert state.status == "succeeded" and state.exit_code == 0
+    log = (ex.job_dir("tune-gpu0") / "log.txt").read_text()
+    assert log.count("first") == 1 and log.count("second") == 1  # appended, never duplicated
+    assert json.loads((ex.job_dir("tune-gpu0") / "result.json").read_text()) == {"m": 1}
+    assert json.loads((ex.job_dir("tune-gpu0") / "exit.json").read_text())["exit_code"] == 0
+    assert "second" in ex.read_log("tune-gpu0", max_chars=100)
+    # the ledger lives on the remote, where the job ran
+    assert sshd.ssh(f"test -f {ex.remote_root}/tune-gpu0/exit.json").returncode == 0
+
+
+def test_failing_job_reports_its_exit_code(sshd, tmp_path):
+    ex = _executor(sshd, tmp_path / "run-b" / "jobs")
+    ex.launch(JobSpec(key="bad", argv=["bash", "-c", "echo broken >&2; exit 3"]))
+    state = _wait(ex, "bad", lambda s: s.done)
+    assert (state.status, state.exit_code, state.reason) == ("failed", 3, "exit code 3")
+    assert "broken" in ex.read_log("bad")
+    ex.launch(JobSpec(key="nothing", argv=["/no/such/program"]))
+    assert _wait(ex, "nothing", lambda s: s.done).exit_code == 127
+
+
+def test_stop_ends_the_remote_process_group(sshd, tmp_path):
+    ex = _executor(sshd, tmp_path / "run-c" / "jobs")
+    state = ex.launch(JobSpec(key="serve", argv=["bash", "-c", "sleep 300 & sleep 301; wait"], grace_s=1))
+    assert state.status == "running" and state.child_pgid
+    stopped = ex.stop("serve")
+    assert stopped.status == "stopped"
+    # nothing of the job's process group is left on the host (zombies awaiting init's reaping
+    # are already dead, so only live states count)
+    deadline = time.monotonic() + 5
+    while True:
+        listing = sshd.ssh(f"ps -o stat= -o pid= --sid {state.child_pgid}").stdout.split("\n")
+        live = [line for line in listing if line.strip() and not line.strip().startswith("Z")]
+        if not live or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert live == []
+    assert ex.stop("serve").status == "stopped"  # stopping again is harmless
+
+
+def test_agent_killed_and_restarted_reattaches_instead_of_starting_again(sshd, tmp_path):
+    jobs_root = tmp_path / "run-d" / "jobs"
+    marker = "job-start-marker"
+    agent_code = textwrap.dedent(f"""
+        import json, sys, time
+        from tools.jobs.ssh import SshExecutor
+        from tools.jobs.spec import JobSpec
+        ex = SshExecutor("ssh://dsv4-test", {str(jobs_root)!r}, ssh_options={sshd.options!r})
+        state = ex.launch(JobSpec(key="long", argv=["bash", "-c", "echo {marker}; sleep 3; echo finished"]))
+        print(json.dumps({{"pid": state.pid, "status": state.status}}), flush=True)
+        time.sleep(600)
+    """)
+    agent = subprocess.Popen([sys.executable, "-c", agent_code], cwd=REPO, stdout=subprocess.PIPE, text=True)
+    first = json.loads(agent.stdout.readline())
+    agent.send_signal(signal.SIGKILL)  # the agent dies hard; the remote job must not notice
+    agent.wait()
+    assert first["status"] == "running"
+
+    ex = _executor(sshd, jobs_root)  # a new agent on the same run folder
+    again = ex.launch(JobSpec(key="long", argv=["bash", "-c", f"echo {marker}; sleep 3; echo finished"]))
+    assert again.attached and again.pid == first["pid"]
+    done = _wait(ex, "long", lambda s: s.done)
+    assert done.status == "succeeded"
+    assert ex.read_log("long").count(marker) == 1
+    # launching a finished key again re-attaches too: the job is not re-run
+    assert ex.launch(JobSpec(key="long", argv=["bash", "-c", f"echo {marker}; sleep 3; echo finished"])).attached
+    assert ex.read_log("long").count(marker) == 1
+    assert [j.key for j in ex.jobs()] == ["long"]
+    with pytest.raises(ToolError, match="different job"):
+        ex.launch(JobSpec(key="long", argv=["true"]))
+
+
+def test_wrapper_killed_on_the_host_is_reported_lost(sshd, tmp_path):
+    ex = _executor(sshd, tmp_path / "run-e" / "jobs")
+    state = ex.launch(JobSpec(key="victim", argv=["sleep", "300"]))
+    assert sshd.ssh(f"kill -9 {state.pid}; kill -9 -{state.child_pgid}").returncode == 0
+    lost = _wait(ex, "victim", lambda s: s.done)
+    assert lost.status == "lost" and "without recording an exit" in lost.reason
+
+
+def test_unreachable_host_is_a_clear_error(tmp_path):
+    require_binary("ssh")
+    ex = SshExecutor(f"ssh://127.0.0.1:{_free_port()}", tmp_path / "run-f" / "jobs",
+                     ssh_options=["-F", "/dev/null", "-o", "StrictHostKeyChecking=no",
+                                  "-o", f"UserKnownHostsFile={tmp_path / 'kh'}"])
+    with pytest.raises(ToolError, match="unreachable: check the host name and port"):
+        ex.launch(JobSpec(key="x", argv=["true"]))
+
+
+def test_wrong_key_is_permission_denied(sshd, tmp_path):
+    key = tmp_path / "wrong_key"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
+    ex = SshExecutor(f"ssh://{os.environ.get('USER') or 'root'}@127.0.0.1:{sshd.port}", tmp_path / "run-g" / "jobs",
+                     ssh_options=["-F", "/dev/null", "-i", str(key), "-o", "IdentitiesOnly=yes",
+                                  "-o", "IdentityAgent=none", "-o", "StrictHostKeyChecking=no",
+                                  "-o", f"UserKnownHostsFile={tmp_path / 'kh'}"])
+    with pytest.raises(ToolError, match="refused our keys"):
+        ex.launch(JobSpec(key="x", argv=["true"]))
+
+
+def test_run_folder_remembers_its_host(sshd, tmp_path):
+    jobs_root = tmp_path / "run-h" / "jobs"
+    first = _executor(sshd, jobs_root)
+    assert _executor(sshd, jobs_root).remote_root == first.remote_root
+    with pytest.raises(ToolError, match="resume with that --executor"):
+        SshExecutor("ssh://other-host", jobs_root)
+
+
+def test_factory_names_every_accepted_form(sshd, tmp_path):
+    assert isinstance(make_executor("local", tmp_path / "l"), LocalExecutor)
+    assert isinstance(make_executor("ssh://dsv4-test", tmp_path / "s" / "jobs", ssh_options=sshd.options), SshExecutor)
+    with pytest.raises(ToolError, match=r"ssh://user@host\[:port\].*slurm:PARTITION"):
+        make_executor("kubernetes", tmp_path / "k")
+    with pytest.raises(ToolError, match="ssh://user@host"):
+        make_executor("ssh://", tmp_path / "k")
