@@ -67,7 +67,8 @@ def test_resume_of_a_finished_run_is_refused(tmp_path: Path):
 
 
 def test_resume_with_a_corrupt_trace_is_refused_and_nothing_changes(tmp_path: Path):
-    run = _fake_run(tmp_path, None, '{"seq": 0, "type": "run_started"}\ngarbage\n{"seq": 2, "type": "x"}\n')
+    good = '{"v": 1, "seq": %d, "type": "progress", "lane": "control", "t": 0, "mono": 0, "pid": 1}\n'
+    run = _fake_run(tmp_path, None, good % 0 + "garbage\n" + good % 2)
     before = sorted(p.name for p in run.iterdir())
     out = agent("resume", run.name, cwd=tmp_path)
     assert out.returncode == 2 and "line 2 is not JSON" in out.stderr

@@ -54,7 +54,8 @@ def test_torn_last_line_is_reported_and_dropped_on_resume(tmp_path: Path):
 
 def test_corruption_in_the_middle_is_an_error_naming_the_line(tmp_path: Path):
     path = tmp_path / "trace.jsonl"
-    path.write_text('{"seq": 0, "type": "run_started"}\nnot json at all\n{"seq": 2, "type": "progress"}\n')
+    good = '{"v": 1, "seq": %d, "type": "progress", "lane": "control", "t": 0, "mono": 0, "pid": 1}\n'
+    path.write_text(good % 0 + "not json at all\n" + good % 2)
     with pytest.raises(TraceError, match="line 2 is not JSON"):
         read_trace(path)
 
