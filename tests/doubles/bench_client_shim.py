@@ -1,0 +1,81 @@
+"""Import shim that runs SGLang's REAL bench client (``python -m sglang.bench_serving``) from the
+unpacked sglang 0.5.23 wheel without installing sglang or torch. Test-only.
+
+    python bench_client_shim.py [bench_serving arguments...]
+
+The client code (``sglang/bench_serving.py`` -> ``sglang/benchmark/serving.py`` and its datasets,
+metrics and JSONL writer) runs unmodified. Only imports it does not need for a text benchmark are
+stubbed, each one listed here:
+
+1. ``sglang/__init__.py`` is not executed: ``sglang`` is registered as a bare package whose
+   ``__path__`` is the wheel's ``sglang/`` folder (the real ``__init__`` imports the runtime: torch).
+   Same for ``sglang.srt.utils`` (its ``__init__`` star-imports ``common.py``, which imports torch);
+   ``sglang.srt.utils.network`` itself is the real module.
+2. ``sglang.srt.disaggregation.utils`` (torch, distributed) is replaced by a module holding only
+   ``FAKE_BOOTSTRAP_HOST``, with the value read from the wheel's source text.
+3. ``datasets`` (Hugging Face datasets, used only by the MMMU dataset) is a module whose
+   ``load_dataset`` raises.
+
+Everything else the client imports is real (aiohttp, msgspec, numpy, orjson, requests, tqdm,
+transformers, pybase64, PIL, psutil, pyzmq: the ``test`` extra pins them). The wheel folder is
+``$DSV4_SGLANG_WHEEL_ROOT`` or the cache of ``tools/sglang_source.py``.
+"""
+from __future__ import annotations
+
+import os
+import re
+import runpy
+import sys
+import types
+import warnings
+from pathlib import Path
+
+WHEEL_VERSION = "0.5.23"
+
+
+def wheel_root() -> Path:
+    explicit = os.environ.get("DSV4_SGLANG_WHEEL_ROOT")
+    if explicit:
+        return Path(explicit)
+    cache = Path(os.environ.get("DSV4_CACHE_DIR") or Path.home() / ".cache" / "dsv4-agent")
+    return cache / "sglang-src" / f"sglang-{WHEEL_VERSION}"
+
+
+def _bare_package(name: str, folder: Path) -> None:
+    module = types.ModuleType(name)
+    module.__path__ = [str(folder)]
+    module.__package__ = name
+    sys.modules[name] = module
+
+
+def install(root: Path) -> None:
+    pkg = root / "sglang"
+    if not (pkg / "benchmark" / "serving.py").exists():
+        sys.exit(f"bench_client_shim: no sglang wheel at {root} (set DSV4_SGLANG_WHEEL_ROOT)")
+    _bare_package("sglang", pkg)
+    _bare_package("sglang.srt", pkg / "srt")
+    _bare_package("sglang.srt.utils", pkg / "srt" / "utils")
+    _bare_package("sglang.srt.disaggregation", pkg / "srt" / "disaggregation")
+    source = (pkg / "srt" / "disaggregation" / "utils.py").read_text()
+    match = re.search(r'^FAKE_BOOTSTRAP_HOST\s*=\s*"([^"]*)"', source, re.M)
+    disagg = types.ModuleType("sglang.srt.disaggregation.utils")
+    disagg.FAKE_BOOTSTRAP_HOST = match.group(1) if match else "2.2.2.2"
+    sys.modules[disagg.__name__] = disagg
+    datasets = types.ModuleType("datasets")
+
+    def load_dataset(*_a, **_k):
+        raise RuntimeError("bench_client_shim: Hugging Face 'datasets' is stubbed (MMMU is not supported)")
+
+    datasets.load_dataset = load_dataset
+    sys.modules.setdefault("datasets", datasets)
+
+
+def main() -> None:
+    install(wheel_root())
+    warnings.simplefilter("ignore", FutureWarning)  # the deprecated-path notice of bench_serving
+    sys.argv = ["sglang.bench_serving", *sys.argv[1:]]
+    runpy.run_module("sglang.bench_serving", run_name="__main__", alter_sys=True)
+
+
+if __name__ == "__main__":
+    main()

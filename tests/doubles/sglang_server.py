@@ -1,0 +1,205 @@
+"""TEST DOUBLE of an SGLang server (``python -m sglang.launch_server``) on loopback.
+
+It is a double, not SGLang: no model, no GPU. It speaks the parts of SGLang's HTTP protocol that
+our server lifecycle and SGLang's own bench client (``sglang.bench_serving``) use:
+
+  GET  /health                 200 once ready (503 before)
+  GET  /v1/models              {"object": "list", "data": [{"id": <served model name>, ...}]}
+  GET  /model_info             {"model_path", "tokenizer_path", "is_generation"}
+  GET  /server_info            {"internal_states": [{"avg_spec_accept_length": ...}], ...}
+  POST /flush_cache            200
+  POST /generate               SGLang native; streaming as ``data: {"text": <cumulative>,
+                               "meta_info": {...}}`` lines ending with ``data: [DONE]``
+  POST /v1/chat/completions    OpenAI chat, streaming chunks with ``delta.content`` and usage
+
+Tokens are the words ``w<i>`` separated by spaces, which the WordLevel test tokenizer counts one
+to one. Decoding runs in steps of ``--double-step-ms``; with a speculative algorithm each step
+yields ``accept length`` tokens (as MTP does), so TPOT drops by that factor. The accept length
+reported by /server_info is cumulative since start, as in SGLang.
+
+Configuration (flags SGLang does not know are ignored, like the real parser would not):
+  --model-path, --host, --port, --served-model-name, --speculative-algorithm  (SGLang's flags)
+  DSV4_DOUBLE_STEP_MS        decode step time in ms (default 2)
+  DSV4_DOUBLE_ACCEPT_LENGTH  tokens per step with a speculative algorithm (default 3)
+  DSV4_DOUBLE_STARTUP_S      seconds before /health answers 200 (default 0.2)
+  DSV4_DOUBLE_NEVER_READY    "1": never becomes ready (readiness-timeout tests)
+  DSV4_DOUBLE_EXIT_AT_START  exit code: log a fatal error and exit at start (crash tests)
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+class State:
+    def __init__(self, args: argparse.Namespace):
+        self.model_path = args.model_path
+        self.served_name = args.served_model_name or args.model_path
+        self.spec = args.speculative_algorithm
+        self.step_s = float(os.environ.get("DSV4_DOUBLE_STEP_MS", "2")) / 1000.0
+        self.accept = max(1, int(float(os.environ.get("DSV4_DOUBLE_ACCEPT_LENGTH", "3")))) if self.spec else 1
+        self.ready_at = time.monotonic() + float(os.environ.get("DSV4_DOUBLE_STARTUP_S", "0.2"))
+        self.never_ready = os.environ.get("DSV4_DOUBLE_NEVER_READY") == "1"
+        self.lock = threading.Lock()
+        self.tokens = 0
+        self.steps = 0
+
+    @property
+    def ready(self) -> bool:
+        return not self.never_ready and time.monotonic() >= self.ready_at
+
+    def record(self, tokens: int, steps: int) -> None:
+        with self.lock:
+            self.tokens += tokens
+            self.steps += steps
+
+    def server_info(self) -> dict:
+        internal: dict = {"last_gen_throughput": 0.0}
+        if self.spec:
+            with self.lock:
+                internal["avg_spec_accept_length"] = (self.tokens / self.steps) if self.steps else 0.0
+        return {"model_path": self.model_path, "speculative_algorithm": self.spec, "version": "0.5.23-double",
+                "internal_states": [internal]}
+
+
+def _prompt_tokens(body: dict) -> int:
+    if isinstance(body.get("input_ids"), list):
+        return len(body["input_ids"])
+    if "messages" in body:
+        return sum(len(str(m.get("content", "")).split()) for m in body["messages"])
+    return len(str(body.get("text", "")).split())
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    state: State  # set on the class by main()
+
+    def log_message(self, fmt, *args):  # SGLang-like access log on stderr
+        sys.stderr.write("[double] %s\n" % (fmt % args))
+
+    def _json(self, code: int, data: dict) -> None:
+        raw = json.dumps(data).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(raw)))
+        self.end_headers()
+        self.wfile.write(raw)
+
+    def _chunk(self, data: bytes) -> None:
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        self.wfile.flush()
+
+    def do_GET(self):
+        st = self.state
+        if self.path == "/health":
+            return self._json(200 if st.ready else 503, {})
+        if not st.ready:
+            return self._json(503, {"error": "server is starting"})
+        if self.path == "/v1/models":
+            return self._json(200, {"object": "list", "data": [
+                {"id": st.served_name, "object": "model", "owned_by": "sglang", "root": st.model_path}]})
+        if self.path == "/model_info":
+            return self._json(200, {"model_path": st.model_path, "tokenizer_path": st.model_path,
+                                    "is_generation": True})
+        if self.path == "/server_info":
+            return self._json(200, st.server_info())
+        return self._json(404, {"error": f"no route {self.path}"})
+
+    def do_POST(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        body = json.loads(self.rfile.read(length) or b"{}")
+        path = self.path.split("?")[0]
+        if not self.state.ready:
+            return self._json(503, {"error": "server is starting"})
+        if path == "/flush_cache":
+            return self._json(200, {})
+        if path == "/generate":
+            n = int((body.get("sampling_params") or {}).get("max_new_tokens") or 16)
+            return self._decode(body, n, chat=False)
+        if path == "/v1/chat/completions":
+            n = int(body.get("max_completion_tokens") or body.get("max_tokens") or 16)
+            return self._decode(body, n, chat=True)
+        return self._json(404, {"error": f"no route {path}"})
+
+    def _decode(self, body: dict, n: int, chat: bool) -> None:
+        st = self.state
+        prompt = _prompt_tokens(body)
+        words: list[str] = []
+        steps = 0
+        stream = bool(body.get("stream"))
+        if stream:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+        time.sleep(st.step_s)  # prefill
+        while len(words) < n:
+            time.sleep(st.step_s)
+            new = [f"w{(len(words) + i) % 1000}" for i in range(min(st.accept, n - len(words)))]
+            words.extend(new)
+            steps += 1
+            if stream:
+                self._chunk(b"data: " + json.dumps(self._piece(words, new, prompt, chat)).encode() + b"\n\n")
+        st.record(len(words), steps)
+        if stream:
+            if chat:
+                usage = {"prompt_tokens": prompt, "completion_tokens": len(words),
+                         "total_tokens": prompt + len(words)}
+                self._chunk(b"data: " + json.dumps({"choices": [], "usage": usage}).encode() + b"\n\n")
+            self._chunk(b"data: [DONE]\n\n")
+            self._chunk(b"")
+            return
+        text = " ".join(words)
+        if chat:
+            return self._json(200, {"choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                                                 "finish_reason": "length"}],
+                                    "usage": {"prompt_tokens": prompt, "completion_tokens": len(words)}})
+        return self._json(200, {"text": text, "meta_info": self._meta(words, prompt)})
+
+    def _meta(self, words: list[str], prompt: int) -> dict:
+        meta = {"id": "double", "prompt_tokens": prompt, "completion_tokens": len(words), "finish_reason": None}
+        if self.state.spec:
+            meta["spec_accept_length"] = float(self.state.accept)
+        return meta
+
+    def _piece(self, words: list[str], new: list[str], prompt: int, chat: bool) -> dict:
+        if chat:
+            content = (" " if len(words) > len(new) else "") + " ".join(new)
+            return {"id": "double", "object": "chat.completion.chunk",
+                    "choices": [{"index": 0, "delta": {"content": content}, "finish_reason": None}]}
+        return {"text": " ".join(words), "meta_info": self._meta(words, prompt)}
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="sglang.launch_server (double)")
+    parser.add_argument("--model-path", "--model", dest="model_path", required=True)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=30000)
+    parser.add_argument("--served-model-name", default=None)
+    parser.add_argument("--speculative-algorithm", default=None)
+    args, unknown = parser.parse_known_args(argv)
+    print(f"[double] launch_server args={argv!r} ignored={unknown!r}", flush=True)
+    crash = os.environ.get("DSV4_DOUBLE_EXIT_AT_START")
+    if crash:
+        print("[double] RuntimeError: CUDA out of memory (simulated crash at start)", flush=True)
+        return int(crash)
+    Handler.state = State(args)
+    try:
+        server = ThreadingHTTPServer((args.host, args.port), Handler)
+    except OSError as err:
+        print(f"[double] cannot bind {args.host}:{args.port}: {err}", flush=True)
+        return 1
+    server.daemon_threads = True
+    print(f"[double] Uvicorn running on http://{args.host}:{args.port}", flush=True)
+    print("[double] The server is fired up and ready to roll!", flush=True)
+    server.serve_forever()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

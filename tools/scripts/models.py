@@ -1,0 +1,179 @@
+"""What a generated script says: serve variants (flags with their evidence) and the measure plan.
+
+The same models produce the argv our own server lifecycle launches (``ServeVariant.launch_args``,
+``bench_args``) and the argv the rendered scripts run, so a reviewed script and an agent run
+never disagree about a flag.
+"""
+from __future__ import annotations
+
+import re
+
+from pydantic import BaseModel, Field, field_validator
+
+_FLAG = re.compile(r"^--[A-Za-z0-9][A-Za-z0-9_.-]*$")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_VARIANT = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}$")
+USER_CHOICE = "user choice"
+# Flags our templates set themselves; a variant giving them again would make two values disagree.
+RESERVED_FLAGS = frozenset({"--model-path", "--model", "--host", "--port", "--tp", "--tp-size"})
+
+
+def _no_nul(value: str) -> str:
+    if "\x00" in value:
+        raise ValueError("contains a NUL byte, which no program argument or environment value can hold")
+    return value
+
+
+class FlagChoice(BaseModel):
+    """One server flag, with where the evidence for it is."""
+
+    flag: str = Field(description="Server flag, e.g. '--speculative-algorithm'")
+    value: str = Field("", description="Its value; '' for a switch")
+    source: str = Field(USER_CHOICE, description="Evidence as 'path:line', or 'user choice'")
+
+    @field_validator("flag")
+    @classmethod
+    def _flag_shape(cls, flag: str) -> str:
+        if not _FLAG.match(flag):
+            raise ValueError(f"flag {flag!r} must look like --name (letters, digits, '-', '_', '.')")
+        return flag
+
+    @field_validator("value")
+    @classmethod
+    def _value_ok(cls, value: str) -> str:
+        return _no_nul(value)
+
+
+class EnvChoice(BaseModel):
+    name: str = Field(description="Environment variable name")
+    value: str = Field(description="Its value")
+    source: str = Field(USER_CHOICE, description="Evidence as 'path:line', or 'user choice'")
+
+    @field_validator("name")
+    @classmethod
+    def _name_shape(cls, name: str) -> str:
+        if not _ENV_NAME.match(name):
+            raise ValueError(f"environment variable name {name!r} must match {_ENV_NAME.pattern}")
+        return name
+
+    @field_validator("value")
+    @classmethod
+    def _value_ok(cls, value: str) -> str:
+        return _no_nul(value)
+
+
+class ServeVariant(BaseModel):
+    """One server configuration to measure (baseline, mtp, ...)."""
+
+    name: str = Field(description="Variant name: lower-case letters, digits, '-', '_' (names files)")
+    model_path: str = Field(description="--model-path value")
+    tp: int = Field(1, ge=1, description="Tensor parallel size")
+    gpus: list[int] | None = Field(None, description="CUDA_VISIBLE_DEVICES; None leaves it unset")
+    host: str = Field("127.0.0.1", description="Address the server binds")
+    flags: list[FlagChoice] = Field(default_factory=list)
+    env: list[EnvChoice] = Field(default_factory=list)
+    rationale: list[str] = Field(default_factory=list, description="Why this variant, for the reader")
+
+    @field_validator("name")
+    @classmethod
+    def _name_shape(cls, name: str) -> str:
+        if not _VARIANT.match(name):
+            raise ValueError(f"variant name {name!r} must match {_VARIANT.pattern}")
+        return name
+
+    @field_validator("model_path")
+    @classmethod
+    def _model_ok(cls, value: str) -> str:
+        if not value:
+            raise ValueError("model path is empty; pass --model-path or --model")
+        return _no_nul(value)
+
+    @field_validator("flags")
+    @classmethod
+    def _no_reserved(cls, flags: list[FlagChoice]) -> list[FlagChoice]:
+        for choice in flags:
+            if choice.flag in RESERVED_FLAGS:
+                raise ValueError(f"{choice.flag} is set by the script itself; drop it from the variant's flags")
+        return flags
+
+    def flag_words(self) -> list[str]:
+        words: list[str] = []
+        for choice in self.flags:
+            words.append(choice.flag)
+            if choice.value != "":
+                words.append(choice.value)
+        return words
+
+    def launch_args(self, port: int | str) -> list[str]:
+        """Arguments after the interpreter: ``-m sglang.launch_server ...``."""
+        return ["-m", "sglang.launch_server", "--model-path", self.model_path, "--tp-size", str(self.tp),
+                "--host", self.host, "--port", str(port), *self.flag_words()]
+
+    def child_env(self) -> dict[str, str]:
+        env = {e.name: e.value for e in self.env}
+        if self.gpus is not None:
+            env["CUDA_VISIBLE_DEVICES"] = ",".join(str(g) for g in self.gpus)
+        return env
+
+
+class BenchPoint(BaseModel):
+    concurrency: int = Field(ge=1)
+    num_prompts: int = Field(ge=1)
+
+    def tag(self, variant: str) -> str:
+        return f"{variant}-c{self.concurrency}"
+
+
+class MeasurePlan(BaseModel):
+    """The sweep: every variant at every concurrency, with SGLang's own bench client."""
+
+    variants: list[ServeVariant] = Field(min_length=1)
+    concurrency: list[int] = Field(default_factory=lambda: [1, 8, 16], description="--max-concurrency levels")
+    tokenizer: str | None = Field(None, description="Local tokenizer folder (offline benchmarks)")
+    backend: str = Field("sglang", description="bench_serving --backend")
+    input_len: int = Field(1024, ge=1, description="--random-input-len")
+    output_len: int = Field(1024, ge=1, description="--random-output-len")
+    prompts_per_concurrency: int = Field(8, ge=1, description="Prompts per concurrency slot")
+    min_prompts: int = Field(16, ge=1, description="Fewest prompts of any point")
+    warmup_requests: int = Field(2, ge=0)
+    ready_timeout_s: int = Field(1800, ge=1, description="How long a server may take to become ready")
+    port: int = Field(30000, ge=1, le=65535, description="Default port of the scripts")
+
+    @field_validator("concurrency")
+    @classmethod
+    def _positive(cls, values: list[int]) -> list[int]:
+        if not values or any(v < 1 for v in values):
+            raise ValueError("concurrency levels must be positive integers, e.g. 1 8 16")
+        return values
+
+    def points(self) -> list[BenchPoint]:
+        """Prompt counts scale with concurrency so every slot sees several requests."""
+        return [BenchPoint(concurrency=c, num_prompts=max(self.min_prompts, c * self.prompts_per_concurrency))
+                for c in self.concurrency]
+
+
+def bench_args(plan: MeasurePlan) -> list[tuple[str, str, str]]:
+    """Bench client flags shared by every point, as (flag, value, why) triples.
+
+    Host, port, concurrency, prompt count, tag and output file are added per point.
+    """
+    args = [("--backend", plan.backend, "SGLang's native /generate API"),
+            ("--dataset-name", "random-ids", "random token ids: needs no dataset download"),
+            ("--random-input-len", str(plan.input_len), USER_CHOICE),
+            ("--random-output-len", str(plan.output_len), USER_CHOICE),
+            ("--random-range-ratio", "1.0", "fixed lengths, so variants see the same work"),
+            ("--warmup-requests", str(plan.warmup_requests), USER_CHOICE)]
+    if plan.tokenizer:
+        args.append(("--tokenizer", plan.tokenizer, "local tokenizer: works offline"))
+    return args
+
+
+def point_args(plan: MeasurePlan, variant: str, point: BenchPoint, host: str, port: int | str,
+               output_file: str) -> list[str]:
+    """The full bench_serving argument list for one point (after the interpreter)."""
+    words = ["-m", "sglang.bench_serving"]
+    for flag, value, _why in bench_args(plan):
+        words += [flag, value]
+    return words + ["--host", host, "--port", str(port), "--max-concurrency", str(point.concurrency),
+                    "--num-prompts", str(point.num_prompts), "--tag", point.tag(variant),
+                    "--output-file", output_file]
