@@ -16,7 +16,8 @@ def _steps(state: CampaignState) -> list[PlanStep]:
 
 
 def preflight(rt: Runtime, state: CampaignState) -> dict:
-    found = run_preflight(rt.settings)
+    replay = rt.extras.get("replay")  # re-driving a recorded run: the record serves preflight
+    found = replay.preflight() if replay is not None else run_preflight(rt.settings)
     rt.run.write_json("preflight.json", found)
     gpus = ", ".join(f"{g['index']}:{g['name']}" for g in found["gpus"]) or "none"
     rt.say(f"[control] preflight: GPUs {gpus}; SGLang source {found['sglang_root'] or 'unresolved'}")

@@ -69,6 +69,7 @@ def read_trace(path: Path | str) -> TraceReadResult:
             raise TraceError(f"{path}: line {number} is not JSON ({err.msg}); the trace is corrupt") from None
         if not isinstance(event, dict) or "seq" not in event or "type" not in event:
             raise TraceError(f"{path}: line {number} is not a trace event (no seq/type)")
+        _check_version(path, number, event)
         events.append(event)
     torn = None
     if tail.strip():
@@ -77,6 +78,15 @@ def read_trace(path: Path | str) -> TraceReadResult:
         except json.JSONDecodeError:
             torn = tail.decode("utf-8", errors="replace")
     return TraceReadResult(events, torn)
+
+
+def _check_version(path: Path | str, number: int, event: dict) -> None:
+    """Refuse events of a format this build does not read, saying which and what to do."""
+    from agent.trace_schema import version_problem  # the schema module imports this one
+
+    problem = version_problem(event.get("v"))
+    if problem:
+        raise TraceError(f"{path}: line {number}: {problem}")
 
 
 class TraceWriter:

@@ -1,0 +1,189 @@
+"""The trace format, as data: one pydantic model per event type, and the version rule.
+
+Every line of ``trace.jsonl`` is one event: an envelope (``v``, ``seq``, ``t``, ``mono``, ``pid``,
+``lane``, ``type``) plus the fields of its type. Types name the fields they always carry; any
+other field is allowed (steps attach small facts to ``progress`` and ``artifact_written``), so
+models are ``extra="allow"``. ``docs/trace.schema.json`` is generated from these models
+(``python -m agent.trace_schema > docs/trace.schema.json``) and a test keeps it in step.
+
+Versions: readers accept ``SUPPORTED_VERSIONS``; anything else is refused with a message that
+says which version it is and what to do (see ``version_problem``).
+"""
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from agent.trace import SCHEMA_VERSION
+
+SUPPORTED_VERSIONS: frozenset[int] = frozenset({SCHEMA_VERSION})
+
+
+class Envelope(BaseModel):
+    """Fields every event carries."""
+
+    model_config = ConfigDict(extra="allow")
+    v: int = Field(description="Trace schema version of this event")
+    seq: int = Field(ge=0, description="0-based, gap-free position in the run's trace")
+    t: float = Field(description="Wall clock, epoch seconds")
+    mono: float = Field(description="Monotonic seconds; comparable only between events of one pid")
+    pid: int = Field(description="Agent process that wrote the event (changes on resume)")
+    lane: Literal["gpu", "research", "control", "llm"] = Field(description="Which lane emitted it")
+
+
+class RunStarted(Envelope):
+    type: Literal["run_started"]
+    goal: str = Field(description="The campaign goal as typed")
+    run: str = Field(description="Run folder name")
+    argv: list[str] = Field(default_factory=list, description="Command-line words after the program")
+
+
+class RunResumed(Envelope):
+    type: Literal["run_resumed"]
+    run: str = Field(description="Run folder name")
+    thread: str = Field(description="Graph thread of this attempt, e.g. attempt-2")
+    after: str | None = Field(None, description="Exit status of the previous attempt, if it recorded one")
+
+
+class RunFinished(Envelope):
+    type: Literal["run_finished"]
+    status: str = Field(description="Exit status, also in result.json")
+    summary: str = Field(description="One line: each step's outcome")
+
+
+class NodeStarted(Envelope):
+    type: Literal["node_started"]
+    node: str = Field(description="Graph node name")
+
+
+class NodeFinished(Envelope):
+    type: Literal["node_finished"]
+    node: str = Field(description="Graph node name")
+    ms: float = Field(description="Milliseconds the node took")
+
+
+class ToolCall(Envelope):
+    type: Literal["tool_call"]
+    tool: str = Field(description="Step kind or tool name")
+    args: dict[str, Any] = Field(default_factory=dict, description="Step parameters / tool arguments")
+
+
+class ToolResult(Envelope):
+    type: Literal["tool_result"]
+    tool: str = Field(description="Step kind or tool name")
+    status: str = Field(description="done | planned | skipped | failed | not_available (steps)")
+    summary: str = Field("", description="One line for the reader")
+    artifacts: list[str] = Field(default_factory=list, description="Files written, relative to the run folder")
+    seconds: float | None = Field(None, description="Wall seconds the call took")
+
+
+class JobLaunched(Envelope):
+    type: Literal["job_launched"]
+    key: str = Field(description="Job key, unique in the run")
+    gpus: list[int] | None = Field(None, description="GPU indices given to the job (None: inherited)")
+
+
+class JobStateEvent(Envelope):
+    type: Literal["job_state"]
+    key: str = Field(description="Job key")
+    status: str = Field(description="Job status at this poll")
+
+
+class JobFinished(Envelope):
+    type: Literal["job_finished"]
+    key: str = Field(description="Job key")
+    status: str = Field(description="Terminal job status: succeeded | failed | timed_out | stopped | lost")
+
+
+class ArtifactWritten(Envelope):
+    type: Literal["artifact_written"]
+    path: str = Field(description="File written, relative to the run folder")
+    bytes: int | None = Field(None, description="Size written")
+
+
+class LlmRequest(Envelope):
+    type: Literal["llm_request"]
+
+
+class LlmResponse(Envelope):
+    type: Literal["llm_response"]
+
+
+class Progress(Envelope):
+    type: Literal["progress"]
+    message: str = Field(description="A line for the live view")
+
+
+class ErrorEvent(Envelope):
+    type: Literal["error"]
+    error: str = Field(description="Exception class name")
+    message: str = Field(description="What went wrong")
+
+
+EVENT_MODELS: dict[str, type[Envelope]] = {
+    m.model_fields["type"].annotation.__args__[0]: m  # type: ignore[union-attr]
+    for m in (RunStarted, RunResumed, RunFinished, NodeStarted, NodeFinished, ToolCall, ToolResult,
+              JobLaunched, JobStateEvent, JobFinished, ArtifactWritten, LlmRequest, LlmResponse, Progress,
+              ErrorEvent)
+}
+
+
+class EventError(ValueError):
+    """One event does not match the format; the message names the field."""
+
+
+def version_problem(version: Any) -> str | None:
+    """None when a reader of this build understands ``version``; else why not and what to do."""
+    if version in SUPPORTED_VERSIONS:
+        return None
+    if isinstance(version, int) and version > SCHEMA_VERSION:
+        return (f"trace format v{version} was written by a newer dsv4-agent (this one reads "
+                f"v{', v'.join(map(str, sorted(SUPPORTED_VERSIONS)))}); upgrade dsv4-agent to read it")
+    return (f"trace format {version!r} is not one this dsv4-agent reads (it reads "
+            f"v{', v'.join(map(str, sorted(SUPPORTED_VERSIONS)))}); the file predates versioned traces "
+            "or is not a dsv4-agent trace — see docs/trace.md")
+
+
+def validate_event(event: dict) -> Envelope:
+    """The typed event; ``EventError`` naming the type and the first bad field otherwise."""
+    problem = version_problem(event.get("v"))
+    if problem:
+        raise EventError(problem)
+    model = EVENT_MODELS.get(event.get("type"))  # type: ignore[arg-type]
+    if model is None:
+        raise EventError(f"unknown event type {event.get('type')!r} (known: {', '.join(sorted(EVENT_MODELS))})")
+    try:
+        return model.model_validate(event)
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "?"
+        raise EventError(f"{event.get('type')} event: field {where!r}: {first['msg']}") from None
+
+
+def json_schema() -> dict:
+    """JSON schema of one trace line: a union discriminated by ``type``."""
+    defs: dict[str, Any] = {}
+    refs = []
+    for name, model in EVENT_MODELS.items():
+        schema = model.model_json_schema(ref_template="#/$defs/{model}")
+        defs.update(schema.pop("$defs", {}))
+        defs[model.__name__] = schema
+        refs.append({"$ref": f"#/$defs/{model.__name__}"})
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": f"dsv4-agent trace event (format v{SCHEMA_VERSION})",
+        "description": "One line of runs/<id>/trace.jsonl. See docs/trace.md.",
+        "oneOf": refs,
+        "discriminator": {"propertyName": "type"},
+        "$defs": defs,
+    }
+
+
+def main() -> None:
+    print(json.dumps(json_schema(), indent=2, sort_keys=True))
+
+
+if __name__ == "__main__":
+    main()
