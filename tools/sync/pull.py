@@ -96,9 +96,23 @@ def _relation(repo: git.Repo, old: str, new: str, upstream: str, shallow: bool) 
     return "diverged", local_only, upstream_only
 
 
-def pull(checkout: git.Repo, remote: str = "origin", branch: str = "main", allow_dirty: bool = False,
-         fetch_timeout_s: float = 120.0) -> PullResult:
-    repo = checkout
+class PullPlan(BaseModel):
+    """What a fast-forward would do, decided after fetching and before touching the branch."""
+    checkout: str
+    branch: str
+    upstream: str
+    relation: Literal["equal", "behind", "ahead"]
+    old_head: str
+    new_head: str
+    ahead_by: int = 0
+    incoming: list[str] = Field(default_factory=list)
+    dirty: list[str] = Field(default_factory=list)
+    shallow: bool = False
+
+
+def plan_pull(repo: git.Repo, remote: str = "origin", branch: str = "main", allow_dirty: bool = False,
+              fetch_timeout_s: float = 120.0) -> PullPlan:
+    """Check, fetch and decide; raises ToolError for every refusal. Moves no branch."""
     top = repo.working_tree_dir
     local = check_branch(repo, remote, branch)
     busy = in_progress_operation(repo)
@@ -111,10 +125,8 @@ def pull(checkout: git.Repo, remote: str = "origin", branch: str = "main", allow
     base = dict(checkout=top, branch=local, upstream=upstream, old_head=old, new_head=new, shallow=shallow)
 
     relation, local_only, upstream_only = _relation(repo, old, new, upstream, shallow)
-    if relation == "equal":
-        return PullResult(status="up_to_date", **base)
-    if relation == "ahead":
-        return PullResult(status="ahead", ahead_by=local_only, **base)
+    if relation in ("equal", "ahead"):
+        return PullPlan(relation=relation, ahead_by=local_only, **base)
     if relation == "diverged":
         raise ToolError(f"{top}: branch {local!r} and {upstream} have diverged ({local_only} local commit(s), "
                         f"{upstream_only} upstream); sync only fast-forwards: merge or rebase them yourself "
@@ -132,12 +144,30 @@ def pull(checkout: git.Repo, remote: str = "origin", branch: str = "main", allow
         raise ToolError(f"{top}: the incoming commits change {len(overlap)} file(s) you have local changes in "
                         f"({_listing(overlap)}); commit those changes or set them aside yourself, then sync "
                         "again. Nothing was changed.")
+    return PullPlan(relation="behind", incoming=incoming, dirty=dirty, **base)
+
+
+def apply_pull(repo: git.Repo, plan: PullPlan) -> PullResult:
+    """Fast-forward to the planned commit (``git merge --ff-only``), or report why nothing moved."""
+    base = dict(checkout=plan.checkout, branch=plan.branch, upstream=plan.upstream, old_head=plan.old_head,
+                new_head=plan.new_head, shallow=plan.shallow)
+    if plan.relation == "equal":
+        return PullResult(status="up_to_date", **base)
+    if plan.relation == "ahead":
+        return PullResult(status="ahead", ahead_by=plan.ahead_by, **base)
+    if repo.head.commit.hexsha != plan.old_head:
+        raise ToolError(f"{plan.checkout}: HEAD moved while sync was running; sync again")
     try:
-        repo.git.merge("--ff-only", "--no-edit", new)
+        repo.git.merge("--ff-only", "--no-edit", plan.new_head)
     except git.GitCommandError as err:
         # git checks before it writes: a refused fast-forward leaves the tree as it was.
         reason = (err.stderr or err.stdout or str(err)).strip().splitlines()[-1:] or ["unknown"]
-        raise ToolError(f"{top}: git refused the fast-forward ({reason[0].strip()}); resolve that and sync "
-                        "again. Nothing was changed.") from None
-    return PullResult(status="fast_forwarded", commits=list_commits(repo, old, new), changed_files=incoming,
-                      dirty_kept=dirty, **base)
+        raise ToolError(f"{plan.checkout}: git refused the fast-forward ({reason[0].strip()}); resolve that "
+                        "and sync again. Nothing was changed.") from None
+    return PullResult(status="fast_forwarded", commits=list_commits(repo, plan.old_head, plan.new_head),
+                      changed_files=plan.incoming, dirty_kept=plan.dirty, **base)
+
+
+def pull(repo: git.Repo, remote: str = "origin", branch: str = "main", allow_dirty: bool = False,
+         fetch_timeout_s: float = 120.0) -> PullResult:
+    return apply_pull(repo, plan_pull(repo, remote, branch, allow_dirty, fetch_timeout_s))

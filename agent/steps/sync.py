@@ -1,0 +1,70 @@
+"""Campaign step ``sync`` (``--pull``): adapt tools.sync to the run folder and the trace.
+
+Idempotent: the HEAD before pulling is recorded in ``sync.start.json`` before anything moves,
+so a re-run after a crash that already fast-forwarded still reports the same commits (from that
+HEAD) instead of "up to date". A refusal (dirty, diverged, no upstream, fetch failure) is a
+``failed`` outcome with the message; the campaign goes on with the checkout as it was.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from agent.steps.base import PlanStep, StepContext, StepOutcome
+from tools.base import ToolError
+from tools.sync.markdown import render_markdown
+from tools.sync.repo import open_checkout
+from tools.sync.upstream import SyncArgs, sync_upstream
+
+START_FILE = "sync.start.json"
+
+
+def previous_answer(run_path: Path) -> Path | None:
+    """``mtp.json`` of the latest earlier run (run folder names sort by their UTC time)."""
+    earlier = sorted(p for p in run_path.parent.iterdir() if p.is_dir() and p.name < run_path.name)
+    for folder in reversed(earlier):
+        if (folder / "mtp.json").is_file():
+            return folder / "mtp.json"
+    return None
+
+
+def _failed(ctx: StepContext, message: str) -> StepOutcome:
+    summary = f"sync refused: {message} The campaign continues on the unchanged checkout."
+    ctx.write_artifact("sync.json", json.dumps({"status": "refused", "message": message}, indent=2) + "\n")
+    ctx.write_artifact("sync.md", f"# Sync refused\n\n{message}\n\nThe campaign continued on the unchanged checkout.\n")
+    return StepOutcome(kind="sync", status="failed", summary=summary, artifacts=["sync.json", "sync.md"])
+
+
+def run(ctx: StepContext, step: PlanStep) -> StepOutcome:
+    settings = ctx.settings
+    if not settings.sglang_src:
+        return _failed(ctx, "--pull needs an SGLang git checkout: pass --sglang PATH (setting sglang_src).")
+    try:
+        start_path = ctx.run.file(START_FILE)
+        if start_path.exists():
+            report_from = json.loads(start_path.read_text())["head"]
+        else:
+            report_from = open_checkout(settings.sglang_src).head.commit.hexsha
+            ctx.run.write_json(START_FILE, {"head": report_from})
+        previous = previous_answer(ctx.run.path)
+        ctx.progress(f"sync: fetching {settings.remote}/{settings.branch} into {settings.sglang_src}",
+                     previous_answer=str(previous) if previous else None)
+        result = sync_upstream(SyncArgs(
+            sglang=settings.sglang_src, remote=settings.remote, branch=settings.branch,
+            allow_dirty=settings.allow_dirty, model=settings.model, model_path=settings.model_path,
+            gpu=ctx.gpus[0].name if ctx.gpus else None, gpus=len(ctx.gpus) or None,
+            sglang_python=settings.sglang_python, previous_answer=str(previous) if previous else None,
+            report_from=report_from))
+    except ToolError as err:
+        return _failed(ctx, str(err))
+
+    ctx.write_artifact("sync.json", result.model_dump_json(indent=2) + "\n")
+    ctx.write_artifact("sync.md", render_markdown(result))
+    deps = result.dependencies
+    if deps.reinstall:
+        ctx.progress(f"sync: dependency pins moved; run in the SGLang environment: {deps.reinstall}")
+    return StepOutcome(kind="sync", status="done", summary=result.summary, artifacts=["sync.json", "sync.md"],
+                       data={"status": result.pull.status, "old_head": result.reported_from,
+                             "new_head": result.pull.new_head, "commits": len(result.pull.commits),
+                             "reinstall": deps.reinstall, "impact": len(result.impact),
+                             "recommendation": result.recommendation.status})

@@ -1,0 +1,63 @@
+"""Run the evidence engine (``tools.mtp``) on a tree, or say plainly why it could not run.
+
+The engine is a separate capability; when this build lacks it the answer is the status
+``not_available`` with that reason, never a made-up recommendation.
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from tools.base import ToolError
+
+EvidenceStatus = Literal["ok", "not_available", "failed", "skipped"]
+ENGINE_MODULE = "tools.mtp"
+
+
+class EvidenceRun(BaseModel):
+    status: EvidenceStatus
+    source: str = Field("", description="What was read: a tree at a commit, or a previous run's mtp.json")
+    reason: str = ""
+    answer: dict[str, Any] | None = Field(None, description="The MtpAnswer as plain data")
+
+
+def engine_available() -> bool:
+    return importlib.util.find_spec(ENGINE_MODULE) is not None
+
+
+def run_evidence(root: str, model: str, source: str, arch: str | None = None, model_path: str | None = None,
+                 gpu: str | None = None, gpus: int | None = None) -> EvidenceRun:
+    if not engine_available():
+        return EvidenceRun(status="not_available", source=source,
+                           reason="evidence engine not available in this build (tools/mtp.py is missing)")
+    engine = importlib.import_module(ENGINE_MODULE)
+    given = dict(sglang=root, model=model, arch=arch, model_path=model_path, gpu=gpu, gpus=gpus)
+    fields = engine.InferMtpArgs.model_fields
+    args = engine.InferMtpArgs(**{k: v for k, v in given.items() if v is not None and k in fields})
+    try:
+        answer = engine.infer_mtp(args)
+    except ToolError as err:
+        return EvidenceRun(status="failed", source=source, reason=str(err))
+    return EvidenceRun(status="ok", source=source, answer=answer.model_dump(mode="json"))
+
+
+def load_answer(path: str | Path) -> EvidenceRun:
+    """A previous answer from an ``mtp.json`` (the answer itself, or wrapped under 'answer')."""
+    where = Path(path)
+    try:
+        data = json.loads(where.read_text())
+    except FileNotFoundError:
+        raise ToolError(f"previous answer {where} does not exist; pass an existing mtp.json or leave it out") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise ToolError(f"previous answer {where} is not JSON ({err}); pass another mtp.json or leave it out") from None
+    if isinstance(data, dict) and isinstance(data.get("answer"), dict):
+        data = data["answer"]
+    if not isinstance(data, dict) or not ({"recommended", "constraints"} & set(data)):
+        raise ToolError(f"previous answer {where} does not look like an MTP answer (no 'recommended' or "
+                        "'constraints'); pass the mtp.json written by an infer_mtp step")
+    return EvidenceRun(status="ok", source=str(where), answer=data)
