@@ -1,0 +1,84 @@
+"""Decide what to tune before any GPU work: shapes (and where they came from), which already have
+configs for this GPU, and whether the Triton path is engaged at all."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from tools.base import Tool, ToolError
+from tools.tuning.configs import config_file_name, find_config_dir
+from tools.tuning.engagement import EngagementArgs, EngagementResult, check_engagement
+from tools.tuning.shapes import FindShapesArgs, Shape, find_shapes
+
+
+class PrepareTuningArgs(BaseModel):
+    """Work out which FP8 block-GEMM shapes to tune on this setup, and whether tuning would matter."""
+
+    shapes: list[str] = Field(default_factory=list, description="User shapes 'N,K'")
+    log_files: list[str] = Field(default_factory=list, description="Server logs to mine and to read engagement from")
+    model_path: str | None = Field(None, description="Checkpoint folder or config.json")
+    tp: int = Field(1, description="Tensor-parallel size")
+    sglang_root: str | None = Field(None, description="SGLang source root (checkout, package or wheel)")
+    device_name: str = Field("", description="GPU name the configs are for ('' = unknown)")
+    retune: bool = Field(False, description="Tune shapes that already have configs")
+    force_tune: bool = Field(False, description="Tune even when evidence says Triton is not used")
+    server_args: list[str] = Field(default_factory=list, description="Server flags the benchmark uses")
+    env: dict[str, str] = Field(default_factory=dict, description="Server environment")
+
+
+class TuningPreparation(BaseModel):
+    shapes: list[Shape]
+    derivation: list[str]
+    shapes_note: str
+    device_name: str
+    config_dir: str | None
+    skipped_existing: dict[str, str] = Field(description="'N,K' -> existing config file")
+    to_tune: list[Shape]
+    engagement: EngagementResult
+    decision: str = Field(description="tune | skip")
+    reason: str
+
+
+def prepare_tuning(args: PrepareTuningArgs) -> TuningPreparation:
+    found = find_shapes(FindShapesArgs(shapes=args.shapes, log_files=args.log_files, model_path=args.model_path,
+                                       tp=args.tp))
+    device = args.device_name or found.device_name
+    log_text = "\n".join(Path(p).read_text(errors="replace") for p in args.log_files if Path(p).exists())
+    block_k = found.shapes[0].block_k if found.shapes else 128
+    engagement = check_engagement(EngagementArgs(log_text=log_text, server_args=args.server_args, env=args.env,
+                                                 gpu_name=device.replace("_", " "), sglang_root=args.sglang_root,
+                                                 block_k=block_k))
+    config_dir: Path | None = None
+    notes = []
+    if args.sglang_root:
+        try:
+            config_dir = find_config_dir(Path(args.sglang_root))
+        except ToolError as err:
+            notes.append(str(err))
+    existing: dict[str, str] = {}
+    if config_dir is not None and device:
+        for shape in found.shapes:
+            path = config_dir / config_file_name(shape.n, shape.k, device, shape.block_n, shape.block_k)
+            if path.exists():
+                existing[shape.key] = str(path)
+    elif not device:
+        notes.append("GPU name unknown here, so existing configs could not be looked up")
+    to_tune = list(found.shapes) if args.retune else [s for s in found.shapes if s.key not in existing]
+    decision, reason = "tune", ""
+    if not found.shapes:
+        decision, reason = "skip", found.note
+    elif not to_tune:
+        decision, reason = "skip", (f"all {len(found.shapes)} shapes already have configs for {device} in {config_dir}; "
+                                    "--retune tunes them again")
+    elif engagement.verdict == "not_engaged" and not args.force_tune:
+        decision, reason = "skip", ("the Triton block-FP8 path is not used on this setup, tuning it would change "
+                                    "nothing (--force-tune to tune anyway): " + "; ".join(engagement.evidence))
+    if notes:
+        reason = "; ".join(filter(None, [reason, *notes]))
+    return TuningPreparation(shapes=found.shapes, derivation=found.derivation, shapes_note=found.note, device_name=device,
+                             config_dir=str(config_dir) if config_dir else None, skipped_existing=existing,
+                             to_tune=to_tune, engagement=engagement, decision=decision, reason=reason)
+
+
+PREPARE_TUNING = Tool(name="prepare_kernel_tuning", args=PrepareTuningArgs, run=prepare_tuning)
