@@ -44,7 +44,8 @@ def run(ctx: StepContext, step: PlanStep) -> StepOutcome:
         if start_path.exists():
             report_from = json.loads(start_path.read_text())["head"]
         else:
-            report_from = open_checkout(settings.sglang_src).head.commit.hexsha
+            with open_checkout(settings.sglang_src) as checkout:
+                report_from = checkout.head.commit.hexsha
             ctx.run.write_json(START_FILE, {"head": report_from})
         previous = previous_answer(ctx.run.path)
         ctx.progress(f"sync: fetching {settings.remote}/{settings.branch} into {settings.sglang_src}",

@@ -104,6 +104,13 @@ def _summary(result: SyncResult) -> str:
 
 def sync_upstream(args: SyncArgs) -> SyncResult:
     repo = open_checkout(args.sglang)
+    try:
+        return _sync(repo, args)
+    finally:
+        repo.close()  # gitpython keeps cat-file helpers alive until closed
+
+
+def _sync(repo: git.Repo, args: SyncArgs) -> SyncResult:
     top = repo.working_tree_dir
     plan = plan_pull(repo, args.remote, args.branch, args.allow_dirty, args.fetch_timeout_s)
     cfg_arch, cfg_type = _config_names(args.model_path)
