@@ -14,6 +14,7 @@ import sys
 import traceback
 from pathlib import Path
 
+from agent.budget import BudgetExhausted
 from agent.config import Settings
 from agent.live import LiveView
 from agent.runfolder import EXIT_CODES, RunFolder, RunFolderError
@@ -68,6 +69,8 @@ def _drive(rt: Runtime, thread_id: str, fresh: bool) -> int:
         rt.extras["view"].__exit__(None, None, None)  # restore the terminal before the hard exit
         sys.stdout.flush()
         os._exit(code)  # lane threads may be blocked on jobs; the jobs are detached and resumable
+    except BudgetExhausted as why:
+        return _finish(rt, "budget_exhausted", str(why))
     except Exception as err:  # anything unexpected ends the run with a recorded status
         rt.trace.emit("error", "control", error=type(err).__name__, message=str(err),
                       traceback=traceback.format_exc(limit=8))

@@ -28,5 +28,11 @@ def render_plan_md(goal: str, steps: list[PlanStep], ignored: list[str], preflig
 
 
 def make_plan(rt: Runtime, goal: str, preflight: dict) -> tuple[list[PlanStep], str]:
+    if rt.settings.llm_base_url or "llm" in rt.extras:  # a configured endpoint, or a replay client
+        from agent.llm_planner import plan_with_llm
+
+        steps, sections = plan_with_llm(rt, goal, preflight)
+        who = f"LLM ({getattr(rt.extras['llm'], 'model', 'replay')} at {rt.settings.llm_base_url or 'replay'})"
+        return steps, render_plan_md(goal, steps, [], preflight, who) + "\n" + sections
     steps, ignored = plan_goal(goal, pull=rt.settings.pull)
     return steps, render_plan_md(goal, steps, ignored, preflight, "deterministic playbook")
