@@ -1,0 +1,60 @@
+"""Step ``benchmark``: every variant at every concurrency with SGLang's bench client.
+
+Runs the plan that write_scripts reviewed (``measure_plan.json``; rebuilt the same way when that
+step did not run). Without GPUs the step is ``planned``: the scripts are in the run folder and
+the summary says how to run them. With GPUs it blocks until the sweep is done; results go to
+``bench/<variant>.jsonl``. Idempotent: finished points (their line is in the JSONL) are skipped and
+jobs re-attach by key (``serve-<variant>``, ``bench-<variant>-c<k>``).
+"""
+from __future__ import annotations
+
+import shlex
+
+from agent.steps.base import PlanStep, StepContext, StepOutcome
+from agent.steps.write_scripts import PLAN_FILE, build_plan
+from tools.bench import run_sweep
+from tools.scripts import MeasurePlan
+
+
+def _plan(ctx: StepContext, step: PlanStep) -> MeasurePlan:
+    path = ctx.run.path / PLAN_FILE
+    if path.exists():
+        return MeasurePlan.model_validate_json(path.read_text())
+    return build_plan(ctx, step)[0]
+
+
+def run(ctx: StepContext, step: PlanStep) -> StepOutcome:
+    plan = _plan(ctx, step)
+    measure = ctx.run.path / "run_measure.sh"
+    if not ctx.has_gpus:
+        how = (f"no GPU here: on a GPU host run `SGLANG_PYTHON=/path/to/python bash {shlex.quote(str(measure))}`, "
+               f"then `dsv4-agent report {shlex.quote(str(ctx.run.path))}`")
+        return StepOutcome(kind="benchmark", status="planned", summary=how,
+                           data={"command": f"bash {shlex.quote(str(measure))}",
+                                 "variants": [v.name for v in plan.variants]})
+
+    def on_event(kind: str, data: dict) -> None:
+        if kind == "progress":
+            ctx.progress(data.pop("message"), **data)
+        else:
+            ctx.emit(kind, **data)
+
+    previous_lane, ctx.lane = ctx.lane, "gpu"
+    try:
+        sweep = run_sweep(ctx.executor, plan, ctx.settings.sglang_python, ctx.run.path / "bench", on_event=on_event)
+    finally:
+        ctx.lane = previous_lane
+    measured = len(sweep.done) + len(sweep.skipped)
+    total = len(plan.variants) * len(plan.concurrency)
+    status = "done" if measured else "failed"
+    summary = f"{measured}/{total} points measured ({len(sweep.skipped)} from before a restart)"
+    if sweep.failures:
+        first = sweep.failures[0]
+        summary += (f"; {len(sweep.failures)} failed, first: {first.variant} c{first.concurrency}: "
+                    f"{first.reason.splitlines()[0]}")
+    results = {v: str(p) for v, p in sweep.results.items()}
+    return StepOutcome(kind="benchmark", status=status, summary=summary,
+                       artifacts=[f"bench/{v}.jsonl" for v in results],
+                       data={"results": results, "server_logs": sweep.server_logs,
+                             "failures": [f.model_dump() for f in sweep.failures],
+                             "done": sweep.done, "skipped": sweep.skipped})

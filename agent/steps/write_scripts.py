@@ -1,0 +1,84 @@
+"""Step ``write_scripts``: serve_baseline.sh, serve_<variant>.sh, run_measure.sh into the run folder.
+
+Variants: ``baseline`` always; ``mtp`` when the ``infer_mtp`` outcome carries
+``data["recommended"] = {"flags": {flag: value}, "env": {...}, "rationale": [...],
+"flag_origins": {flag: {"path", "line"}}}``. The measure plan is also written as
+``measure_plan.json`` so the benchmark step runs exactly what was reviewed.
+
+Step params (all optional): input_len, output_len, prompts_per_concurrency, min_prompts,
+warmup_requests, ready_timeout_s, port.
+"""
+from __future__ import annotations
+
+import os
+
+from agent.steps.base import PlanStep, StepContext, StepOutcome
+from tools.scripts import EnvChoice, FlagChoice, MeasurePlan, ServeVariant
+from tools.scripts.models import RESERVED_FLAGS
+from tools.scripts.render import render_measure_script, render_serve_script
+
+PLAN_FILE = "measure_plan.json"
+_PLAN_PARAMS = ("input_len", "output_len", "prompts_per_concurrency", "min_prompts", "warmup_requests",
+                "ready_timeout_s", "port")
+
+
+def _source(origins: dict, flag: str) -> str:
+    origin = origins.get(flag) if isinstance(origins, dict) else None
+    if isinstance(origin, dict) and origin.get("path"):
+        return f"{origin['path']}:{origin.get('line', '?')}"
+    return "recommended by infer_mtp without a citation: check before use"
+
+
+def _mtp_variant(base: ServeVariant, recommended: dict) -> tuple[ServeVariant, list[str]]:
+    notes: list[str] = []
+    origins = recommended.get("flag_origins") or {}
+    flags = []
+    for flag, value in (recommended.get("flags") or {}).items():
+        if flag in RESERVED_FLAGS:
+            notes.append(f"{flag} from the recommendation is left to the script's own setting")
+            continue
+        flags.append(FlagChoice(flag=flag, value=str(value), source=_source(origins, flag)))
+    env = [EnvChoice(name=k, value=str(v), source="infer_mtp recommendation")
+           for k, v in (recommended.get("env") or {}).items()]
+    rationale = [str(r) for r in recommended.get("rationale") or []]
+    variant = base.model_copy(update={"name": "mtp", "flags": flags, "env": env, "rationale": rationale})
+    return ServeVariant.model_validate(variant.model_dump()), notes  # re-validate names and values
+
+
+def build_plan(ctx: StepContext, step: PlanStep) -> tuple[MeasurePlan, list[str]]:
+    s = ctx.settings
+    gpus = s.gpus if s.gpus is not None else ([g.index for g in ctx.gpus] or None)
+    tp = s.tp or (len(gpus) if gpus else 1)
+    model = s.model_path or s.model
+    base = ServeVariant(name="baseline", model_path=model, tp=tp, gpus=gpus,
+                        rationale=["SGLang defaults for this model: the reference every ratio is against"])
+    variants, notes = [base], []
+    infer = ctx.outcomes.get("infer_mtp")
+    recommended = infer.data.get("recommended") if infer is not None else None
+    if recommended:
+        mtp, notes = _mtp_variant(base, recommended)
+        variants.append(mtp)
+    extra = {k: step.params[k] for k in _PLAN_PARAMS if k in step.params}
+    tokenizer = s.tokenizer or s.model_path
+    plan = MeasurePlan(variants=variants, concurrency=s.concurrency, tokenizer=tokenizer, **extra)
+    return plan, notes
+
+
+def run(ctx: StepContext, step: PlanStep) -> StepOutcome:
+    plan, notes = build_plan(ctx, step)
+    python = ctx.settings.sglang_python
+    texts = {f"serve_{v.name}.sh": render_serve_script(v, python, plan.port) for v in plan.variants}
+    texts["run_measure.sh"] = render_measure_script(plan, python)
+    for name, text in texts.items():
+        os.chmod(ctx.write_artifact(name, text), 0o755)
+    ctx.write_artifact(PLAN_FILE, plan.model_dump_json(indent=2))
+    names = [v.name for v in plan.variants]
+    summary = (f"wrote {', '.join(texts)} for {' vs '.join(names)} at concurrency "
+               f"{' '.join(map(str, plan.concurrency))}; review them before running on a shared cluster")
+    if notes:
+        summary += "; " + "; ".join(notes)
+    return StepOutcome(kind="write_scripts", status="done", summary=summary,
+                       artifacts=[*texts, PLAN_FILE],
+                       data={"variants": {v.name: v.model_dump() for v in plan.variants},
+                             "scripts": list(texts), "plan": PLAN_FILE,
+                             "run_command": f"bash {ctx.run.path / 'run_measure.sh'}"})

@@ -1,0 +1,196 @@
+"""Server lifecycle, benchmark sweep and the two step adapters, against the SGLang server double
+(``tests/doubles/sglang_server.py``) with SGLang's REAL bench client from the 0.5.23 wheel
+(``tests/doubles/sglang_python`` + ``bench_client_shim.py``). The report is built from the run
+folder the steps wrote and opened in headless Chromium."""
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from agent.config import load_settings
+from agent.report import build_report
+from agent.runfolder import RunFolder
+from agent.steps import benchmark as benchmark_step
+from agent.steps import write_scripts as write_scripts_step
+from agent.steps.base import PlanStep, StepContext, StepOutcome
+from agent.trace import TraceWriter, iter_events
+from tests.conftest import require_binary
+from tests.doubles.tokenizer import build_tokenizer
+from tools.base import ToolError
+from tools.gpus import GpuInfo
+from tools.jobs import LocalExecutor
+from tools.results import parse_jsonl
+from tools.scripts import EnvChoice, ServeVariant
+from tools.server import free_port, launch_server, stop_server
+
+SGLANG_PYTHON = str(Path(__file__).parent / "doubles" / "sglang_python")
+SMALL = {"input_len": 8, "output_len": 24, "prompts_per_concurrency": 2, "min_prompts": 4,
+         "warmup_requests": 1, "ready_timeout_s": 30}
+RECOMMENDED = {"flags": {"--speculative-algorithm": "EAGLE", "--speculative-num-steps": "2", "--tp": "8"},
+               "env": {"SGLANG_ENABLE_SPEC_V2": "1"}, "rationale": ["DeepSeek-V4 accepts EAGLE with topk 1"],
+               "origin": {}, "flag_origins": {"--speculative-algorithm": {"path": "sglang/srt/hook.py", "line": 12}}}
+
+
+def make_context(run_dir: Path, tok: Path, gpus: list[GpuInfo], recommended: dict | None) -> StepContext:
+    settings = load_settings({"model_path": str(tok), "sglang_python": SGLANG_PYTHON, "concurrency": [1, 4],
+                              "tokenizer": str(tok)}, cwd=run_dir, environ={})
+    run = RunFolder(run_dir)
+    (run_dir / "config.json").write_text("{}")
+    outcomes = {}
+    if recommended is not None:
+        outcomes["infer_mtp"] = StepOutcome(kind="infer_mtp", status="done", summary="x",
+                                            data={"recommended": recommended})
+    return StepContext(settings=settings, run=run, trace=TraceWriter(run.trace_path),
+                       executor=LocalExecutor(run.jobs_dir), gpus=gpus, sglang_root=None, outcomes=outcomes)
+
+
+@pytest.fixture(scope="module")
+def measured(tmp_path_factory):
+    """One campaign's write_scripts + benchmark steps, on a fake GPU list (the server is a double)."""
+    root = tmp_path_factory.mktemp("measure")
+    tok = build_tokenizer(root / "tok")
+    run_dir = root / "run"
+    run_dir.mkdir()
+    ctx = make_context(run_dir, tok, [GpuInfo(index=0, name="NVIDIA H200", memory_mib=143771)], RECOMMENDED)
+    step = PlanStep(kind="benchmark", lane="gpu", why="measure", params=SMALL)
+    scripts = write_scripts_step.run(ctx, PlanStep(kind="write_scripts", lane="research", why="w", params=SMALL))
+    outcome = benchmark_step.run(ctx, step)
+    return ctx, step, scripts, outcome
+
+
+def test_write_scripts_step_uses_the_recommendation_with_citations(measured):
+    ctx, _step, scripts, _ = measured
+    assert scripts.status == "done" and set(scripts.data["variants"]) == {"baseline", "mtp"}
+    assert scripts.data["scripts"] == ["serve_baseline.sh", "serve_mtp.sh", "run_measure.sh"]
+    serve = (ctx.run.path / "serve_mtp.sh").read_text()
+    assert "# sglang/srt/hook.py:12\nargs+=(--speculative-algorithm EAGLE)" in serve
+    assert "without a citation" in serve  # --speculative-num-steps had no origin: said so
+    assert "--tp 8" not in serve and "left to the script's own setting" in scripts.summary
+    assert "export CUDA_VISIBLE_DEVICES=0" in serve and "export SGLANG_ENABLE_SPEC_V2=1" in serve
+
+
+def test_benchmark_step_measures_every_point_with_the_real_client(measured):
+    ctx, _step, _scripts, outcome = measured
+    assert outcome.status == "done", outcome.summary
+    assert sorted(outcome.data["done"]) == ["baseline-c1", "baseline-c4", "mtp-c1", "mtp-c4"]
+    base = parse_jsonl(outcome.data["results"]["baseline"])
+    mtp = parse_jsonl(outcome.data["results"]["mtp"])
+    assert not base.problems and not mtp.problems
+    assert [r.concurrency for r in base.records] == [1, 4]
+    assert all(r.request_rate == float("inf") for r in base.records)  # the bare Infinity token
+    assert all(r.accept_length is None for r in base.records)
+    assert all(r.accept_length and 2.0 < r.accept_length <= 3.0 for r in mtp.records)
+    # the double decodes 3 tokens per step with EAGLE: TPOT must drop clearly
+    assert mtp.records[0].metrics["median_tpot_ms"] < 0.7 * base.records[0].metrics["median_tpot_ms"]
+    assert "Uvicorn running" in Path(outcome.data["server_logs"]["mtp"]).read_text()
+    states = {j.key: j.status for j in ctx.executor.jobs()}
+    assert states["serve-baseline"] == "stopped" and states["serve-mtp"] == "stopped"
+    kinds = {e["type"] for e in iter_events(ctx.run.trace_path) if e["lane"] == "gpu"}
+    assert {"progress", "job_launched", "job_finished"} <= kinds
+
+
+def test_benchmark_step_rerun_skips_finished_points(measured):
+    ctx, step, _scripts, first = measured
+    lines_before = Path(first.data["results"]["mtp"]).read_text().count("\n")
+    again = benchmark_step.run(ctx, step)
+    assert again.data["done"] == [] and len(again.data["skipped"]) == 4
+    assert Path(first.data["results"]["mtp"]).read_text().count("\n") == lines_before
+
+
+def test_report_from_the_run_folder_opens_in_chromium(measured, tmp_path):
+    ctx, _step, _scripts, _ = measured
+    chromium = require_binary("chromium")
+    (ctx.run.path / "plan.md").write_text("# Plan\n\n1. write_scripts\n2. benchmark\n")
+    (ctx.run.path / "steps").mkdir(exist_ok=True)
+    (ctx.run.path / "steps" / "benchmark.json").write_text(json.dumps({"kind": "benchmark", "status": "done",
+                                                                        "summary": "4/4 points measured"}))
+    result = CliRunner().invoke(__import__("agent.cli", fromlist=["app"]).app, ["report", str(ctx.run.path)])
+    assert result.exit_code == 0, result.output
+    paths = [Path(p) for p in result.output.split()]
+    assert {p.name for p in paths} >= {"report.md", "report.html", "tpot_vs_concurrency.png",
+                                       "throughput_vs_concurrency.png", "accept_length.png"}
+    md = (ctx.run.path / "report.md").read_text()
+    assert "| mtp | 4 |" in md and "## Plan" in md and "4/4 points measured" in md
+    extra = build_report(ctx.run.path, extra_sections=[("Timeline", "gpu lane 12 s", "<p id='tl'>gpu lane 12 s</p>")])
+    page = extra[1].read_text()
+    assert "<p id='tl'>gpu lane 12 s</p>" in page and page.count('src="data:image/png;base64,') == 3
+    shot = tmp_path / "shot.png"
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             f"--user-data-dir={tmp_path / 'profile'}"]
+    dom = subprocess.run([chromium, *flags, "--dump-dom", extra[1].as_uri()], capture_output=True, text=True,
+                         timeout=90).stdout
+    assert '<table id="comparison">' in dom and dom.count("<img") == 3
+    subprocess.run([chromium, *flags, "--window-size=1300,1600", f"--screenshot={shot}", extra[1].as_uri()],
+                   capture_output=True, timeout=90, check=True)
+    from PIL import Image
+
+    image = Image.open(shot).convert("RGB")
+    colors = image.getcolors(maxcolors=1 << 20)
+    assert len(colors) > 50  # not blank
+    # matplotlib's first two line colours (baseline blue, mtp orange) are on screen: the plots rendered
+    pixels = set(image.get_flattened_data())
+    near = lambda c: any(abs(p[0] - c[0]) < 12 and abs(p[1] - c[1]) < 12 and abs(p[2] - c[2]) < 12 for p in pixels)
+    assert near((31, 119, 180)) and near((255, 127, 14))
+
+
+def test_benchmark_step_without_gpus_is_planned(tmp_path):
+    tok = build_tokenizer(tmp_path / "tok")
+    (tmp_path / "run").mkdir()
+    ctx = make_context(tmp_path / "run", tok, [], None)
+    scripts = write_scripts_step.run(ctx, PlanStep(kind="write_scripts", lane="research", why="w"))
+    assert scripts.data["scripts"] == ["serve_baseline.sh", "run_measure.sh"]
+    outcome = benchmark_step.run(ctx, PlanStep(kind="benchmark", lane="gpu", why="b"))
+    assert outcome.status == "planned" and "run_measure.sh" in outcome.summary
+    assert not (tmp_path / "run" / "jobs").exists()
+
+
+def test_server_that_never_gets_ready_is_stopped_and_its_log_shown(tmp_path):
+    ex = LocalExecutor(tmp_path / "jobs")
+    variant = ServeVariant(name="slow", model_path="/m", env=[EnvChoice(name="DSV4_DOUBLE_NEVER_READY", value="1")])
+    with pytest.raises(ToolError, match=r"not ready .* after 2 s; it was stopped(.|\n)*Uvicorn running"):
+        launch_server(ex, variant, SGLANG_PYTHON, ready_timeout_s=2)
+    assert ex.poll("serve-slow").status == "stopped"
+
+
+def test_server_crash_at_start_reports_the_log_tail(tmp_path):
+    ex = LocalExecutor(tmp_path / "jobs")
+    variant = ServeVariant(name="crash", model_path="/m", env=[EnvChoice(name="DSV4_DOUBLE_EXIT_AT_START", value="2")])
+    with pytest.raises(ToolError, match=r"exited before it was ready \(failed: exit code 2\)(.|\n)*CUDA out of memory"):
+        launch_server(ex, variant, SGLANG_PYTHON, ready_timeout_s=20)
+
+
+def test_port_in_use_is_refused_and_a_free_port_works(tmp_path):
+    ex = LocalExecutor(tmp_path / "jobs")
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        with pytest.raises(ToolError, match=f"port {port} on 127.0.0.1 is already in use"):
+            launch_server(ex, ServeVariant(name="p", model_path="/m"), SGLANG_PYTHON, port=port)
+    handle = launch_server(ex, ServeVariant(name="q", model_path="/m"), SGLANG_PYTHON, port=free_port(),
+                           ready_timeout_s=20)
+    again = launch_server(ex, ServeVariant(name="q", model_path="/m"), SGLANG_PYTHON, ready_timeout_s=20)
+    assert again.attached and again.port == handle.port  # a re-run re-attaches to the same server
+    assert stop_server(ex, handle.key).status == "stopped"
+
+
+def test_a_crashing_bench_client_is_a_failed_point_and_the_sweep_goes_on(tmp_path):
+    from tools.bench import run_sweep
+    from tools.scripts import MeasurePlan
+
+    tok = build_tokenizer(tmp_path / "tok")
+    plan = MeasurePlan(variants=[ServeVariant(name="baseline", model_path=str(tok)),
+                                 ServeVariant(name="other", model_path=str(tok))], concurrency=[1],
+                       tokenizer=str(tmp_path / "missing-tokenizer"), input_len=4, output_len=4, min_prompts=2,
+                       warmup_requests=0, ready_timeout_s=20)
+    sweep = run_sweep(LocalExecutor(tmp_path / "jobs"), plan, SGLANG_PYTHON, tmp_path / "bench")
+    assert [(f.variant, f.concurrency) for f in sweep.failures] == [("baseline", 1), ("other", 1)]
+    assert "bench client failed: exit code" in sweep.failures[0].reason
+    recorded = [json.loads(x) for x in (tmp_path / "bench" / "other.failures.jsonl").read_text().splitlines()]
+    assert recorded[0]["concurrency"] == 1 and "bench client failed" in recorded[0]["reason"]
