@@ -1,4 +1,12 @@
-"""Where the SGLang source comes from. (The evidence-engine work extends this module.)
+"""Where the SGLang source comes from, and what it holds.
+
+Resolution order (the first that applies wins):
+1. an explicit path: a git checkout (``python/sglang/...``) or a package dir (``sglang/...``,
+   or the ``sglang/`` folder itself);
+2. env ``SGLANG_SRC`` (same forms);
+3. the ``sglang`` package importable by the SGLang interpreter (``--sglang-python``), found
+   with ``importlib.util.find_spec`` so that sglang itself (torch, CUDA) is never imported;
+4. the PyPI wheel of the given version, downloaded once into the cache and unpacked.
 
 ``ensure_wheel_source(version)`` downloads the sglang wheel from PyPI once into the cache
 (``DSV4_CACHE_DIR``, default ``~/.cache/dsv4-agent``) and unpacks it; it returns the folder
@@ -6,15 +14,23 @@ that contains ``sglang/``.
 """
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
 import zipfile
 from pathlib import Path
+from typing import Literal
 
-from tools.base import ToolError
+from pydantic import BaseModel, Field
+
+from tools.base import Tool, ToolError
+
+# Folders a full checkout has and a wheel lacks; reported so readers know what evidence is missing.
+CHECKOUT_ONLY = ("test/registered", "benchmark/kernels", "docs")
 
 
 def cache_dir() -> Path:
@@ -42,3 +58,114 @@ def ensure_wheel_source(version: str, cache: Path | None = None) -> Path:
             shutil.rmtree(root)
         os.replace(unpacked, root)  # atomic: a crash never leaves a half-unpacked cache
     return root
+
+
+class ResolveSourceArgs(BaseModel):
+    """Find the SGLang source tree to read evidence from (checkout, installed package or PyPI wheel)."""
+
+    path: str | None = Field(None, description="A git checkout of SGLang or a folder containing sglang/; "
+                                                "None = SGLANG_SRC, then the SGLang python, then the wheel")
+    sglang_python: str = Field("python3", description="Interpreter that has SGLang installed")
+    version: str = Field("0.5.23", description="PyPI version to download when nothing else is found")
+
+
+class SourceInfo(BaseModel):
+    kind: Literal["checkout", "package", "wheel"]
+    root: str = Field(description="Folder to search: a checkout's repo root, or the parent of sglang/")
+    package_dir: str = Field(description="The sglang/ package folder")
+    version: str | None = None
+    commit: str | None = None
+    lacks: list[str] = Field(default_factory=list, description="Evidence folders this source does not have")
+    how: str = Field("", description="Which resolution rule picked this source")
+
+
+def _layout(path: Path) -> tuple[Path, Path] | None:
+    """(root, package_dir) for a checkout, a package parent or the sglang/ folder itself."""
+    if (path / "python" / "sglang" / "__init__.py").is_file():
+        return path, path / "python" / "sglang"
+    if (path / "sglang" / "__init__.py").is_file():
+        return path, path / "sglang"
+    if path.name == "sglang" and (path / "__init__.py").is_file():
+        return path.parent, path
+    return None
+
+
+def _read_version(root: Path, package_dir: Path) -> str | None:
+    for meta in sorted(root.glob("sglang-*.dist-info/METADATA")):
+        match = re.search(r"^Version:\s*(\S+)", meta.read_text(errors="replace"), re.M)
+        if match:
+            return match.group(1)
+    for candidate in (package_dir / "version.py", package_dir / "_version.py"):
+        if candidate.is_file():
+            match = re.search(r"""__version__\s*(?::\s*str\s*)?=\s*["']([^"']+)["']""",
+                              candidate.read_text(errors="replace"))
+            if match:
+                return match.group(1)
+    pyproject = package_dir.parent / "pyproject.toml"
+    if pyproject.is_file():
+        match = re.search(r'^version\s*=\s*"([^"]+)"', pyproject.read_text(errors="replace"), re.M)
+        if match:
+            return match.group(1)
+    return None
+
+
+def _git_commit(root: Path) -> str | None:
+    if not (root / ".git").exists():
+        return None
+    done = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True)
+    return done.stdout.strip() or None if done.returncode == 0 else None
+
+
+def _describe(path: Path, kind_hint: str, how: str) -> SourceInfo:
+    found = _layout(path)
+    if found is None:
+        raise ToolError(f"{path} is not an SGLang source: no python/sglang/ (checkout) or sglang/ "
+                        "(package) with __init__.py inside; pass --sglang PATH to a checkout or to "
+                        "the folder that contains the sglang package")
+    root, package_dir = found
+    is_checkout = (root / "python" / "sglang").is_dir()
+    kind = "checkout" if is_checkout else kind_hint
+    lacks = [rel for rel in CHECKOUT_ONLY if not (root / rel).is_dir()]
+    return SourceInfo(kind=kind, root=str(root), package_dir=str(package_dir),
+                      version=_read_version(root, package_dir),
+                      commit=_git_commit(root) if is_checkout else None, lacks=lacks, how=how)
+
+
+def _from_python(python: str) -> Path | None:
+    """The folder holding sglang/ for that interpreter, without importing sglang."""
+    probe = ("import importlib.util, json; s = importlib.util.find_spec('sglang'); "
+             "print(json.dumps(list(s.submodule_search_locations or []) if s else []))")
+    try:
+        done = subprocess.run([python, "-c", probe], capture_output=True, text=True, timeout=30)
+    except (FileNotFoundError, PermissionError, subprocess.TimeoutExpired):
+        return None  # no such interpreter: fall through to the wheel, as documented
+    if done.returncode != 0:
+        return None
+    try:
+        locations = json.loads(done.stdout.strip().splitlines()[-1]) if done.stdout.strip() else []
+    except json.JSONDecodeError:
+        return None
+    return Path(locations[0]).parent if locations else None
+
+
+def resolve_source(args: ResolveSourceArgs) -> SourceInfo:
+    if args.path:
+        path = Path(args.path).expanduser()
+        if not path.exists():
+            raise ToolError(f"SGLang source path {path} does not exist; pass --sglang PATH to a "
+                            "checkout or package dir, or leave it out to use the PyPI wheel")
+        return _describe(path.resolve(), "package", "explicit path")
+    env = os.environ.get("SGLANG_SRC")
+    if env:
+        path = Path(env).expanduser()
+        if not path.exists():
+            raise ToolError(f"SGLANG_SRC={env} does not exist; fix or unset it")
+        return _describe(path.resolve(), "package", "env SGLANG_SRC")
+    installed = _from_python(args.sglang_python)
+    if installed is not None:
+        return _describe(installed, "package", f"sglang importable by {args.sglang_python}")
+    root = ensure_wheel_source(args.version)
+    return _describe(root, "wheel", f"PyPI wheel sglang=={args.version} (cached)")
+
+
+RESOLVE_SOURCE = Tool(name="resolve_source", args=ResolveSourceArgs, run=resolve_source)

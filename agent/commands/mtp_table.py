@@ -1,0 +1,49 @@
+"""Rich tables for ``dsv4-agent mtp`` (the readable, cited form of the answer)."""
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from tools.mtp import MtpAnswer
+
+MAX_ROWS = 25
+
+
+def print_answer(answer: MtpAnswer, console: Console | None = None) -> None:
+    console = console or Console(soft_wrap=True)
+    src = answer.source
+    console.print(f"[bold]{answer.model}[/bold]  architecture: {answer.architecture or 'unknown'}")
+    console.print(f"source: {src.kind} {src.root} (version {src.version or '?'}, commit {src.commit or '-'})")
+    rec = answer.recommended
+    if rec is None:
+        console.print("[yellow]No recommendation[/yellow]: no evidence in the tree for this model.")
+    else:
+        table = Table(title="Recommended", show_lines=False)
+        for column in ("flag", "value", "cited"):
+            table.add_column(column, overflow="fold")
+        for name, value in rec.flags.items():
+            table.add_row(name, value or "(switch)", rec.flag_origins.get(name, rec.origin).cite())
+        for name, value in rec.env.items():
+            table.add_row(f"env {name}", value, rec.origin.cite())
+        console.print(table)
+        for line in rec.rationale:
+            console.print(f"  - {line}", markup=False)
+    if answer.candidates:
+        table = Table(title=f"Candidates ({len(answer.candidates)})")
+        for column in ("model", "hardware", "speculative flags", "cited"):
+            table.add_column(column, overflow="fold")
+        for cand in answer.candidates[:MAX_ROWS]:
+            table.add_row(cand.model, cand.hardware or "-",
+                          " ".join(f"{k} {v}".strip() for k, v in cand.flags.items()), cand.origin.cite())
+        console.print(table)
+    table = Table(title=f"Constraints ({len(answer.constraints)})")
+    table.add_column("rule", overflow="fold")
+    table.add_column("cited", overflow="fold")
+    for constraint in answer.constraints[:MAX_ROWS]:
+        table.add_row(constraint.rule, constraint.origin.cite())
+    console.print(table)
+    if len(answer.constraints) > MAX_ROWS:
+        console.print(f"[cut: {len(answer.constraints) - MAX_ROWS} more constraints; limit {MAX_ROWS} rows; "
+                      "use --json for all]", markup=False)
+    for unknown in answer.unknowns:
+        console.print(f"unknown: {unknown}", markup=False)

@@ -1,0 +1,203 @@
+"""Calls and statement bodies for the static evaluator.
+
+Launch arguments are often built by a helper (``cls.get_server_args()``, ``super()._launch_args()``,
+a module function) whose body appends to a local list under conditions on class attributes.
+``interpret`` walks such a body in order — assignments, ``+=``, ``.append/.extend``, ``if`` on
+resolvable conditions — and reports every server-launch call it meets with the names bound at
+that point. Loops are not unrolled: launches inside them are still reported, but assignments in
+their bodies do not leak out.
+"""
+from __future__ import annotations
+
+import ast
+import copy
+import re
+from typing import Any, Callable
+
+from tools.recipes.modules import ClassInfo
+from tools.recipes.values import (
+    BoundMethod, Evaluator, Frame, Function, Unresolved, _Environ, _Return, locate,
+)
+
+LAUNCHER = re.compile(r"launch\w*server|server\w*launch", re.I)
+OnLaunch = Callable[[ast.Call, Frame], None]
+
+
+def call_name(node: ast.Call) -> str:
+    func = node.func
+    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+
+
+def is_launcher(node: ast.AST) -> bool:
+    return isinstance(node, ast.Call) and bool(LAUNCHER.search(call_name(node)))
+
+
+def eval_call(ev: Evaluator, node: ast.Call, frame: Frame) -> Any:
+    func = node.func
+    args = [ev.eval(a, frame) for a in node.args if not isinstance(a, ast.Starred)]
+    if isinstance(func, ast.Name) and func.id in _BUILTINS and func.id not in frame.names:
+        return _BUILTINS[func.id](node, args, {k.arg: ev.eval(k.value, frame) for k in node.keywords if k.arg})
+    if isinstance(func, ast.Attribute):
+        if isinstance(func.value, ast.Call) and call_name(func.value) == "super" and frame.owner is not None:
+            chain = ev.mro(frame.cls or frame.owner)
+            after = chain[next((i for i, c in enumerate(chain) if c is frame.owner), 0) + 1:]
+            for cls in after:
+                if func.attr in cls.methods:
+                    return run_function(ev, BoundMethod(cls, cls.methods[func.attr], frame.cls or cls), args)
+            return Unresolved(ast.unparse(node))
+        receiver = ev.eval(func.value, frame)
+        method = _METHODS.get(func.attr)
+        if method is not None and not isinstance(receiver, (Unresolved, ClassInfo)):
+            try:
+                return method(receiver, args)
+            except (TypeError, ValueError, AttributeError, KeyError, IndexError):
+                return Unresolved(ast.unparse(node))
+    target = ev.eval(func, frame)
+    if isinstance(target, (BoundMethod, Function)):
+        kwargs = {k.arg: ev.eval(k.value, frame) for k in node.keywords if k.arg}
+        return run_function(ev, target, args, kwargs)
+    return Unresolved(ast.unparse(node))
+
+
+def run_function(ev: Evaluator, target: BoundMethod | Function, args: list[Any],
+                 kwargs: dict[str, Any] | None = None, on_launch: OnLaunch | None = None) -> Any:
+    if isinstance(target, BoundMethod):
+        frame = Frame(target.owner.module, cls=target.bound, owner=target.owner)
+        node = target.node
+        params = [a.arg for a in node.args.args]
+        is_static = any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in node.decorator_list)
+        if params and not is_static:
+            params = params[1:]  # cls / self
+    else:
+        frame, node = Frame(target.module), target.node
+        params = [a.arg for a in node.args.args]
+    defaults = node.args.defaults
+    for name, default in zip(params[len(params) - len(defaults):], defaults):
+        frame.names[name] = ev.eval(default, frame)
+    for name, value in zip(params, args):
+        frame.names[name] = value
+    for name, value in (kwargs or {}).items():
+        frame.names[name] = value
+    if ev.depth > 30:
+        return Unresolved(node.name)
+    ev.depth += 1
+    try:
+        interpret(ev, node.body, frame, on_launch)
+    except _Return as done:
+        return done.value
+    finally:
+        ev.depth -= 1
+    return None
+
+
+def interpret(ev: Evaluator, body: list[ast.stmt], frame: Frame, on_launch: OnLaunch | None) -> None:
+    for stmt in body:
+        if on_launch is not None and not isinstance(stmt, _COMPOUND):
+            for sub in ast.walk(stmt):
+                if is_launcher(sub):
+                    on_launch(sub, frame)  # type: ignore[arg-type]
+        if isinstance(stmt, ast.Return):
+            raise _Return(ev.eval(stmt.value, frame) if stmt.value is not None else None)
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
+            value = ev.eval(stmt.value, frame)
+            for target in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]):
+                _assign(ev, target, value, frame)
+        elif isinstance(stmt, ast.AugAssign) and isinstance(stmt.op, ast.Add):
+            current = ev.eval(stmt.target, frame)
+            extra = ev.eval(stmt.value, frame)
+            if isinstance(current, list) and isinstance(extra, list):
+                _assign(ev, stmt.target, current + extra, frame)
+            elif isinstance(current, list):  # args += <unknown>: keep the known part
+                _assign(ev, stmt.target, current + [Unresolved(ast.unparse(stmt.value))], frame)
+            elif isinstance(current, str) and isinstance(extra, str):
+                _assign(ev, stmt.target, current + extra, frame)
+            else:
+                _assign(ev, stmt.target, Unresolved(ast.unparse(stmt)), frame)
+        elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+            _mutating_call(ev, stmt.value, frame)
+        elif isinstance(stmt, ast.If):
+            truth = ev.truth(stmt.test, frame)
+            if truth is None:  # unknown condition: report launches inside, keep names unchanged
+                for branch in (stmt.body, stmt.orelse):
+                    _scan_only(ev, branch, frame, on_launch)
+            else:
+                interpret(ev, stmt.body if truth else stmt.orelse, frame, on_launch)
+        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+            interpret(ev, stmt.body, frame, on_launch)
+        elif isinstance(stmt, ast.Try):
+            interpret(ev, stmt.body, frame, on_launch)
+        elif isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)):
+            _scan_only(ev, stmt.body, frame, on_launch)
+
+
+def _scan_only(ev: Evaluator, body: list[ast.stmt], frame: Frame, on_launch: OnLaunch | None) -> None:
+    scratch = Frame(frame.module, frame.cls, frame.owner, dict(frame.names))
+    try:
+        interpret(ev, body, scratch, on_launch)
+    except _Return:
+        pass  # a return inside an unresolved branch says nothing about the enclosing body
+
+
+def _assign(ev: Evaluator, target: ast.expr, value: Any, frame: Frame) -> None:
+    if isinstance(target, ast.Name):
+        frame.names[target.id] = value
+    elif isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
+            and target.value.id in ("cls", "self"):
+        frame.names[f"cls.{target.attr}"] = value
+        frame.names[f"{target.value.id}.{target.attr}"] = value
+    elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+        container = frame.names.get(target.value.id)
+        key = ev.eval(target.slice, frame)
+        if isinstance(container, dict) and not isinstance(key, Unresolved):
+            updated = _Environ(container) if isinstance(container, _Environ) else dict(container)
+            updated[key] = value
+            frame.names[target.value.id] = updated
+
+
+def _mutating_call(ev: Evaluator, call: ast.Call, frame: Frame) -> None:
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)):
+        return
+    name = func.value.id
+    current = frame.names.get(name)
+    args = [ev.eval(a, frame) for a in call.args]
+    if isinstance(current, list) and func.attr in ("append", "extend") and args:
+        frame.names[name] = current + ([args[0]] if func.attr == "append" else
+                                       (args[0] if isinstance(args[0], list) else [Unresolved(ast.unparse(call))]))
+    elif isinstance(current, dict) and func.attr == "update" and args and isinstance(args[0], dict):
+        frame.names[name] = type(current)({**current, **args[0]})
+
+
+def _keep(result: Any, source: Any) -> Any:
+    """A conversion keeps the citation of the value it converts (str(cls.steps) cites cls.steps)."""
+    origin = getattr(source, "origin", None)
+    return locate(result, origin) if origin is not None else result
+
+
+def _const_list(value: Any) -> Any:
+    return list(value) if isinstance(value, (list, tuple, dict, str)) else Unresolved(repr(value))
+
+
+_BUILTINS: dict[str, Callable[[ast.Call, list, dict], Any]] = {
+    "str": lambda n, a, k: _keep(str(a[0]), a[0]) if a and not isinstance(a[0], Unresolved)
+    else Unresolved(ast.unparse(n)),
+    "int": lambda n, a, k: int(a[0]) if a and isinstance(a[0], (int, str)) and str(a[0]).lstrip("-").isdigit()
+    else Unresolved(ast.unparse(n)),
+    "list": lambda n, a, k: _const_list(a[0]) if a else [],
+    "tuple": lambda n, a, k: _const_list(a[0]) if a else [],
+    "dict": lambda n, a, k: {**(a[0] if a and isinstance(a[0], dict) else {}), **k},
+}
+
+_METHODS: dict[str, Callable[[Any, list], Any]] = {
+    "copy": lambda r, a: copy.copy(r),
+    "join": lambda r, a: r.join(str(x) for x in a[0]) if isinstance(r, str) and not any(
+        isinstance(x, Unresolved) for x in a[0]) else Unresolved("join"),
+    "format": lambda r, a: r.format(*a) if isinstance(r, str) else Unresolved("format"),
+    "get": lambda r, a: r.get(a[0], a[1] if len(a) > 1 else None) if isinstance(r, dict) else Unresolved("get"),
+    "upper": lambda r, a: r.upper(), "lower": lambda r, a: r.lower(),
+}
+
+_COMPOUND = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try,
+             ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+__all__ = ["eval_call", "run_function", "interpret", "is_launcher", "call_name", "locate"]

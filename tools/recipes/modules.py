@@ -1,0 +1,108 @@
+"""A lazily parsed index of the Python modules of an SGLang tree (AST only, nothing imported).
+
+Test files reach their values through imports (``from sglang.test.test_utils import X``),
+relative imports and base classes in other files; this index maps dotted names and relative
+imports to files and keeps one parse per file. A file that does not parse is remembered as a
+warning and treated as empty, never a crash.
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass
+class ClassInfo:
+    name: str
+    node: ast.ClassDef
+    module: "ParsedModule"
+    attrs: dict[str, ast.expr] = field(default_factory=dict)   # class-body assignments
+    methods: dict[str, ast.FunctionDef] = field(default_factory=dict)
+
+
+@dataclass
+class ParsedModule:
+    path: Path
+    rel: str                                   # relative to the source root, for citations
+    tree: ast.Module
+    constants: dict[str, ast.expr] = field(default_factory=dict)
+    imports: dict[str, tuple[str, str | None, int]] = field(default_factory=dict)  # alias -> (module, name, level)
+    classes: dict[str, ClassInfo] = field(default_factory=dict)
+    functions: dict[str, ast.FunctionDef] = field(default_factory=dict)
+
+
+def _collect(module: ParsedModule) -> None:
+    for stmt in module.tree.body:
+        if isinstance(stmt, ast.Assign):
+            for target in stmt.targets:
+                if isinstance(target, ast.Name):
+                    module.constants[target.id] = stmt.value
+        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
+            module.constants[stmt.target.id] = stmt.value
+        elif isinstance(stmt, ast.ImportFrom):
+            for alias in stmt.names:
+                module.imports[alias.asname or alias.name] = (stmt.module or "", alias.name, stmt.level)
+        elif isinstance(stmt, ast.Import):
+            for alias in stmt.names:
+                module.imports[alias.asname or alias.name.split(".")[0]] = (
+                    alias.name if alias.asname else alias.name.split(".")[0], None, 0)
+        elif isinstance(stmt, ast.ClassDef):
+            info = ClassInfo(stmt.name, stmt, module)
+            for item in stmt.body:
+                if isinstance(item, ast.Assign):
+                    for target in item.targets:
+                        if isinstance(target, ast.Name):
+                            info.attrs[target.id] = item.value
+                elif isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name) and item.value is not None:
+                    info.attrs[item.target.id] = item.value
+                elif isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    info.methods[item.name] = item  # type: ignore[assignment]
+            module.classes[stmt.name] = info
+        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            module.functions[stmt.name] = stmt  # type: ignore[assignment]
+
+
+class ModuleIndex:
+    def __init__(self, root: Path, import_root: Path):
+        self.root = root                 # citations are relative to this
+        self.import_root = import_root   # the folder that contains sglang/
+        self._parsed: dict[Path, ParsedModule | None] = {}
+        self.warnings: list[str] = []
+
+    def parse(self, path: Path) -> ParsedModule | None:
+        path = path.resolve()
+        if path in self._parsed:
+            return self._parsed[path]
+        module = None
+        try:
+            text = path.read_text(errors="replace")
+            module = ParsedModule(path, self._rel(path), ast.parse(text, filename=str(path)))
+            _collect(module)
+        except SyntaxError as err:
+            self.warnings.append(f"{self._rel(path)}: skipped, does not parse ({err.msg}, line {err.lineno})")
+        except (OSError, ValueError) as err:
+            self.warnings.append(f"{self._rel(path)}: skipped, unreadable ({err})")
+        self._parsed[path] = module
+        return module
+
+    def _rel(self, path: Path) -> str:
+        try:
+            return path.relative_to(self.root.resolve()).as_posix()
+        except ValueError:
+            return path.as_posix()
+
+    def resolve_module(self, name: str, level: int, importer: ParsedModule) -> ParsedModule | None:
+        """The module that ``from <level dots><name> import ...`` refers to, if it is in the tree."""
+        if level:
+            base = importer.path.parent
+            for _ in range(level - 1):
+                base = base.parent
+            parts = name.split(".") if name else []
+        else:
+            base, parts = self.import_root, name.split(".")
+        target = base.joinpath(*parts) if parts else base
+        for candidate in (target.with_suffix(".py"), target / "__init__.py"):
+            if candidate.is_file():
+                return self.parse(candidate)
+        return None

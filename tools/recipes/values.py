@@ -1,0 +1,310 @@
+"""Static evaluation of the expressions that build server launches (no import, no execution).
+
+Strings and ints produced here remember where they were written (``SrcStr``/``SrcInt`` carry an
+``origin``), so a flag value inherited from a fixture's class attribute is cited to that
+attribute, not to the list that formats it. Anything we cannot resolve becomes ``Unresolved``
+holding the source text, and operations on it stay unresolved instead of guessing.
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import Any
+
+from tools.evidence_model import Origin
+from tools.recipes.modules import ClassInfo, ModuleIndex, ParsedModule
+
+MAX_DEPTH = 40  # name chains and calls nested deeper than this are left unresolved
+
+
+@dataclass(frozen=True)
+class Unresolved:
+    text: str
+
+    def __str__(self) -> str:
+        return f"<unresolved: {self.text}>"
+
+
+class SrcStr(str):
+    origin: Origin | None = None
+
+
+class SrcInt(int):
+    origin: Origin | None = None
+
+
+def locate(value: Any, origin: Origin) -> Any:
+    """Attach an origin to a str/int that has none yet (bools stay plain)."""
+    if isinstance(value, (SrcStr, SrcInt)) or isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        wrapped: Any = SrcStr(value)
+    elif isinstance(value, int):
+        wrapped = SrcInt(value)
+    else:
+        return value
+    wrapped.origin = origin
+    return wrapped
+
+
+def origin_of(value: Any) -> Origin | None:
+    return getattr(value, "origin", None)
+
+
+class _Return(Exception):
+    def __init__(self, value: Any):
+        self.value = value
+
+
+@dataclass
+class Frame:
+    module: ParsedModule
+    cls: ClassInfo | None = None            # what cls/self are bound to
+    owner: ClassInfo | None = None          # class that defines the running method (for super())
+    names: dict[str, Any] = field(default_factory=dict)
+
+
+class Evaluator:
+    def __init__(self, index: ModuleIndex):
+        self.index = index
+        self.depth = 0
+
+    # ---- classes -------------------------------------------------------------------------
+    def class_named(self, name: str, module: ParsedModule) -> ClassInfo | None:
+        if name in module.classes:
+            return module.classes[name]
+        if name in module.imports:
+            source, member, level = module.imports[name]
+            target = self.index.resolve_module(source, level, module) if member else None
+            if target is not None and member in target.classes:
+                return target.classes[member]
+        return None
+
+    def mro(self, info: ClassInfo) -> list[ClassInfo]:
+        order: list[ClassInfo] = []
+
+        def visit(cls: ClassInfo, seen: int) -> None:
+            if seen > 20 or any(c is cls for c in order):
+                return
+            order.append(cls)
+            for base in cls.node.bases:
+                if isinstance(base, ast.Name):
+                    found = self.class_named(base.id, cls.module)
+                    if found is not None:
+                        visit(found, seen + 1)
+        visit(info, 0)
+        return order
+
+    def class_attr(self, info: ClassInfo, name: str, frame: Frame) -> Any:
+        overridden = frame.names.get(f"cls.{name}", _MISSING)
+        if overridden is not _MISSING:
+            return overridden
+        for cls in self.mro(info):
+            if name in cls.attrs:
+                return self.eval(cls.attrs[name], Frame(cls.module, cls=info, owner=cls))
+            if name in cls.methods:
+                return BoundMethod(cls, cls.methods[name], info)
+        return Unresolved(f"{info.name}.{name}")
+
+    # ---- names ---------------------------------------------------------------------------
+    def module_name(self, name: str, module: ParsedModule) -> Any:
+        if name in module.constants:
+            return self.eval(module.constants[name], Frame(module))
+        if name in module.classes:
+            return module.classes[name]
+        if name in module.functions:
+            return Function(module, module.functions[name])
+        if name in module.imports:
+            source, member, level = module.imports[name]
+            if member is None:
+                return ModuleRef(source)
+            target = self.index.resolve_module(source, level, module)
+            if target is not None:
+                return self.module_name(member, target)
+            sub = self.index.resolve_module(f"{source}.{member}" if source else member, level, module)
+            if sub is not None:
+                return sub
+        return Unresolved(name)
+
+    # ---- expressions ---------------------------------------------------------------------
+    def eval(self, node: ast.AST, frame: Frame) -> Any:
+        if self.depth > MAX_DEPTH:
+            return Unresolved(ast.unparse(node))
+        self.depth += 1
+        try:
+            value = self._eval(node, frame)
+        finally:
+            self.depth -= 1
+        return locate(value, Origin(path=frame.module.rel, line=getattr(node, "lineno", 0)))
+
+    def _eval(self, node: ast.AST, frame: Frame) -> Any:  # noqa: C901 - one dispatch table
+        from tools.recipes.calls import eval_call  # calls need the evaluator; import late
+        if isinstance(node, ast.Constant):
+            return node.value
+        if isinstance(node, ast.JoinedStr):
+            parts, cited = [], []
+            for piece in node.values:
+                part = self.eval(piece.value, frame) if isinstance(piece, ast.FormattedValue) else piece.value
+                if isinstance(part, (Unresolved, ClassInfo)) or not _scalar(part):
+                    return Unresolved(ast.unparse(node))
+                parts.append(str(part))
+                if isinstance(piece, ast.FormattedValue) and origin_of(part) is not None:
+                    cited.append(origin_of(part))
+            text = "".join(parts)
+            # f"--flag={cls.value}": cite where the one interpolated value was written
+            return locate(text, cited[0]) if len(cited) == 1 else text
+        if isinstance(node, ast.Name):
+            if node.id in frame.names:
+                return frame.names[node.id]
+            if node.id in ("cls", "self") and frame.cls is not None:
+                return frame.cls
+            return self.module_name(node.id, frame.module)
+        if isinstance(node, ast.Attribute):
+            if isinstance(node.value, ast.Name) and f"{node.value.id}.{node.attr}" in frame.names:
+                return frame.names[f"{node.value.id}.{node.attr}"]
+            base = self.eval(node.value, frame)
+            if isinstance(base, ClassInfo):
+                bound = frame.cls if (frame.cls is not None and isinstance(node.value, ast.Name)
+                                      and node.value.id in ("cls", "self")) else base
+                return self.class_attr(bound, node.attr, frame if bound is frame.cls else Frame(base.module))
+            if isinstance(base, ParsedModule):
+                return self.module_name(node.attr, base)
+            if isinstance(base, ModuleRef):
+                if base.name == "os" and node.attr == "environ":
+                    return ENVIRON
+                return Unresolved(ast.unparse(node))
+            return Unresolved(ast.unparse(node))
+        if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+            items: list[Any] = []
+            for element in node.elts:
+                if isinstance(element, ast.Starred):
+                    inner = self.eval(element.value, frame)
+                    if isinstance(inner, list):
+                        items.extend(inner)
+                    else:
+                        items.append(Unresolved(ast.unparse(element)))
+                else:
+                    items.append(self.eval(element, frame))
+            return items
+        if isinstance(node, ast.Dict):
+            result: dict[Any, Any] = {}
+            for key, val in zip(node.keys, node.values):
+                if key is None:  # {**other}
+                    merged = self.eval(val, frame)
+                    if isinstance(merged, dict):
+                        result.update(merged)
+                    continue
+                result[self.eval(key, frame)] = self.eval(val, frame)
+            return result
+        if isinstance(node, ast.BinOp):
+            return _binop(node, self.eval(node.left, frame), self.eval(node.right, frame))
+        if isinstance(node, ast.IfExp):
+            test = self.truth(node.test, frame)
+            if test is None:
+                return Unresolved(ast.unparse(node))
+            return self.eval(node.body if test else node.orelse, frame)
+        if isinstance(node, ast.Subscript):
+            base, key = self.eval(node.value, frame), self.eval(node.slice, frame)
+            try:
+                return base[key] if isinstance(base, (list, dict)) and not isinstance(key, Unresolved) else \
+                    Unresolved(ast.unparse(node))
+            except (KeyError, IndexError, TypeError):
+                return Unresolved(ast.unparse(node))
+        if isinstance(node, ast.Call):
+            return eval_call(self, node, frame)
+        if isinstance(node, ast.ListComp) and len(node.generators) == 1 and not node.generators[0].ifs \
+                and isinstance(node.generators[0].target, ast.Name):
+            source = self.eval(node.generators[0].iter, frame)
+            if not isinstance(source, list):
+                return Unresolved(ast.unparse(node))
+            name = node.generators[0].target.id
+            return [self.eval(node.elt, Frame(frame.module, frame.cls, frame.owner, {**frame.names, name: item}))
+                    for item in source]
+        if isinstance(node, (ast.Compare, ast.BoolOp, ast.UnaryOp)):
+            truth = self.truth(node, frame)
+            return Unresolved(ast.unparse(node)) if truth is None else truth
+        return Unresolved(ast.unparse(node))
+
+    def truth(self, node: ast.AST, frame: Frame) -> bool | None:
+        """Evaluate a condition; None when any part is unresolved."""
+        if isinstance(node, ast.BoolOp):
+            values = [self.truth(v, frame) for v in node.values]
+            if isinstance(node.op, ast.And):
+                return False if False in values else (None if None in values else True)
+            return True if True in values else (None if None in values else False)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            inner = self.truth(node.operand, frame)
+            return None if inner is None else not inner
+        if isinstance(node, ast.Compare) and len(node.ops) == 1:
+            left, right = self.eval(node.left, frame), self.eval(node.comparators[0], frame)
+            if isinstance(left, Unresolved) or isinstance(right, Unresolved):
+                return None
+            op = node.ops[0]
+            try:
+                return {ast.Eq: lambda: left == right, ast.NotEq: lambda: left != right,
+                        ast.Lt: lambda: left < right, ast.LtE: lambda: left <= right,
+                        ast.Gt: lambda: left > right, ast.GtE: lambda: left >= right,
+                        ast.In: lambda: left in right, ast.NotIn: lambda: left not in right,
+                        ast.Is: lambda: left is right or left == right,
+                        ast.IsNot: lambda: not (left is right or left == right)}[type(op)]()
+            except (KeyError, TypeError):
+                return None
+        value = self.eval(node, frame)
+        if isinstance(value, Unresolved) or isinstance(value, (ClassInfo, ParsedModule)):
+            return None
+        return bool(value)
+
+
+_MISSING = object()
+
+
+@dataclass(frozen=True)
+class ModuleRef:
+    name: str  # a plain ``import x`` that is not in the tree (os, json, ...)
+
+
+@dataclass
+class Function:
+    module: ParsedModule
+    node: ast.FunctionDef
+
+
+@dataclass
+class BoundMethod:
+    owner: ClassInfo
+    node: ast.FunctionDef
+    bound: ClassInfo
+
+
+class _Environ(dict):
+    """``os.environ``: the launcher's inherited environment; only additions are recipe data."""
+
+
+ENVIRON = _Environ()
+
+
+def _scalar(value: Any) -> bool:
+    return isinstance(value, (str, int, float)) or value is None
+
+
+def _binop(node: ast.BinOp, left: Any, right: Any) -> Any:
+    if isinstance(node.op, ast.Add) and isinstance(left, list) != isinstance(right, list) and \
+            (isinstance(left, Unresolved) or isinstance(right, Unresolved)):
+        # args + cls.unknown_extra: keep what is known, mark the unknown part
+        return left + [right] if isinstance(left, list) else [left] + right
+    if isinstance(left, Unresolved) or isinstance(right, Unresolved):
+        return Unresolved(ast.unparse(node))
+    if isinstance(node.op, ast.Add):
+        if isinstance(left, list) and isinstance(right, list):
+            return left + right
+        if isinstance(left, str) and isinstance(right, str):
+            return left + right
+        if isinstance(left, (int, float)) and isinstance(right, (int, float)):
+            return left + right
+    if isinstance(node.op, (ast.Sub, ast.Mult, ast.FloorDiv)) and all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in (left, right)):
+        return {ast.Sub: left - right, ast.Mult: left * right}.get(type(node.op), None) \
+            if not isinstance(node.op, ast.FloorDiv) else (left // right if right else Unresolved(ast.unparse(node)))
+    if isinstance(node.op, ast.BitOr) and isinstance(left, dict) and isinstance(right, dict):
+        return {**left, **right}
+    return Unresolved(ast.unparse(node))
