@@ -58,8 +58,11 @@ def assign_longest_first(costs: list[float], workers: int) -> list[list[int]]:
 
 
 def lower_bound(costs: list[float], workers: int) -> float:
-    """No schedule can beat the average load nor the single longest unit."""
-    return max(sum(costs) / workers, max(costs, default=0.0))
+    """No schedule beats the average load, the longest unit, or (pigeonhole: two of the
+    workers+1 longest units share a GPU) the sum of the w-th and (w+1)-th longest."""
+    ordered = sorted(costs, reverse=True)
+    pair = ordered[workers - 1] + ordered[workers] if len(ordered) > workers else 0.0
+    return max(sum(costs) / workers, ordered[0] if ordered else 0.0, pair)
 
 
 class GpuWork(BaseModel):

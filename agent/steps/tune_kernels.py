@@ -1,0 +1,168 @@
+"""Step adapter: FP8 block-GEMM kernel tuning (shapes -> skip existing -> engagement -> scripts ->
+one job per GPU -> merge -> install -> manifest). Without GPUs it stops at the scripts ("planned").
+
+Idempotent: scripts are rewritten identically, jobs re-attach by key through the executor's ledger,
+finished units are skipped by the per-GPU driver, and an install already recorded as done in the
+manifest is not repeated (re-installing would back up our own files as if they were originals).
+
+Params (``step.params``, all optional): ``log_files`` (server logs to mine), ``server_args`` and
+``env`` (how the benchmark server will start, for the engagement check), ``device_name`` (the
+target GPU when planning without one), ``batch_sizes``, ``config_dir`` (install target override),
+``poll_s``, ``timeout_s``.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from agent.steps.base import PlanStep, StepContext, StepOutcome
+from tools.base import ToolError, cap_lines
+from tools.sglang_source import cache_dir
+from tools.tuning.configs import find_config_dir, installed_package_parent
+from tools.tuning.fanout import FanoutJob, run_fanout
+from tools.tuning.install import MANIFEST, install_configs, load_manifest
+from tools.tuning.merge import merge_outputs
+from tools.tuning.plan import DEFAULT_BATCH_SIZES, make_units, plan_units
+from tools.tuning.prepare import PrepareTuningArgs, TuningPreparation, prepare_tuning
+from tools.tuning.render import render_tuning, shellcheck
+from tools.tuning.script import find_script, introspect_script
+
+TUNING_DIR = "tuning"
+PLAN_GPUS_WITHOUT_HARDWARE = 8  # a DeepSeek-V4 host; overridden by --gpus or --tp
+
+
+def _earlier_server_logs(ctx: StepContext) -> list[str]:
+    """Logs of server jobs already run in this run (their warnings name the shapes to tune)."""
+    logs = []
+    for state in ctx.executor.jobs():
+        if state.kind in ("serve", "discovery") and Path(state.log_path).exists():
+            logs.append(state.log_path)
+    return logs
+
+
+def _outcome(status: str, summary: str, prep: TuningPreparation | None, artifacts: list[str], **data) -> StepOutcome:
+    facts = {"shapes": [], "derivation": [], "skipped_existing": {}, "installed": [], "manifest": None,
+             "engaged": None}
+    if prep is not None:
+        facts.update(shapes=[s.model_dump() for s in prep.shapes], derivation=prep.derivation,
+                     skipped_existing=prep.skipped_existing,
+                     engaged={"verdict": prep.engagement.verdict, "evidence": prep.engagement.evidence})
+    facts.update(data)
+    return StepOutcome(kind="tune_kernels", status=status, summary=summary, artifacts=artifacts, data=facts)
+
+
+def _plan_gpus(ctx: StepContext) -> list[int]:
+    s = ctx.settings
+    if ctx.gpus:
+        have = [g.index for g in ctx.gpus]
+        return [g for g in (s.gpus or have) if g in have]
+    if s.gpus:
+        return list(s.gpus)
+    return list(range(s.tp or PLAN_GPUS_WITHOUT_HARDWARE))
+
+
+def _install_target(ctx: StepContext, step: PlanStep) -> Path:
+    """The config folder of the SGLang the *server* runs (never our cached wheel corpus)."""
+    if step.params.get("config_dir"):
+        return Path(step.params["config_dir"])
+    parent = installed_package_parent(ctx.settings.sglang_python)
+    if parent is not None:
+        return find_config_dir(parent)
+    root = ctx.sglang_root
+    if root is not None and not Path(root).resolve().is_relative_to(cache_dir().resolve()):
+        return find_config_dir(root)
+    raise ToolError(f"{ctx.settings.sglang_python} has no sglang, so the folder the server reads configs from is "
+                    "unknown; pass --sglang-python to the interpreter that runs the server")
+
+
+def run(ctx: StepContext, step: PlanStep) -> StepOutcome:
+    s = ctx.settings
+    gpu_list = _plan_gpus(ctx)
+    log_files = list(step.params.get("log_files", [])) + _earlier_server_logs(ctx)
+    device = ctx.gpus[0].name if ctx.gpus else step.params.get("device_name", "")
+    env = {**os.environ, **step.params.get("env", {})}
+    try:
+        prep = prepare_tuning(PrepareTuningArgs(
+            shapes=s.shapes, log_files=log_files, model_path=s.model_path, tp=s.tp or len(gpu_list) or 1,
+            sglang_root=str(ctx.sglang_root) if ctx.sglang_root else None, device_name=device,
+            retune=s.retune, force_tune=s.force_tune, server_args=step.params.get("server_args", []), env=env))
+    except ToolError as err:
+        return _outcome("failed", str(err), None, [])
+    artifacts = [f"{TUNING_DIR}/shapes.json"]
+    ctx.write_artifact(f"{TUNING_DIR}/shapes.json", prep.model_dump_json(indent=2) + "\n")
+    ctx.progress(f"tuning: {len(prep.shapes)} shapes ({prep.shapes_note}), {len(prep.skipped_existing)} already "
+                 f"tuned, Triton path {prep.engagement.verdict}")
+    manifest_path = ctx.run.file(MANIFEST)
+    if manifest_path.exists() and load_manifest(manifest_path).state == "installed":
+        manifest = load_manifest(manifest_path)  # a re-run after this run's install: nothing left to do
+        return _outcome("done", f"already installed {len(manifest.entries)} configs in this run", prep,
+                        artifacts + [MANIFEST], installed=[e.target for e in manifest.entries], manifest=MANIFEST)
+    if prep.decision == "skip":
+        return _outcome("skipped", prep.reason, prep, artifacts)
+
+    units = make_units(prep.to_tune, step.params.get("batch_sizes", DEFAULT_BATCH_SIZES))
+    plan = plan_units(units, gpu_list)
+    plan_lines = [f"{len(units)} units over GPUs {gpu_list}; estimated makespan/lower bound {plan.ratio:.2f}"]
+    plan_lines += [f"GPU {w.gpu}: {len(w.units)} units, cost {w.est_cost:.1f}: " + " ".join(u.id for u in w.units)
+                   for w in plan.per_gpu]
+    ctx.write_artifact(f"{TUNING_DIR}/plan.txt", "\n".join(prep.derivation + [""] + plan_lines) + "\n")
+    artifacts.append(f"{TUNING_DIR}/plan.txt")
+    try:
+        info = introspect_script(find_script(ctx.sglang_root))
+    except ToolError as err:
+        return _outcome("skipped", f"cannot write the tuning scripts: {err}. The shapes and the GPU plan are in "
+                                   f"{TUNING_DIR}/plan.txt", prep, artifacts, plan=plan_lines)
+    tuning_dir = ctx.run.file(TUNING_DIR)
+    rendered = render_tuning(tuning_dir, plan.per_gpu, info, python=s.sglang_python,
+                             device_name=prep.device_name or "UNKNOWN_GPU")
+    for relative in rendered.files:
+        ctx.emit("artifact_written", path=relative, bytes=ctx.run.file(relative).stat().st_size)
+    artifacts += rendered.files
+    findings = shellcheck([ctx.run.file(p) for p in rendered.scripts.values()])
+    if findings:
+        ctx.emit("error", message="shellcheck findings in generated tuning scripts", findings=findings[:4000])
+    data = {"plan": plan_lines, "mode": rendered.mode, "scripts": rendered.scripts, "script_notes": info.notes}
+    if not ctx.gpus:
+        runs = " ; ".join(f"bash {ctx.run.path}/{p}" for p in rendered.scripts.values())
+        return _outcome("planned", f"no GPU here: {len(units)} tuning units for {len(gpu_list)} GPUs written to "
+                                   f"{TUNING_DIR}/ ({rendered.mode} mode). On the GPU host run, one per GPU in "
+                                   f"parallel: {cap_lines([runs], 1, 600).text}", prep, artifacts, **data)
+    return _run_on_gpus(ctx, step, prep, plan, rendered, units, artifacts, data)
+
+
+def _run_on_gpus(ctx, step, prep, plan, rendered, units, artifacts, data) -> StepOutcome:
+    manifest_path = ctx.run.file(MANIFEST)
+    tuning_dir = ctx.run.file(TUNING_DIR)
+    jobs = []
+    for work in plan.per_gpu:
+        by_shape: dict[str, list[int]] = {}
+        for unit in work.units:
+            by_shape.setdefault(f"{unit.n},{unit.k}", []).append(unit.m)
+        jobs.append(FanoutJob(gpu=work.gpu, key=f"tune-gpu{work.gpu}", argv=["bash", str(ctx.run.file(rendered.scripts[work.gpu]))],
+                              cwd=str(tuning_dir), unit_ids=[u.id for u in work.units], units_by_shape=by_shape))
+
+    def emit(event_type: str, payload: dict) -> None:
+        ctx.trace.emit(event_type, "gpu", **payload)
+
+    result = run_fanout(ctx.executor, jobs, emit, poll_s=float(step.params.get("poll_s", 1.0)),
+                        timeout_s=step.params.get("timeout_s"))
+    data["jobs"] = [j.model_dump() for j in result.jobs]
+    failed = [j for j in result.jobs if j.status != "succeeded"]
+    if failed:
+        tails = {j.keys[-1]: ctx.executor.read_log(j.keys[-1], 1500) for j in failed}
+        return _outcome("failed", "tuning jobs failed after one retry: " + "; ".join(
+            f"GPU {j.gpu} {j.status} ({j.reason})" for j in failed) + ". Nothing was installed; logs under jobs/. "
+            "Re-running the campaign resumes and keeps finished units.", prep, artifacts, log_tails=tails, **data)
+    try:
+        merged = merge_outputs(tuning_dir / "out", tuning_dir / "merged", [u.id for u in units])
+        if merged.missing_units:
+            raise ToolError(f"{len(merged.missing_units)} planned units have no result (e.g. {merged.missing_units[:3]}); "
+                            "re-run the campaign to resume them")
+        manifest = install_configs([Path(f.path) for f in merged.files], _install_target(ctx, step), ctx.run.path)
+    except ToolError as err:
+        return _outcome("failed", f"tuned but not installed: {err}", prep, artifacts, **data)
+    ctx.emit("artifact_written", path=MANIFEST, bytes=manifest_path.stat().st_size)
+    return _outcome("done", f"tuned {len(units)} units on {len(jobs)} GPUs in {result.elapsed_s:.0f} s; installed "
+                            f"{len(manifest.entries)} configs into {manifest.config_dir} (undo: dsv4-agent tuning "
+                            f"uninstall {ctx.run.path.name})", prep, artifacts + [MANIFEST],
+                    installed=[e.target for e in manifest.entries], manifest=MANIFEST, **data)
