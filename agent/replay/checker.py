@@ -13,7 +13,7 @@ import threading
 from collections import deque
 from dataclasses import dataclass
 
-from agent.replay.record import Recording, classify, normalized
+from agent.replay.record import ORCHESTRATION_LANES, Recording, classify, normalized
 
 
 @dataclass
@@ -98,9 +98,9 @@ class DecisionChecker:
         # Same rule as record.classify, applied live: in replay no adapter runs, so the only
         # events inside a step span are the tool_call/tool_result pair itself.
         lane, kind = event["lane"], event["type"]
-        if kind == "tool_call":
+        if kind == "tool_call" and lane in ORCHESTRATION_LANES:
             self._open[lane] = event["tool"]
-        elif kind == "tool_result":
+        elif kind == "tool_result" and lane in ORCHESTRATION_LANES:
             self._open.pop(lane, None)
         return not (lane == "llm" and self._open)
 

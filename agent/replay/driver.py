@@ -8,13 +8,17 @@ first difference. Attempts of a resumed run are re-driven in turn, as ``resume``
 """
 from __future__ import annotations
 
+import io
 import json
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from rich.console import Console
+
 from agent.config import Settings
+from agent.live import LiveView
 from agent.replay.checker import DecisionChecker, Divergence, ReplayDivergence, ReplayStop
 from agent.replay.record import Recording, RecordError, load_recording
 from agent.replay.served import ReplayLLM, ReplaySource
@@ -94,6 +98,7 @@ def _replay_into(recording: Recording, work_dir: Path, say: Callable[[str], None
     trace = TraceWriter(run.trace_path)
     rt = Runtime(settings=settings, run=run, trace=trace, executor=LocalExecutor(run.jobs_dir),
                  goal=recording.goal, say=say)
+    rt.extras["view"] = LiveView(console=Console(file=io.StringIO()), force_plain=True)  # _drive restores it on ^C
     checker = DecisionChecker(recording)
     rt.extras["replay"] = ReplaySource(recording)
     if recording.uses_llm:

@@ -100,28 +100,40 @@ def load_recording(run_dir: Path | str) -> Recording:
                      preflight=_optional_json(run_dir / "preflight.json"), step_files=steps)
 
 
+NESTED_VOLATILE = frozenset({"seconds", "ms", "t", "mono", "pid"})
+
+
 def normalized(event: dict) -> dict:
-    """The part of an event that must come out the same on replay."""
-    return {k: v for k, v in event.items() if k not in VOLATILE}
+    """The part of an event that must come out the same on replay (timings left out at any depth)."""
+    return {k: _stable(v) for k, v in event.items() if k not in VOLATILE}
+
+
+def _stable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _stable(v) for k, v in value.items() if k not in NESTED_VOLATILE}
+    if isinstance(value, list):
+        return [_stable(v) for v in value]
+    return value
 
 
 def classify(events: list[dict]) -> tuple[list[dict], list[dict]]:
     """Split events into (decisions, tool-internal events), both in file order."""
-    open_steps: dict[str, str] = {}  # lane → tool whose span is open
+    open_steps: dict[str, list[str]] = {}  # lane → tool calls open in it; the first is the step
     decisions: list[dict] = []
     internal: list[dict] = []
     for event in events:
         lane, kind = event["lane"], event["type"]
+        stack = open_steps.setdefault(lane, [])
         if kind == "tool_call" and lane in ORCHESTRATION_LANES:
-            decisions.append(event)
-            open_steps[lane] = event["tool"]
-        elif kind == "tool_result" and open_steps.get(lane) == event.get("tool"):
-            decisions.append(event)
-            del open_steps[lane]
-        elif lane == "llm":
-            (internal if open_steps else decisions).append(event)
-        elif lane in open_steps:
+            (internal if stack else decisions).append(event)  # an adapter's own tool calls nest inside
+            stack.append(event["tool"])
+        elif kind == "tool_result" and lane in ORCHESTRATION_LANES and stack:
+            stack.pop()
+            (internal if stack else decisions).append(event)
+        elif stack:
             internal.append(event)
+        elif lane == "llm":
+            (internal if any(open_steps.values()) else decisions).append(event)
         elif kind in ("job_launched", "job_state", "job_finished"):
             internal.append(event)  # jobs belong to the tool that launched them
         else:
@@ -133,6 +145,6 @@ def step_results(events: list[dict]) -> dict[str, list[dict]]:
     """Recorded tool_result events of each step kind, in order (one per attempt that ran it)."""
     results: dict[str, list[dict]] = {}
     for event in classify(events)[0]:
-        if event["type"] == "tool_result":
+        if event["type"] == "tool_result" and event["lane"] in ORCHESTRATION_LANES:
             results.setdefault(event["tool"], []).append(event)
     return results

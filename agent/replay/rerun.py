@@ -1,0 +1,112 @@
+"""Run a recorded campaign again for real, into a new run folder, and say what changed.
+
+The new run is an ordinary campaign (same goal, same recorded settings; the LLM key comes from
+the environment as on ``resume``, never from the record) on the environment as it is now, e.g.
+after ``dsv4-agent sync``. The diff covers what a reviewer compares: MTP evidence and recommended
+flags (``mtp.json`` and the ``infer_mtp`` step's data), tuned shapes (the ``tune_kernels`` step's
+data), and benchmark figures (``bench/*.jsonl`` and the ``benchmark`` step's data).
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from agent.config import Settings
+from agent.replay.record import RecordError
+
+MAX_DIFF_LINES = 80
+
+
+def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+    """JSON as ``{dotted.path: leaf}``, so two records diff key by key."""
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            out.update(flatten(item, f"{prefix}.{key}" if prefix else str(key)))
+        return out or {prefix: {}}
+    if isinstance(value, list):
+        out = {}
+        for i, item in enumerate(value):
+            out.update(flatten(item, f"{prefix}[{i}]"))
+        return out or {prefix: []}
+    return {prefix: value}
+
+
+def _json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+
+
+def _jsonl(path: Path) -> list:
+    rows = []
+    for line in path.read_text(errors="replace").splitlines():
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            rows.append({"unparsable_line": line[:200]})
+    return rows
+
+
+def compared_facts(run_dir: Path) -> dict[str, dict[str, Any]]:
+    """What the diff compares, by topic, flattened."""
+    step = lambda kind: (_json(run_dir / "steps" / f"{kind}.json") or {}).get("data", {})  # noqa: E731
+    mtp_files = {str(p.relative_to(run_dir)): _json(p) for p in sorted(run_dir.rglob("mtp.json"))}
+    bench = {str(p.relative_to(run_dir)): _jsonl(p) for p in sorted((run_dir / "bench").glob("*.jsonl"))} \
+        if (run_dir / "bench").is_dir() else {}
+    return {
+        "evidence and recommended flags": flatten({"files": mtp_files, "infer_mtp": step("infer_mtp")}),
+        "tuned shapes": flatten({"tune_kernels": step("tune_kernels")}),
+        "benchmark figures": flatten({"files": bench, "benchmark": step("benchmark")}),
+    }
+
+
+def diff_runs(old: Path, new: Path, limit: int = MAX_DIFF_LINES) -> str:
+    before, after = compared_facts(old), compared_facts(new)
+    lines: list[str] = []
+    for topic in before:
+        a, b = before[topic], after[topic]
+        changes = []
+        for key in sorted(set(a) | set(b)):
+            if key not in b:
+                changes.append(f"  - {key}: {_show(a[key])} (gone)")
+            elif key not in a:
+                changes.append(f"  + {key}: {_show(b[key])} (new)")
+            elif a[key] != b[key]:
+                changes.append(f"  ~ {key}: {_show(a[key])} → {_show(b[key])}")
+        lines.append(f"{topic}: " + (f"{len(changes)} changed" if changes else "no change"))
+        lines += changes
+    if len(lines) > limit:
+        cut = len(lines) - limit
+        lines = lines[:limit] + [f"… {cut} more diff lines cut (limit {limit}); compare the run folders"]
+    return "\n".join(lines)
+
+
+def _show(value: Any, limit: int = 80) -> str:
+    text = json.dumps(value, default=str, ensure_ascii=False)
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def rerun(run_dir: Path | str, runs_dir: Path | str) -> tuple[int, Path, str]:
+    """Start the recorded campaign again as a new run under ``runs_dir``; (exit code, new run, diff)."""
+    from agent.campaign import start
+
+    run_dir = Path(run_dir)
+    config = _json(run_dir / "config.json")
+    if not isinstance(config, dict) or "goal" not in config:
+        raise RecordError(f"{run_dir} has no config.json with the goal: not a dsv4-agent run folder")
+    recorded = {k: v for k, v in config.get("settings", {}).items() if k in Settings.model_fields}
+    key = os.environ.get("DSV4_LLM_API_KEY") or os.environ.get("OPENAI_API_KEY")  # never from the record
+    runs_dir = Path(runs_dir).resolve()
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    settings = Settings.model_validate({**recorded, "llm_api_key": key, "runs_dir": str(runs_dir)})
+    before = {p.name for p in runs_dir.iterdir()}
+    code = start(settings, config["goal"])  # the campaign's own plain live view prints its progress
+    created = sorted(p for p in runs_dir.iterdir() if p.name not in before and (p / "config.json").exists())
+    if not created:
+        raise RecordError(f"the re-run made no run folder in {runs_dir}; see the messages above")
+    new = created[-1]
+    return code, new, diff_runs(run_dir, new)
