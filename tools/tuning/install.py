@@ -80,10 +80,17 @@ def install_configs(merged: list[Path], config_dir: Path, run_dir: Path) -> Mani
     for path in merged:
         target = config_dir / path.name
         backup = None
-        if target.exists():
+        if target.exists() or target.is_symlink():
+            if not target.is_file():
+                raise ToolError(f"{target} exists but is not a regular file; move it away and re-run — nothing was "
+                                "installed")
             backup = f"{BACKUP_DIR}/{path.name}"
-            (run_dir / BACKUP_DIR).mkdir(parents=True, exist_ok=True)
-            shutil.copy2(target, run_dir / backup)
+            try:
+                (run_dir / BACKUP_DIR).mkdir(parents=True, exist_ok=True)
+                shutil.copy2(target, run_dir / backup)
+            except OSError as err:
+                raise ToolError(f"could not back up {target} into {run_dir / BACKUP_DIR} ({err.strerror or err}); "
+                                "free space or fix permissions of the run folder — nothing was installed") from None
         entries.append(ManifestEntry(name=path.name, target=str(target), source=str(path),
                                      sha256=_sha256(path), backup=backup))
     manifest = Manifest(state="installing", config_dir=str(config_dir), created_at=time.time(), entries=entries)
