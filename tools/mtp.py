@@ -139,7 +139,10 @@ def _pick_recipe(pool: list[Recipe], args: InferMtpArgs, arch: str | None, rules
                      + ("" if exact else f", same architecture {arch}")
                      + f", hardware {recipe.hardware or 'unspecified'}"]
         if flags.get(ALGO) in algo_alias:
-            rationale.append(f"{ALGO} {flags[ALGO]} is an alias of {algo_alias[flags[ALGO]]} in this tree")
+            alias_rule = next(r for r in rules if r.kind == "alias" and flags[ALGO] in r.values[1:])
+            rationale.append(f"{ALGO} {flags[ALGO]} written as {algo_alias[flags[ALGO]]}: {alias_rule.rule} "
+                             f"({alias_rule.origin.cite()})")
+            flags[ALGO], origins[ALGO] = algo_alias[flags[ALGO]], alias_rule.origin
         repair(flags, origins, rules, arch, rationale)
         if check(flags, rules, arch):
             continue  # this recipe breaks a rule for this architecture: not a candidate for recommending

@@ -55,11 +55,12 @@ def model_classes(root: str, package_dir: str) -> tuple[tuple[str, Origin], ...]
 
 def from_tree(model: str, root: str, package_dir: str) -> tuple[str, Origin] | None:
     """Best class-name match for the model id among SGLang's model classes, with its definition."""
-    wanted = _norm(model.rstrip("/").split("/")[-1])
+    # "org/Name" or just "Name": the class prefix may include the org (acme/Moe-7B -> AcmeMoe...)
+    names = {_norm(model.rstrip("/").split("/")[-1]), _norm(model)}
     best: tuple[tuple[int, int, int], str, Origin] | None = None
     for name, origin in model_classes(root, package_dir):
         prefix = _norm(name.split("For")[0])
-        if not prefix or not wanted.startswith(prefix):
+        if not prefix or not any(n.startswith(prefix) for n in names):
             continue
         rank = (len(prefix), 0 if DRAFT_HINT.search(name) else 1, 1 if name.endswith("ForCausalLM") else 0)
         if best is None or rank > best[0]:
