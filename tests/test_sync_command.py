@@ -51,8 +51,16 @@ def test_cli_sync_reports_commits_pins_and_impact(upstream: Upstream, clone: Pat
     assert git(clone, "rev-parse", "HEAD") == new
     assert result["dependencies"]["reinstall"] == "/envs/sgl/bin/python -m pip install sgl-kernel==0.3.22"
     assert [f["category"] for f in result["impact"]] == ["hook", "packaging"]
-    if not engine_available():
-        assert result["evidence_after"]["status"] == "not_available"
+    # Before the pull this tiny tree had no argument hooks, so there was no previous answer; the
+    # report says why instead of inventing one.
+    if engine_available():
+        assert result["evidence_before"]["status"] == "failed"
+        assert result["evidence_after"]["status"] == "ok"
+        assert result["recommendation"]["status"] == "no_previous"
+        assert "no argument hooks" in result["recommendation"]["note"]
+    else:
+        assert result["evidence_after"]["status"] == "not_available" and result["evidence_after"]["answer"] is None
+        assert result["recommendation"]["status"] == "not_available"
         assert "evidence engine not available" in result["recommendation"]["note"]
 
 

@@ -66,6 +66,10 @@ def render_markdown(result: SyncResult) -> str:
                      + (f" ({run.reason})" if run.reason else ""))
     diff = result.recommendation
     lines.append(f"- diff: **{diff.status}**" + (f" — {diff.note}" if diff.note else ""))
+    if diff.recommended_before and not diff.recommended_after:
+        lines.append("- the new tree supports **no** recommendation any more (see the constraints and unknowns)")
+    elif diff.recommended_after and not diff.recommended_before and diff.status == "changed":
+        lines.append("- the new tree supports a recommendation where the old one had none")
     for kind, changes in (("flag", diff.flags), ("env", diff.env)):
         for c in changes:
             lines.append(f"- {kind} {_code(c.name)} {c.change}: {_code(c.old or '—')} → {_code(c.new or '—')}"

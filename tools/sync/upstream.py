@@ -92,7 +92,10 @@ def _summary(result: SyncResult) -> str:
     if result.impact:
         parts.append(f"{len(result.impact)} changed file(s) matter for the target model")
     diff = result.recommendation
-    if diff.status == "changed":
+    if diff.status == "changed" and diff.recommended_before and not diff.recommended_after:
+        parts.append(f"recommendation withdrawn: the new tree no longer supports it ({len(diff.constraints)} "
+                     "constraint change(s))")
+    elif diff.status == "changed":
         parts.append(f"recommendation changed ({len(diff.flags)} flag(s), {len(diff.env)} env, "
                      f"{len(diff.constraints)} constraint(s))")
     elif diff.status == "unchanged":

@@ -1,0 +1,122 @@
+"""A commit that changes a hook changes the recommendation: the real evidence engine reads an
+SGLang-shaped checkout built from the real sglang 0.5.23 wheel (hooks, Spec fields, model
+classes, test fixtures copied verbatim) plus a registered test written the way SGLang's are.
+"""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.sync_gitrepos import Upstream, git
+from tools.sync.evidence import engine_available
+from tools.sync.upstream import SyncArgs, sync_upstream
+
+HOOK = "python/sglang/srt/arg_groups/deepseek_v4_hook.py"
+COPIED = ("__init__.py", "version.py", "srt/__init__.py", "srt/arg_groups", "srt/speculative/spec_info.py",
+          "srt/models/deepseek_v4.py", "srt/models/deepseek_v4_nextn.py", "test")
+REGISTERED_TEST = '''import unittest
+
+from sglang.test.ci.ci_register import register_cuda_ci
+from sglang.test.test_utils import (
+    DEFAULT_TIMEOUT_FOR_SERVER_LAUNCH,
+    DEFAULT_URL_FOR_TEST,
+    CustomTestCase,
+    popen_launch_server,
+)
+
+register_cuda_ci(est_time=900, suite="stage-c-test-8-gpu-h200")
+
+DEEPSEEK_V4_FLASH_MODEL_PATH = "deepseek-ai/DeepSeek-V4-Flash"
+
+
+class TestDeepSeekV4FlashMTP(CustomTestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.model = DEEPSEEK_V4_FLASH_MODEL_PATH
+        cls.base_url = DEFAULT_URL_FOR_TEST
+        other_args = [
+            "--trust-remote-code",
+            "--tp",
+            "8",
+            "--speculative-algorithm",
+            "EAGLE",
+            "--speculative-num-steps",
+            "3",
+            "--speculative-eagle-topk",
+            "1",
+            "--speculative-num-draft-tokens",
+            "4",
+        ]
+        cls.process = popen_launch_server(
+            cls.model,
+            cls.base_url,
+            timeout=DEFAULT_TIMEOUT_FOR_SERVER_LAUNCH,
+            other_args=other_args,
+        )
+
+
+if __name__ == "__main__":
+    unittest.main()
+'''
+
+
+def sglang_tree(wheel: Path) -> dict[str, str]:
+    files: dict[str, str] = {}
+    for rel in COPIED:
+        src = wheel / "sglang" / rel
+        paths = [src] if src.is_file() else sorted(p for p in src.rglob("*") if p.is_file() and p.suffix == ".py")
+        for path in paths:
+            files[f"python/sglang/{path.relative_to(wheel / 'sglang').as_posix()}"] = path.read_text()
+    files["test/registered/8-gpu-models/test_deepseek_v4_flash_mtp.py"] = REGISTERED_TEST
+    return files
+
+
+@pytest.fixture(scope="module")
+def hook_text(sglang_wheel_root: Path) -> str:
+    return (sglang_wheel_root / "sglang/srt/arg_groups/deepseek_v4_hook.py").read_text()
+
+
+def forbid_eagle(hook: str) -> str:
+    """Upstream drops EAGLE for DeepSeek-V4: only DSPARK stays allowed."""
+    old = '        assert cfg.speculative_algorithm in (\n            "EAGLE",\n            "DSPARK",\n        ), ('
+    assert old in hook, "the 0.5.23 hook no longer has the shape this test edits"
+    return hook.replace(old, '        assert cfg.speculative_algorithm in (\n            "DSPARK",\n        ), (')
+
+
+@pytest.mark.skipif(not engine_available(), reason="evidence engine (tools/mtp.py) not in this build")
+def test_hook_change_changes_the_recommendation(sglang_wheel_root: Path, hook_text: str, tmp_path: Path):
+    upstream = Upstream(tmp_path, sglang_tree(sglang_wheel_root))
+    clone = upstream.clone(tmp_path / "sglang")
+    new = upstream.commit({HOOK: forbid_eagle(hook_text)}, "[DSV4] Only DSPARK speculative decoding")
+
+    result = sync_upstream(SyncArgs(sglang=str(clone), model="deepseek-ai/DeepSeek-V4-Flash", gpu="NVIDIA H200",
+                                    gpus=8))
+
+    assert git(clone, "rev-parse", "HEAD") == new
+    assert [(f.category, f.path) for f in result.impact] == [("hook", HOOK)]
+    assert (result.evidence_before.status, result.evidence_after.status) == ("ok", "ok")
+    before = result.evidence_before.answer["recommended"]
+    assert before and before["flags"]["--speculative-algorithm"] == "EAGLE"  # the registered test's recipe
+    diff = result.recommendation
+    assert diff.status == "changed"
+    changed = {c.name: c for c in diff.flags}
+    assert "--speculative-algorithm" in changed and changed["--speculative-algorithm"].old == "EAGLE"
+    added = [c for c in diff.constraints if c.change == "added"]
+    assert added and all(c.cite and c.cite.startswith(HOOK + ":") for c in added)
+    assert any("EAGLE" in c.rule for c in diff.constraints if c.change == "removed")
+    if not diff.recommended_after:  # EAGLE was the only recipe: the advice is withdrawn, and said so
+        assert "recommendation withdrawn" in result.summary
+        assert all(c.change == "removed" for c in diff.flags)
+
+
+@pytest.mark.skipif(engine_available(), reason="the evidence engine is present: its diff is tested above")
+def test_without_engine_the_diff_says_not_available(sglang_wheel_root: Path, hook_text: str, tmp_path: Path):
+    upstream = Upstream(tmp_path, {HOOK: hook_text})
+    clone = upstream.clone(tmp_path / "sglang")
+    upstream.commit({HOOK: forbid_eagle(hook_text)}, "[DSV4] Only DSPARK speculative decoding")
+    result = sync_upstream(SyncArgs(sglang=str(clone)))
+    assert result.recommendation.status == "not_available"
+    assert "evidence engine not available" in result.recommendation.note
+    assert result.evidence_after.answer is None
