@@ -34,8 +34,13 @@ class Divergence:
         lines = [f"{where} differs from replayed event #{self.got['seq']}:"]
         want, have = normalized(self.expected), normalized(self.got)
         for key in sorted(set(want) | set(have)):
-            if want.get(key) != have.get(key):
-                lines.append(f"  {key}: expected {_short(want.get(key))}, got {_short(have.get(key))}")
+            a, b = want.get(key), have.get(key)
+            if a == b:
+                continue
+            lines.append(f"  {key}: expected {_short(a)}, got {_short(b)}")
+            if isinstance(a, list) and isinstance(b, list):  # long lists are cut above: name the difference
+                only_a, only_b = [x for x in a if x not in b], [x for x in b if x not in a]
+                lines.append(f"    only in the record: {_short(only_a)}; only in the replay: {_short(only_b)}")
         return "\n".join(lines) + self.note
 
 
