@@ -6,7 +6,8 @@ Variants: ``baseline`` always; ``mtp`` when the ``infer_mtp`` outcome carries
 ``measure_plan.json`` so the benchmark step runs exactly what was reviewed.
 
 Step params (all optional): input_len, output_len, prompts_per_concurrency, min_prompts,
-warmup_requests, ready_timeout_s, port.
+warmup_requests, ready_timeout_s, port; extra_flags ({flag: {"value", "origin"}}, set only by the
+LLM planner from flags the flag guard accepted).
 """
 from __future__ import annotations
 
@@ -45,6 +46,23 @@ def _mtp_variant(base: ServeVariant, recommended: dict) -> tuple[ServeVariant, l
     return ServeVariant.model_validate(variant.model_dump()), notes  # re-validate names and values
 
 
+def _with_extra_flags(variants: list[ServeVariant], extra_flags: dict) -> list[ServeVariant]:
+    """Flags the LLM planner proposed and the flag guard accepted ({flag: {value, origin}}):
+    added to every variant but the baseline (or, with no other variant, to a new ``extra`` one)."""
+    if not extra_flags:
+        return variants
+    choices = [FlagChoice(flag=f, value=str(v.get("value", "")), source=str(v.get("origin") or "user-accepted"))
+               for f, v in extra_flags.items()]
+    targets = variants[1:] or [variants[0].model_copy(update={"name": "extra", "flags": [], "rationale": [
+        "baseline plus the extra flags the LLM planner proposed and the flag guard accepted"]})]
+    tuned = []
+    for v in targets:
+        known = {c.flag for c in v.flags}
+        tuned.append(ServeVariant.model_validate({**v.model_dump(), "flags": [
+            *[c.model_dump() for c in v.flags], *[c.model_dump() for c in choices if c.flag not in known]]}))
+    return [variants[0], *tuned]
+
+
 def build_plan(ctx: StepContext, step: PlanStep) -> tuple[MeasurePlan, list[str]]:
     s = ctx.settings
     gpus = s.gpus if s.gpus is not None else ([g.index for g in ctx.gpus] or None)
@@ -58,6 +76,7 @@ def build_plan(ctx: StepContext, step: PlanStep) -> tuple[MeasurePlan, list[str]
     if recommended:
         mtp, notes = _mtp_variant(base, recommended)
         variants.append(mtp)
+    variants = _with_extra_flags(variants, step.params.get("extra_flags") or {})
     extra = {k: step.params[k] for k in _PLAN_PARAMS if k in step.params}
     tokenizer = s.tokenizer or s.model_path
     plan = MeasurePlan(variants=variants, concurrency=s.concurrency, tokenizer=tokenizer, **extra)
