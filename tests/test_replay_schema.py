@@ -1,0 +1,37 @@
+"""The documented trace format matches the models, and real traces match the format."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from agent.trace import EVENT_TYPES
+from agent.trace_schema import EVENT_MODELS, EventError, json_schema, validate_event
+
+ROOT = Path(__file__).parent.parent
+
+
+def test_schema_doc_is_generated_from_the_models():
+    committed = json.loads((ROOT / "docs" / "trace.schema.json").read_text())
+    assert committed == json_schema(), "regenerate: python -m agent.trace_schema > docs/trace.schema.json"
+
+
+def test_every_writer_event_type_has_a_model():
+    assert set(EVENT_MODELS) == set(EVENT_TYPES)
+
+
+@pytest.mark.parametrize("name", ["playbook-mtp-tune", "llm-mtp"])
+def test_golden_events_validate(name):
+    for line in (ROOT / "tests" / "golden" / name / "trace.jsonl").read_text().splitlines():
+        validate_event(json.loads(line))
+
+
+def test_bad_events_name_the_problem():
+    base = {"v": 1, "seq": 0, "t": 1.0, "mono": 1.0, "pid": 1, "lane": "gpu"}
+    with pytest.raises(EventError, match="tool_result event: field 'status'"):
+        validate_event({**base, "type": "tool_result", "tool": "x"})
+    with pytest.raises(EventError, match="unknown event type 'explode'"):
+        validate_event({**base, "type": "explode"})
+    with pytest.raises(EventError, match="predates versioned traces"):
+        validate_event({**{k: v for k, v in base.items() if k != "v"}, "type": "progress", "message": "m"})
