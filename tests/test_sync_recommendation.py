@@ -4,7 +4,7 @@ classes, test fixtures copied verbatim) plus a registered test written the way S
 """
 from __future__ import annotations
 
-import shutil
+import json
 from pathlib import Path
 
 import pytest
@@ -120,3 +120,36 @@ def test_without_engine_the_diff_says_not_available(sglang_wheel_root: Path, hoo
     assert result.recommendation.status == "not_available"
     assert "evidence engine not available" in result.recommendation.note
     assert result.evidence_after.answer is None
+
+
+@pytest.mark.skipif(not engine_available(), reason="evidence engine (tools/mtp.py) not in this build")
+def test_campaign_step_diffs_against_the_previous_runs_mtp_json(sglang_wheel_root: Path, hook_text: str,
+                                                                 tmp_path: Path):
+    from agent.config import Settings
+    from agent.runfolder import RunFolder
+    from agent.steps.base import PlanStep, StepContext
+    from agent.steps.sync import run as run_sync_step
+    from agent.trace import TraceWriter
+    from tools.jobs.local import LocalExecutor
+    from tools.mtp import InferMtpArgs, infer_mtp
+
+    upstream = Upstream(tmp_path, sglang_tree(sglang_wheel_root))
+    clone = upstream.clone(tmp_path / "sglang")
+    runs = tmp_path / "runs"
+    earlier = runs / "20200101T000000Z-enable-mtp"
+    earlier.mkdir(parents=True)
+    answer = infer_mtp(InferMtpArgs(sglang=str(clone), model="deepseek-ai/DeepSeek-V4-Flash"))
+    (earlier / "mtp.json").write_text(answer.model_dump_json(indent=2))  # what the infer_mtp step writes
+    upstream.commit({HOOK: forbid_eagle(hook_text)}, "[DSV4] Only DSPARK speculative decoding")
+
+    run = RunFolder.create(runs, "pull and enable mtp")
+    ctx = StepContext(settings=Settings(sglang_src=str(clone), runs_dir=str(runs)), run=run,
+                      trace=TraceWriter(run.trace_path), executor=LocalExecutor(run.jobs_dir), gpus=[],
+                      sglang_root=None)
+    outcome = run_sync_step(ctx, PlanStep(kind="sync", lane="control", why="--pull"))
+
+    assert outcome.status == "done" and outcome.data["recommendation"] == "changed"
+    saved = json.loads((run.path / "sync.json").read_text())
+    assert saved["evidence_before"]["source"] == str(earlier / "mtp.json")
+    assert {c["name"] for c in saved["recommendation"]["flags"]} >= {"--speculative-algorithm"}
+    assert "constraint added" in (run.path / "sync.md").read_text()
