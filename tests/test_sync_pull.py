@@ -201,3 +201,12 @@ def test_remote_that_never_answers_times_out(clone: Path):
         for conn in accepted:
             conn.close()
         server.close()
+
+
+def test_credentials_in_the_remote_url_never_reach_the_message(clone: Path):
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    git(clone, "remote", "set-url", "origin", f"http://bot:ghp_SECRET123@127.0.0.1:{port}/sglang.git")
+    message = refused(clone, "fetch from origin .* failed")
+    assert "ghp_SECRET123" not in message and "***@127.0.0.1" in message

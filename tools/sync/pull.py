@@ -14,7 +14,8 @@ import git
 from pydantic import BaseModel, Field
 
 from tools.base import ToolError, cap_lines
-from tools.sync.repo import CommitInfo, changed_paths, dirty_paths, in_progress_operation, list_commits, run_git
+from tools.sync.repo import (CommitInfo, changed_paths, dirty_paths, in_progress_operation, list_commits, redact_urls,
+                             run_git)
 
 PullStatus = Literal["fast_forwarded", "up_to_date", "ahead"]
 
@@ -63,14 +64,14 @@ def check_branch(repo: git.Repo, remote: str, branch: str) -> str:
 def fetch(repo: git.Repo, remote: str, branch: str, timeout_s: float) -> str:
     """Fetch remote/branch; return the fetched commit. A failure changes nothing locally."""
     top = repo.working_tree_dir
-    url = repo.remote(remote).url
+    url = redact_urls(repo.remote(remote).url)
     done = run_git(top, ["fetch", "--no-tags", remote, f"refs/heads/{branch}"], timeout_s)
     if done.timed_out:
         raise ToolError(f"fetch from {remote} ({url}) did not finish within {timeout_s:.0f} s; the remote "
                         "does not answer: check the network or the remote URL (`git remote -v`), then sync "
                         "again. Nothing was changed.")
     if done.returncode != 0:
-        last = [line for line in done.output.strip().splitlines() if line.strip()][-2:] or ["no output"]
+        last = [redact_urls(line) for line in done.output.strip().splitlines() if line.strip()][-2:] or ["no output"]
         raise ToolError(f"fetch from {remote} ({url}) failed: {' | '.join(last)}; check the network and "
                         "the remote URL (`git remote -v`), then sync again. Nothing was changed.")
     return repo.git.rev_parse("FETCH_HEAD^{commit}")

@@ -7,6 +7,7 @@ inside a project) must never be mistaken for the checkout to pull.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +19,14 @@ from tools.base import ToolError
 
 # Git must never stop to ask for a password or a host key: the agent runs unattended.
 GIT_ENV = {"GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "", "SSH_ASKPASS": "", "LC_ALL": "C"}
+
+
+_URL_USERINFO = re.compile(r"(\w+://)[^/@\s'\"]+@")
+
+
+def redact_urls(text: str) -> str:
+    """Drop user:token@ from URLs: remote URLs may carry credentials, and messages reach run folders."""
+    return _URL_USERINFO.sub(r"\1***@", text)
 
 
 def open_checkout(path: str | Path) -> git.Repo:
