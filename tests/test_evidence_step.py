@@ -1,0 +1,45 @@
+"""The infer_mtp step adapter with a real run folder, trace and local executor."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from agent.config import load_settings
+from agent.runfolder import RunFolder
+from agent.steps.base import PlanStep, StepContext
+from agent.steps.infer_mtp import run
+from agent.trace import TraceWriter, iter_events
+from tools.gpus import GpuInfo
+from tools.jobs.factory import make_executor
+
+FIXTURE = Path(__file__).parent / "fixtures" / "evidence" / "checkout"
+
+
+def _ctx(tmp_path: Path, model: str) -> StepContext:
+    settings = load_settings({"model": model, "sglang_src": str(FIXTURE)}, cwd=tmp_path, environ={})
+    folder = RunFolder.create(tmp_path / "runs", "enable mtp")
+    trace = TraceWriter(folder.path / "trace.jsonl")
+    return StepContext(settings=settings, run=folder, trace=trace, executor=make_executor("local", tmp_path / "jobs"),
+                       gpus=[GpuInfo(index=i, name="NVIDIA H100 80GB HBM3", memory_mib=81559) for i in range(4)],
+                       sglang_root=None, lane="research")
+
+
+def test_step_writes_answer_and_evidence_and_is_rerunnable(tmp_path):
+    ctx = _ctx(tmp_path, "acme/Moe-Mtp-7B")
+    step = PlanStep(kind="infer_mtp", lane="research", why="enable MTP")
+    first = run(ctx, step)
+    second = run(ctx, step)  # idempotent: same answer, files overwritten
+    assert first.status == second.status == "done" and first.data == second.data
+    answer = json.loads((ctx.run.path / "mtp.json").read_text())
+    assert answer["recommended"]["flags"]["--speculative-num-steps"] == "3"  # the 4-gpu-h100 recipe
+    assert first.data["recommended"]["flag_origins"]["--speculative-num-steps"]["path"].endswith("test_acme_h100.py")
+    assert "| `--speculative-eagle-topk` | `1` |" in (ctx.run.path / "evidence.md").read_text()
+    types = [e["type"] for e in iter_events(ctx.run.path / "trace.jsonl")]
+    assert types.count("tool_call") == 2 and types.count("tool_result") == 2
+
+
+def test_step_without_evidence_is_done_with_unknowns(tmp_path):
+    ctx = _ctx(tmp_path, "nobody/unknown-model")
+    outcome = run(ctx, PlanStep(kind="infer_mtp", lane="research", why="enable MTP"))
+    assert outcome.status == "done" and outcome.data["recommended"] is None
+    assert "no MTP recommendation" in outcome.summary
