@@ -210,3 +210,12 @@ def test_credentials_in_the_remote_url_never_reach_the_message(clone: Path):
     git(clone, "remote", "set-url", "origin", f"http://bot:ghp_SECRET123@127.0.0.1:{port}/sglang.git")
     message = refused(clone, "fetch from origin .* failed")
     assert "ghp_SECRET123" not in message and "***@127.0.0.1" in message
+
+
+def test_shallow_clone_with_local_commits_is_still_refused_as_diverged(upstream: Upstream, tmp_path: Path):
+    shallow = upstream.clone(tmp_path / "shallow", depth=1)
+    upstream.commit({"python/sglang/srt/b.py": "y = 2\n"}, "Upstream b")
+    write(shallow, "local.txt", "mine\n")
+    git(shallow, "add", "local.txt")
+    git(shallow, "commit", "-q", "-m", "local work")
+    refused(shallow, "diverged")
