@@ -41,6 +41,9 @@ class Settings(BaseModel):
     tp: int | None = Field(None, description="Tensor parallel size; default = number of GPUs")
     concurrency: list[int] = Field(default_factory=lambda: [1, 8, 16])
     tokenizer: str | None = Field(None, description="Local tokenizer path for offline benchmarks")
+    input_len: int | None = Field(None, gt=0, description="Benchmark prompt length in tokens [1024]")
+    output_len: int | None = Field(None, gt=0, description="Benchmark output length in tokens [1024]")
+    prompts_per_concurrency: int | None = Field(None, gt=0, description="Prompts per point = this x concurrency [8]")
     llm_base_url: str | None = Field(None, description="OpenAI-compatible endpoint; unset = playbook")
     llm_model: str | None = None
     llm_api_key: SecretStr | None = None
@@ -53,6 +56,12 @@ class Settings(BaseModel):
         if not values or any(v < 1 for v in values):
             raise ValueError("concurrency levels must be positive integers, e.g. 1 8 16")
         return values
+
+    def measure_params(self) -> dict[str, int]:
+        """The benchmark sizes the user chose; the scripts' own defaults fill in the rest."""
+        chosen = {"input_len": self.input_len, "output_len": self.output_len,
+                  "prompts_per_concurrency": self.prompts_per_concurrency}
+        return {k: v for k, v in chosen.items() if v is not None}
 
     def public_dump(self) -> dict[str, Any]:
         data = self.model_dump(mode="json")

@@ -34,5 +34,5 @@ def make_plan(rt: Runtime, goal: str, preflight: dict) -> tuple[list[PlanStep], 
         steps, sections = plan_with_llm(rt, goal, preflight)
         who = f"LLM ({getattr(rt.extras['llm'], 'model', 'replay')} at {rt.settings.llm_base_url or 'replay'})"
         return steps, render_plan_md(goal, steps, [], preflight, who) + "\n" + sections
-    steps, ignored = plan_goal(goal, pull=rt.settings.pull)
+    steps, ignored = plan_goal(goal, pull=rt.settings.pull, measure=rt.settings.measure_params())
     return steps, render_plan_md(goal, steps, ignored, preflight, "deterministic playbook")

@@ -49,7 +49,7 @@ def understand(goal: str) -> tuple[set[str], list[str]]:
     return asked, unknown
 
 
-def plan_goal(goal: str, pull: bool = False) -> tuple[list[PlanStep], list[str]]:
+def plan_goal(goal: str, pull: bool = False, measure: dict | None = None) -> tuple[list[PlanStep], list[str]]:
     """Steps for the goal, in campaign order, and the words the playbook ignored."""
     asked, unknown = understand(goal)
     if pull:
@@ -66,7 +66,7 @@ def plan_goal(goal: str, pull: bool = False) -> tuple[list[PlanStep], list[str]]
     if "mtp" in asked:
         steps.append(PlanStep(kind="infer_mtp", lane="research", why="goal asks for MTP / speculative decoding"))
     if asked & {"mtp", "measure"}:
-        steps.append(PlanStep(kind="write_scripts", lane="research",
+        steps.append(PlanStep(kind="write_scripts", lane="research", params=dict(measure or {}),
                               why="serve and measurement scripts for review before anything runs"))
         steps.append(PlanStep(kind="benchmark", lane="gpu",
                               why="measure baseline vs variants at each concurrency"))

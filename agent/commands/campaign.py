@@ -34,6 +34,9 @@ def register(app: typer.Typer) -> None:
         tp: Optional[int] = typer.Option(None, help="Tensor-parallel size [number of GPUs]."),
         concurrency: Optional[str] = typer.Option(None, help="Benchmark concurrency levels [1,8,16]."),
         tokenizer: Optional[str] = typer.Option(None, help="Local tokenizer for offline benchmarks."),
+        input_len: Optional[int] = typer.Option(None, help="Benchmark prompt tokens [1024]."),
+        output_len: Optional[int] = typer.Option(None, help="Benchmark output tokens [1024]."),
+        prompts_per_concurrency: Optional[int] = typer.Option(None, help="Prompts per point = this x concurrency [8]."),
         llm_base_url: Optional[str] = typer.Option(None, help="OpenAI-compatible endpoint; unset = playbook."),
         llm_model: Optional[str] = typer.Option(None, help="Model name at the LLM endpoint."),
         accept_unsupported_flags: Optional[bool] = typer.Option(
@@ -48,6 +51,7 @@ def register(app: typer.Typer) -> None:
         cli = dict(model=model, model_path=model_path, sglang_src=sglang, sglang_python=sglang_python,
                    gpus=_ints(gpus, "--gpus"), runs_dir=runs_dir, executor=executor, pull=pull, shapes=shapes,
                    retune=retune, tp=tp, concurrency=_ints(concurrency, "--concurrency"), tokenizer=tokenizer,
+                   input_len=input_len, output_len=output_len, prompts_per_concurrency=prompts_per_concurrency,
                    llm_base_url=llm_base_url, llm_model=llm_model, accept_unsupported_flags=accept_unsupported_flags)
         try:
             settings = load_settings(cli)
