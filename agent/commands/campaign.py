@@ -29,6 +29,10 @@ def register(app: typer.Typer) -> None:
         runs_dir: Optional[str] = typer.Option(None, help=RUNS_HELP),
         executor: Optional[str] = typer.Option(None, help="local | ssh://user@host[:port] | slurm[:partition]."),
         pull: Optional[bool] = typer.Option(None, "--pull", help="Fast-forward the SGLang checkout first."),
+        remote: Optional[str] = typer.Option(None, help="Remote to pull from with --pull [origin]."),
+        branch: Optional[str] = typer.Option(None, help="Branch to pull with --pull [main]."),
+        allow_dirty: Optional[bool] = typer.Option(
+            None, "--allow-dirty", help="Pull into a dirty checkout when upstream touches none of its changes."),
         shapes: Optional[list[str]] = typer.Option(None, "--shapes", help="FP8 GEMM shape N,K to tune (repeat)."),
         retune: Optional[bool] = typer.Option(None, "--retune", help="Tune shapes that already have configs."),
         tp: Optional[int] = typer.Option(None, help="Tensor-parallel size [number of GPUs]."),
@@ -49,7 +53,8 @@ def register(app: typer.Typer) -> None:
         from agent.runfolder import RunFolderError
 
         cli = dict(model=model, model_path=model_path, sglang_src=sglang, sglang_python=sglang_python,
-                   gpus=_ints(gpus, "--gpus"), runs_dir=runs_dir, executor=executor, pull=pull, shapes=shapes,
+                   gpus=_ints(gpus, "--gpus"), runs_dir=runs_dir, executor=executor, pull=pull, remote=remote,
+                   branch=branch, allow_dirty=allow_dirty, shapes=shapes,
                    retune=retune, tp=tp, concurrency=_ints(concurrency, "--concurrency"), tokenizer=tokenizer,
                    input_len=input_len, output_len=output_len, prompts_per_concurrency=prompts_per_concurrency,
                    llm_base_url=llm_base_url, llm_model=llm_model, accept_unsupported_flags=accept_unsupported_flags)
