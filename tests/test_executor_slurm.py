@@ -1,0 +1,253 @@
+"""SlurmExecutor against a real one-node Slurm (munged + slurmctld + slurmd, tests/services/start_slurm.sh).
+
+No doubles except the GPUs: the node advertises two fake GPUs (gres "gpu" backed by character
+devices that are not GPUs), which is enough for Slurm to schedule GPU requests and set
+CUDA_VISIBLE_DEVICES. If CI already started the cluster (pid files under /tmp/dsv4-test-services),
+it is reused; otherwise the session starts one and stops it at the end, by pid files.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import require_binary
+from tools.base import ToolError
+from tools.jobs.factory import make_executor
+from tools.jobs.slurm import SlurmExecutor
+from tools.jobs.spec import JobSpec
+
+SERVICES = Path(__file__).parent / "services"
+REPO = Path(__file__).parent.parent
+
+
+@dataclass
+class Slurm:
+    base: Path
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {**os.environ, "SLURM_CONF": str(self.base / "slurm.conf")}
+
+    def run(self, *argv: str) -> subprocess.CompletedProcess:
+        return subprocess.run(argv, env=self.env, capture_output=True, text=True, timeout=60)
+
+    def stop_slurmd(self) -> None:
+        pid = int((self.base / "slurmd.pid").read_text())
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 20
+        while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not Path(f"/proc/{pid}").exists(), "slurmd did not stop"
+
+    def start_slurmd(self) -> None:
+        subprocess.run(["slurmd", "-f", str(self.base / "slurm.conf")], env=self.env, check=True, timeout=60)
+
+
+def _live(pid_file: Path) -> bool:
+    try:
+        os.kill(int(pid_file.read_text()), 0)
+        return True
+    except (FileNotFoundError, ValueError, ProcessLookupError):
+        return False
+
+
+@pytest.fixture(scope="session")
+def slurm(tmp_path_factory) -> Slurm:
+    shared = Path("/tmp/dsv4-test-services/slurm")
+    if _live(shared / "slurmctld.pid") and _live(shared / "slurmd.pid"):
+        yield Slurm(shared)
+        return
+    for binary in ("munged", "slurmctld", "slurmd", "sbatch"):
+        require_binary(binary)
+    # munged runs as user "munge" and must reach its socket folder: a 0755 folder in /tmp, not
+    # pytest's 0700 one. Free ports, so that concurrent test sessions never meet.
+    services_dir = Path(tempfile.mkdtemp(prefix="dsv4-services-", dir="/tmp"))
+    services_dir.chmod(0o755)
+    env = {**os.environ, "DSV4_SERVICES_DIR": str(services_dir),
+           "DSV4_SLURMCTLD_PORT": str(_free_port()), "DSV4_SLURMD_PORT": str(_free_port())}
+    subprocess.run([str(SERVICES / "start_slurm.sh")], env=env, check=True, capture_output=True, timeout=120)
+    try:
+        yield Slurm(services_dir / "slurm")
+    finally:
+        subprocess.run([str(SERVICES / "stop_slurm.sh")], env=env, check=True, capture_output=True, timeout=120)
+        shutil.rmtree(services_dir, ignore_errors=True)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait(ex, key: str, until, timeout_s: float = 60.0):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        state = ex.poll(key)
+        if until(state):
+            return state
+        time.sleep(0.3)
+    raise AssertionError(f"job {key} did not reach the expected state; last: {state}")
+
+
+def _job_id(ex: SlurmExecutor, key: str) -> str:
+    return json.loads((ex.job_dir(key) / "slurm.json").read_text())["job_id"]
+
+
+def test_gpu_job_is_scheduled_with_its_gpus_and_succeeds(slurm, tmp_path):
+    ex = SlurmExecutor(tmp_path / "run-a" / "jobs", env=slurm.env)
+    ex.launch(JobSpec(key="one", argv=["bash", "-c", "echo CVD=$CUDA_VISIBLE_DEVICES; echo ok > result.txt"], gpus=[3]))
+    state = _wait(ex, "one", lambda s: s.done)
+    assert state.status == "succeeded" and state.exit_code == 0
+    assert ex.read_log("one").strip() in ("CVD=0", "CVD=1")  # Slurm picked the device, not our index 3
+    assert (ex.job_dir("one") / "result.txt").read_text() == "ok\n"  # cwd defaults to the job folder
+
+    both = SlurmExecutor(tmp_path / "run-b" / "jobs", env=slurm.env, gpu_request="gpus")
+    both.launch(JobSpec(key="two", argv=["bash", "-c", "echo CVD=$CUDA_VISIBLE_DEVICES"], gpus=[0, 1]))
+    assert _wait(both, "two", lambda s: s.done).status == "succeeded"
+    assert both.read_log("two").strip() == "CVD=0,1"
+    assert "TresPerJob=gres:gpu:2" in slurm.run("scontrol", "show", "job", "-o", _job_id(both, "two")).stdout
+
+
+def test_failing_job_reports_its_exit_code(slurm, tmp_path):
+    ex = SlurmExecutor(tmp_path / "run-c" / "jobs", env=slurm.env)
+    ex.launch(JobSpec(key="bad", argv=["bash", "-c", "echo broken; exit 4"]))
+    state = _wait(ex, "bad", lambda s: s.done)
+    assert (state.status, state.exit_code, state.reason) == ("failed", 4, "exit code 4")
+    assert "broken" in ex.read_log("bad")
+
+
+def test_units_go_out_as_one_array_and_relaunch_reattaches(slurm, tmp_path):
+    ex = SlurmExecutor(tmp_path / "run-d" / "jobs", env=slurm.env)
+    specs = [JobSpec(key=f"tune-gpu{i}", argv=["bash", "-c", f"echo unit {i}"], gpus=[i]) for i in range(3)]
+    states = ex.launch_array(specs)
+    ids = [_job_id(ex, s.key) for s in specs]
+    array_id = ids[0].split("_")[0]
+    assert ids == [f"{array_id}_{i}" for i in range(3)] and not any(s.attached for s in states)
+    for i, spec in enumerate(specs):
+        assert _wait(ex, spec.key, lambda s: s.done).status == "succeeded"
+        assert ex.read_log(spec.key).strip() == f"unit {i}"
+    again = SlurmExecutor(tmp_path / "run-d" / "jobs", env=slurm.env).launch_array(specs)
+    assert all(s.attached and s.status == "succeeded" for s in again)
+    assert len(list((tmp_path / "run-d" / "jobs").glob("*.sbatch"))) == 1  # nothing submitted twice
+    with pytest.raises(ToolError, match="same GPU count"):
+        ex.launch_array([JobSpec(key="x1", argv=["true"], gpus=[0]), JobSpec(key="x2", argv=["true"], gpus=[0, 1])])
+
+
+def test_agent_killed_and_restarted_reattaches(slurm, tmp_path):
+    jobs_root = tmp_path / "run-e" / "jobs"
+    argv = ["bash", "-c", "echo unit-start-marker; sleep 2"]
+    agent_code = textwrap.dedent(f"""
+        import json, os, time
+        from tools.jobs.slurm import SlurmExecutor
+        from tools.jobs.spec import JobSpec
+        ex = SlurmExecutor({str(jobs_root)!r}, env=dict(os.environ, SLURM_CONF={slurm.env['SLURM_CONF']!r}))
+        ex.launch(JobSpec(key="long", argv={argv!r}))
+        print("launched", flush=True)
+        time.sleep(600)
+    """)
+    agent = subprocess.Popen([sys.executable, "-c", agent_code], cwd=REPO, stdout=subprocess.PIPE, text=True)
+    assert agent.stdout.readline().strip() == "launched"
+    agent.send_signal(signal.SIGKILL)
+    agent.wait()
+    ex = SlurmExecutor(jobs_root, env=slurm.env)
+    first_id = _job_id(ex, "long")
+    again = ex.launch(JobSpec(key="long", argv=argv))
+    assert again.attached and _job_id(ex, "long") == first_id
+    assert _wait(ex, "long", lambda s: s.done).status == "succeeded"
+    assert ex.read_log("long").count("unit-start-marker") == 1
+
+    # a crash between sbatch and writing slurm.json: the job is found again by its name
+    (ex.job_dir("long") / "slurm.json").unlink()
+    (ex.job_dir("long") / "wrapper.json").unlink()
+    recovered = SlurmExecutor(jobs_root, env=slurm.env).launch(JobSpec(key="long", argv=argv))
+    assert recovered.attached and _job_id(ex, "long") == first_id
+    assert ex.read_log("long").count("unit-start-marker") == 1
+
+
+def test_stop_ends_the_job_and_its_processes(slurm, tmp_path):
+    ex = SlurmExecutor(tmp_path / "run-f" / "jobs", env=slurm.env)
+    ex.launch(JobSpec(key="serve", argv=["bash", "-c", "sleep 300 & sleep 301; wait"], grace_s=1))
+    running = _wait(ex, "serve", lambda s: s.status == "running")
+    stopped = ex.stop("serve")
+    assert stopped.status == "stopped"
+    listing = subprocess.run(["ps", "-o", "stat=", "--sid", str(running.child_pgid)], capture_output=True, text=True)
+    assert [line for line in listing.stdout.splitlines() if not line.strip().startswith("Z")] == []
+    pending = ex.launch(JobSpec(key="never", argv=["true"], gpus=[0, 1]))  # stop before it starts
+    assert ex.stop(pending.key).status in ("stopped", "succeeded")
+    assert slurm.run("squeue", "-h", "-j", _job_id(ex, "never")).stdout.strip() == ""
+
+
+def test_requeued_unit_that_already_succeeded_is_not_run_again(slurm, tmp_path):
+    ex = SlurmExecutor(tmp_path / "run-g" / "jobs", env=slurm.env)
+    ex.launch(JobSpec(key="good", argv=["bash", "-c", "echo good-marker"]))
+    ex.launch(JobSpec(key="flaky", argv=["bash", "-c", "echo flaky-marker; test -e second-try || { touch second-try; exit 1; }"]))
+    assert _wait(ex, "good", lambda s: s.done).status == "succeeded"
+    assert _wait(ex, "flaky", lambda s: s.done).status == "failed"
+    for key in ("good", "flaky"):
+        job_id = _job_id(ex, key)
+        assert slurm.run("scontrol", "requeue", job_id).returncode == 0
+        slurm.run("scontrol", "update", f"jobid={job_id}", "StartTime=now")  # skip the requeue delay
+    for key in ("good", "flaky"):
+        deadline = time.monotonic() + 60
+        while "Restarts=1" not in (shown := slurm.run("scontrol", "show", "job", "-o", _job_id(ex, key)).stdout) \
+                or "JobState=COMPLETED" not in shown:
+            assert time.monotonic() < deadline, shown
+            time.sleep(0.3)
+    assert ex.poll("good").status == "succeeded"
+    assert ex.read_log("good").count("good-marker") == 1
+    assert "not running it again" in ex.read_log("good")
+    assert ex.poll("flaky").status == "succeeded"  # the failed unit did run again
+    assert ex.read_log("flaky").count("flaky-marker") == 2
+    assert json.loads((ex.job_dir("flaky") / "exit.previous.json").read_text())["exit_code"] == 1
+
+
+def test_node_goes_away_and_comes_back(slurm, tmp_path):
+    ex = SlurmExecutor(tmp_path / "run-h" / "jobs", env=slurm.env)
+    ex.launch(JobSpec(key="during", argv=["bash", "-c", "echo start; sleep 3; echo end"]))
+    _wait(ex, "during", lambda s: s.status == "running")
+    slurm.stop_slurmd()
+    try:
+        assert ex.poll("during").status == "running"  # slurmd gone; the job itself is fine
+        waiting = ex.launch(JobSpec(key="queued", argv=["bash", "-c", "echo ran-after-return"]))
+        time.sleep(2)
+        assert ex.poll("queued").status == "launching" and not waiting.done
+    finally:
+        slurm.start_slurmd()
+    assert _wait(ex, "during", lambda s: s.done).status == "succeeded"
+    assert ex.read_log("during").split() == ["start", "end"]
+    assert _wait(ex, "queued", lambda s: s.done).status == "succeeded"
+    assert ex.read_log("queued").strip() == "ran-after-return"
+
+
+def test_no_slurm_commands_on_path_is_a_clear_error(tmp_path):
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    with pytest.raises(ToolError, match="'sbatch' is not on PATH; load Slurm"):
+        SlurmExecutor(tmp_path / "run-i" / "jobs", env={"PATH": str(empty)})
+    assert not (tmp_path / "run-i").exists()  # nothing written, nothing submitted
+
+
+def test_unknown_partition_and_refused_request_leave_nothing_behind(slurm, tmp_path, monkeypatch):
+    with pytest.raises(ToolError, match=r"partition 'gpu-h200' does not exist; partitions here: debug"):
+        SlurmExecutor(tmp_path / "run-j" / "jobs", env=slurm.env, partition="gpu-h200")
+    monkeypatch.setenv("SLURM_CONF", slurm.env["SLURM_CONF"])  # the factory reads the user's environment
+    with pytest.raises(ToolError, match="partition 'nope' does not exist"):
+        make_executor("slurm:nope", tmp_path / "run-k" / "jobs")
+    ex = make_executor("slurm:debug", tmp_path / "run-l" / "jobs")
+    assert isinstance(ex, SlurmExecutor) and ex.partition == "debug"
+    with pytest.raises(ToolError, match="sbatch refused the job"):
+        ex.launch(JobSpec(key="greedy", argv=["true"], gpus=list(range(8))))  # the node has 2
+    assert not (ex.job_dir("greedy") / "job.json").exists()  # a retry may submit again
+    assert slurm.run("squeue", "-h", "-n", f"dsv4-{ex.namespace}-greedy").stdout.strip() == ""
