@@ -39,7 +39,8 @@ fi
 
 cat > "$base/slurm.conf" <<CONF
 ClusterName=dsv4test
-SlurmctldHost=$host
+# Loopback addresses: this works even where the host name does not resolve.
+SlurmctldHost=$host(127.0.0.1)
 SlurmctldPort=$ctld_port
 SlurmdPort=$slurmd_port
 SlurmUser=root
@@ -69,7 +70,7 @@ MinJobAge=600
 SchedulerType=sched/backfill
 SlurmdParameters=config_overrides
 GresTypes=gpu
-NodeName=$host CPUs=8 RealMemory=1000 Gres=gpu:2 State=UNKNOWN
+NodeName=$host NodeAddr=127.0.0.1 CPUs=8 RealMemory=1000 Gres=gpu:2 State=UNKNOWN
 PartitionName=debug Nodes=$host Default=YES MaxTime=INFINITE State=UP
 CONF
 
