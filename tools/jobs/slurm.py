@@ -19,7 +19,6 @@ import os
 import secrets
 import shlex
 import shutil
-import subprocess
 import time
 from pathlib import Path
 from typing import Literal
