@@ -1,14 +1,37 @@
 """Step adapter: FP8 block-GEMM kernel tuning (shapes -> skip existing -> engagement -> scripts ->
 one job per GPU -> merge -> install -> manifest). Without GPUs it stops at the scripts ("planned").
 
-Idempotent: scripts are rewritten identically, jobs re-attach by key through the executor's ledger,
-finished units are skipped by the per-GPU driver, and an install already recorded as done in the
-manifest is not repeated (re-installing would back up our own files as if they were originals).
+Shapes come from ``--shapes``, server logs (given, or of earlier server jobs of this run), the
+model's config.json, and — with GPUs, as the last resort — a discovery boot: the baseline server
+is started once in the background (job ``discovery``), stopped when ready, and its
+``Using default W8A8 Block FP8 kernel config ... Config file not found at <path>`` warnings mined.
+
+Status when nothing is tuned. A resumed run reuses ``done``/``skipped`` outcomes, and a run planned
+on a laptop is resumed on the GPU host, so ``skipped`` is kept for verdicts the GPU host would reach
+too; anything resting on facts only the GPU host has is ``planned`` when there is no GPU here:
+
+- no shapes known (no --shapes, no log, no usable config.json): GPU here -> discovery boot; no GPU
+  -> ``planned`` (the GPU host boots the discovery server).
+- config.json has no block-FP8 weights: ``skipped`` everywhere (no source would find shapes).
+- every shape already has a config: GPU here -> ``skipped``; no GPU -> ``planned`` (the lookup
+  depends on the GPU's name and the SGLang the server runs, which may not be the source read here).
+- Triton path not engaged: decided by a server log, an explicit ``--fp8-gemm-backend`` or a non-128
+  weight block -> ``skipped`` everywhere; decided by GPU architecture and environment -> ``skipped``
+  with a GPU, ``planned`` without (the GPU host's GPU and environment decide).
+- with a GPU and the Triton path predicted not engaged, no discovery boot (it would find nothing)
+  unless ``--force-tune``; a discovery log with no default-config warning -> ``skipped``.
+- the source has no tuning script (wheel): GPU here -> ``skipped`` (the summary says how to get a
+  checkout); no GPU -> ``planned`` (the GPU host may be given ``--sglang-src`` to a checkout).
+
+Idempotent: scripts are rewritten identically, jobs re-attach by key through the executor's ledger
+(the discovery server too; once it was seen ready, its log is reused), finished units are skipped
+by the per-GPU driver, and an install already recorded as done in the manifest is not repeated
+(re-installing would back up our own files as if they were originals).
 
 Params (``step.params``, all optional): ``log_files`` (server logs to mine), ``server_args`` and
-``env`` (how the benchmark server will start, for the engagement check), ``device_name`` (the
-target GPU when planning without one), ``batch_sizes``, ``config_dir`` (install target override),
-``poll_s``, ``timeout_s``.
+``env`` (how the benchmark server will start: the engagement check and the discovery boot use
+them), ``device_name`` (the target GPU when planning without one), ``batch_sizes``, ``config_dir``
+(install target override), ``poll_s``, ``timeout_s``, ``discovery_timeout_s`` (readiness, 1800).
 """
 from __future__ import annotations
 
@@ -19,6 +42,8 @@ from agent.steps.base import PlanStep, StepContext, StepOutcome
 from tools.base import ToolError, cap_lines
 from tools.sglang_source import cache_dir
 from tools.tuning.configs import find_config_dir, installed_package_parent
+from tools.tuning.discovery import DiscoveryResult, discovery_variant, run_discovery
+from tools.tuning.engagement import FINAL_BASES
 from tools.tuning.fanout import FanoutJob, run_fanout
 from tools.tuning.install import MANIFEST, install_configs, load_manifest
 from tools.tuning.merge import merge_outputs
@@ -28,6 +53,14 @@ from tools.tuning.render import render_tuning, shellcheck
 from tools.tuning.script import find_script, introspect_script
 
 TUNING_DIR = "tuning"
+DISCOVERY_STATE = f"{TUNING_DIR}/discovery.json"
+GPU_HOST_WILL = {  # what resuming on the GPU host does for each verdict that waits for it
+    "no_shapes": "boot the baseline server once (discovery job), mine its 'Using default W8A8 Block FP8 kernel "
+                 "config' warnings and tune those shapes on every GPU",
+    "all_configured": "look the shapes up again for its GPU in the config folder of the SGLang the server runs, "
+                      "and tune the ones still missing",
+    "not_engaged": "decide from its GPU and environment whether the Triton block-FP8 path is used, and tune if it is",
+}
 PLAN_GPUS_WITHOUT_HARDWARE = 8  # a DeepSeek-V4 host; overridden by --gpus or --tp
 
 
@@ -38,6 +71,16 @@ def _earlier_server_logs(ctx: StepContext) -> list[str]:
         if state.kind in ("serve", "discovery") and Path(state.log_path).exists():
             logs.append(state.log_path)
     return logs
+
+
+def _nothing_discovered(found: DiscoveryResult) -> str:
+    text = Path(found.log_path).read_text(errors="replace") if Path(found.log_path).exists() else ""
+    loaded = sum("Using configuration from" in line and "W8A8 Block FP8" in line for line in text.splitlines())
+    if loaded:
+        return (f"the discovery server (log {found.log_path}) found a config for each of the {loaded} block-FP8 "
+                "shapes it looked up and used no default: nothing to tune (--retune with --shapes to tune anyway)")
+    return (f"the discovery server (log {found.log_path}) looked up no W8A8 Block FP8 config: the Triton block-FP8 "
+            "path did not run on this setup, so tuning it would change nothing")
 
 
 def _outcome(status: str, summary: str, prep: TuningPreparation | None, artifacts: list[str], **data) -> StepOutcome:
@@ -75,19 +118,64 @@ def _install_target(ctx: StepContext, step: PlanStep) -> Path:
                     "unknown; pass --sglang-python to the interpreter that runs the server")
 
 
+def _prepare(ctx: StepContext, step: PlanStep, gpu_list: list[int]) -> TuningPreparation:
+    s = ctx.settings
+    log_files = list(dict.fromkeys(list(step.params.get("log_files", [])) + _earlier_server_logs(ctx)))
+    device = ctx.gpus[0].name if ctx.gpus else step.params.get("device_name", "")
+    env = {**os.environ, **step.params.get("env", {})}
+    return prepare_tuning(PrepareTuningArgs(
+        shapes=s.shapes, log_files=log_files, model_path=s.model_path, tp=s.tp or len(gpu_list) or 1,
+        sglang_root=str(ctx.sglang_root) if ctx.sglang_root else None, device_name=device,
+        retune=s.retune, force_tune=s.force_tune, server_args=step.params.get("server_args", []), env=env))
+
+
+def _discover(ctx: StepContext, step: PlanStep, gpu_list: list[int]) -> DiscoveryResult:
+    """Boot the baseline server once and keep its log (the job ledger makes this re-runnable)."""
+    s = ctx.settings
+    variant = discovery_variant(s.model_path or s.model, s.tp or len(gpu_list), gpu_list,
+                                list(step.params.get("server_args", [])), dict(step.params.get("env", {})))
+    ctx.progress(f"tuning: no shapes known; discovery boot of the baseline server on GPUs {gpu_list}")
+    found = run_discovery(ctx.executor, variant, s.sglang_python, ctx.run.file(DISCOVERY_STATE),
+                          ready_timeout_s=float(step.params.get("discovery_timeout_s", 1800.0)))
+    ctx.emit("job_finished", key=found.key, kind="discovery", status="stopped", reused=found.reused,
+             log=found.log_path)
+    return found
+
+
+def _not_tuned(ctx: StepContext, prep: TuningPreparation, artifacts: list[str], **data) -> StepOutcome:
+    """``skipped`` when the GPU host would decide the same, else (no GPU here) ``planned``."""
+    final = prep.skip_kind == "no_block_fp8" or (
+        prep.skip_kind == "not_engaged" and prep.engagement.basis in FINAL_BASES)
+    if ctx.gpus or final:
+        return _outcome("skipped", prep.reason, prep, artifacts, **data)
+    there = GPU_HOST_WILL[prep.skip_kind]
+    return _outcome("planned", f"no GPU here, so this waits for the GPU host: {prep.reason}. There, "
+                               f"`dsv4-agent resume {ctx.run.path}` will {there}", prep, artifacts,
+                    gpu_host_will=there, **data)
+
+
 def run(ctx: StepContext, step: PlanStep) -> StepOutcome:
     s = ctx.settings
     gpu_list = _plan_gpus(ctx)
-    log_files = list(step.params.get("log_files", [])) + _earlier_server_logs(ctx)
-    device = ctx.gpus[0].name if ctx.gpus else step.params.get("device_name", "")
-    env = {**os.environ, **step.params.get("env", {})}
     try:
-        prep = prepare_tuning(PrepareTuningArgs(
-            shapes=s.shapes, log_files=log_files, model_path=s.model_path, tp=s.tp or len(gpu_list) or 1,
-            sglang_root=str(ctx.sglang_root) if ctx.sglang_root else None, device_name=device,
-            retune=s.retune, force_tune=s.force_tune, server_args=step.params.get("server_args", []), env=env))
+        prep = _prepare(ctx, step, gpu_list)
     except ToolError as err:
         return _outcome("failed", str(err), None, [])
+    discovery: dict = {}
+    if prep.skip_kind == "no_shapes" and ctx.gpus:
+        if prep.engagement.verdict == "not_engaged" and not s.force_tune:
+            prep.reason = ("no shapes known and the Triton block-FP8 path is not used here, so a discovery boot "
+                           "would find nothing to tune (--force-tune boots it anyway): "
+                           + "; ".join(prep.engagement.evidence))
+        else:
+            try:
+                found = _discover(ctx, step, gpu_list)
+                prep = _prepare(ctx, step, gpu_list)  # the discovery job's log is now among the server logs
+            except ToolError as err:
+                return _outcome("failed", str(err), prep, [])
+            discovery = {"discovery": found.model_dump()}
+            if prep.skip_kind == "no_shapes":
+                prep.reason = _nothing_discovered(found)
     artifacts = [f"{TUNING_DIR}/shapes.json"]
     ctx.write_artifact(f"{TUNING_DIR}/shapes.json", prep.model_dump_json(indent=2) + "\n")
     ctx.progress(f"tuning: {len(prep.shapes)} shapes ({prep.shapes_note}), {len(prep.skipped_existing)} already "
@@ -98,7 +186,7 @@ def run(ctx: StepContext, step: PlanStep) -> StepOutcome:
         return _outcome("done", f"already installed {len(manifest.entries)} configs in this run", prep,
                         artifacts + [MANIFEST], installed=[e.target for e in manifest.entries], manifest=MANIFEST)
     if prep.decision == "skip":
-        return _outcome("skipped", prep.reason, prep, artifacts)
+        return _not_tuned(ctx, prep, artifacts, **discovery)
 
     units = make_units(prep.to_tune, step.params.get("batch_sizes", DEFAULT_BATCH_SIZES))
     plan = plan_units(units, gpu_list)
@@ -110,8 +198,12 @@ def run(ctx: StepContext, step: PlanStep) -> StepOutcome:
     try:
         info = introspect_script(find_script(ctx.sglang_root))
     except ToolError as err:
-        return _outcome("skipped", f"cannot write the tuning scripts: {err}. The shapes and the GPU plan are in "
-                                   f"{TUNING_DIR}/plan.txt", prep, artifacts, plan=plan_lines)
+        why = f"cannot write the tuning scripts: {err}. The shapes and the GPU plan are in {TUNING_DIR}/plan.txt"
+        if ctx.gpus:
+            return _outcome("skipped", why, prep, artifacts, plan=plan_lines, **discovery)
+        return _outcome("planned", f"no GPU here; {why}. On the GPU host, resume with --sglang-src pointing at an "
+                                   "SGLang checkout to tune there", prep, artifacts, plan=plan_lines)
+    data = {"plan": plan_lines, **discovery}
     tuning_dir = ctx.run.file(TUNING_DIR)
     rendered = render_tuning(tuning_dir, plan.per_gpu, info, python=s.sglang_python,
                              device_name=prep.device_name or "UNKNOWN_GPU")
@@ -121,7 +213,7 @@ def run(ctx: StepContext, step: PlanStep) -> StepOutcome:
     findings = shellcheck([ctx.run.file(p) for p in rendered.scripts.values()])
     if findings:
         ctx.emit("error", message="shellcheck findings in generated tuning scripts", findings=findings[:4000])
-    data = {"plan": plan_lines, "mode": rendered.mode, "scripts": rendered.scripts, "script_notes": info.notes}
+    data.update(mode=rendered.mode, scripts=rendered.scripts, script_notes=info.notes)
     if not ctx.gpus:
         runs = " ; ".join(f"bash {ctx.run.path}/{p}" for p in rendered.scripts.values())
         return _outcome("planned", f"no GPU here: {len(units)} tuning units for {len(gpu_list)} GPUs written to "

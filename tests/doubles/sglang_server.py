@@ -7,6 +7,9 @@ our server lifecycle and SGLang's own bench client (``sglang.bench_serving``) us
   GET  /v1/models              {"object": "list", "data": [{"id": <served model name>, ...}]}
   GET  /model_info             {"model_path", "tokenizer_path", "is_generation"}
   GET  /server_info            {"internal_states": [{"avg_spec_accept_length": ...}], ...}
+  GET  /metrics                with --enable-metrics only (404 otherwise, as in SGLang): Prometheus
+                               text with SGLang's counters sglang:generation_tokens_total and
+                               sglang:spec_verify_calls_total (per finished request)
   POST /flush_cache            200
   POST /generate               SGLang native; streaming as ``data: {"text": <cumulative>,
                                "meta_info": {...}}`` lines ending with ``data: [DONE]``
@@ -21,9 +24,19 @@ Configuration (flags SGLang does not know are ignored, like the real parser woul
   --model-path, --host, --port, --served-model-name, --speculative-algorithm  (SGLang's flags)
   DSV4_DOUBLE_STEP_MS        decode step time in ms (default 2)
   DSV4_DOUBLE_ACCEPT_LENGTH  tokens per step with a speculative algorithm (default 3)
+  DSV4_DOUBLE_ACCEPT_LENGTH_FILE  (double-only knob) a file whose number, when it exists, replaces
+                             the accept length for requests starting after it was written
   DSV4_DOUBLE_STARTUP_S      seconds before /health answers 200 (default 0.2)
   DSV4_DOUBLE_NEVER_READY    "1": never becomes ready (readiness-timeout tests)
   DSV4_DOUBLE_EXIT_AT_START  exit code: log a fatal error and exit at start (crash tests)
+  DSV4_DOUBLE_FP8_SHAPES     "N,K;N,K;...": block-FP8 GEMM shapes the "model" runs. At model load the
+                             double logs, per shape, SGLang 0.5.23's own lines (kernels/ops/gemm/
+                             fp8_kernel.py): "Using configuration from <path> for W8A8 Block FP8
+                             kernel." when <path> exists, else the "Using default W8A8 Block FP8
+                             kernel config. ... Config file not found at <path>" warning
+  DSV4_DOUBLE_FP8_CONFIG_DIR the configs/ folder those paths are in (the real server reads the one
+                             next to its kernel module); required with DSV4_DOUBLE_FP8_SHAPES
+  DSV4_DOUBLE_DEVICE_NAME    GPU name in the file names (default "NVIDIA H200")
 """
 from __future__ import annotations
 
@@ -34,6 +47,7 @@ import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 
 class State:
@@ -48,6 +62,34 @@ class State:
         self.lock = threading.Lock()
         self.tokens = 0
         self.steps = 0
+        self.enable_metrics = bool(getattr(args, "enable_metrics", False))
+        self.accept_file = os.environ.get("DSV4_DOUBLE_ACCEPT_LENGTH_FILE")
+        self.verify_calls = 0  # Prometheus counters of finished requests, as SGLang's tokenizer manager
+        self.generation_tokens = 0
+
+    def accept_now(self) -> int:
+        if self.spec and self.accept_file and os.path.exists(self.accept_file):
+            return max(1, int(float(Path(self.accept_file).read_text().strip() or "1")))
+        return self.accept
+
+    def finish_request(self, tokens: int, steps: int) -> None:
+        with self.lock:
+            self.generation_tokens += tokens
+            if self.spec:
+                self.verify_calls += steps
+
+    def metrics_text(self) -> str:
+        name = self.served_name.replace("\\", "\\\\").replace('"', '\\"')
+        with self.lock:
+            lines = ["# HELP sglang:generation_tokens_total Number of generation tokens processed.",
+                     "# TYPE sglang:generation_tokens_total counter",
+                     f'sglang:generation_tokens_total{{model_name="{name}",is_streaming="true"}} '
+                     f"{float(self.generation_tokens)}",
+                     "# HELP sglang:spec_verify_calls_total Number of speculative decoding verification calls.",
+                     "# TYPE sglang:spec_verify_calls_total counter"]
+            if self.verify_calls:  # a labelled counter never incremented has no sample line
+                lines.append(f'sglang:spec_verify_calls_total{{model_name="{name}"}} {float(self.verify_calls)}')
+        return "\n".join(lines) + "\n"
 
     @property
     def ready(self) -> bool:
@@ -65,6 +107,25 @@ class State:
                 internal["avg_spec_accept_length"] = (self.tokens / self.steps) if self.steps else 0.0
         return {"model_path": self.model_path, "speculative_algorithm": self.spec, "version": "0.5.23-double",
                 "internal_states": [internal]}
+
+
+def log_fp8_config_lookups() -> None:
+    """SGLang's get_w8a8_block_fp8_configs lines, one per shape, as at the first forward of each GEMM."""
+    shapes = [s for s in os.environ.get("DSV4_DOUBLE_FP8_SHAPES", "").split(";") if s.strip()]
+    if not shapes:
+        return
+    folder = os.path.realpath(os.environ["DSV4_DOUBLE_FP8_CONFIG_DIR"])
+    device = os.environ.get("DSV4_DOUBLE_DEVICE_NAME", "NVIDIA H200").replace(" ", "_")
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+    for shape in shapes:
+        n, k = (int(p) for p in shape.split(","))
+        name = f"N={n},K={k},device_name={device},dtype=fp8_w8a8,block_shape=[128, 128].json"
+        path = os.path.join(folder, name)
+        if os.path.exists(path):
+            print(f"[{stamp} TP0] Using configuration from {path} for W8A8 Block FP8 kernel.", flush=True)
+        else:
+            print(f"[{stamp} TP0] Using default W8A8 Block FP8 kernel config. Performance might be sub-optimal! "
+                  f"Config file not found at {path}", flush=True)
 
 
 def _prompt_tokens(body: dict) -> int:
@@ -108,6 +169,14 @@ class Handler(BaseHTTPRequestHandler):
                                     "is_generation": True})
         if self.path == "/server_info":
             return self._json(200, st.server_info())
+        if self.path == "/metrics" and st.enable_metrics:
+            raw = st.metrics_text().encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; version=0.0.4")
+            self.send_header("Content-Length", str(len(raw)))
+            self.end_headers()
+            self.wfile.write(raw)
+            return None
         return self._json(404, {"error": f"no route {self.path}"})
 
     def do_POST(self):
@@ -138,14 +207,16 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()
         time.sleep(st.step_s)  # prefill
+        accept = st.accept_now()
         while len(words) < n:
             time.sleep(st.step_s)
-            new = [f"w{(len(words) + i) % 1000}" for i in range(min(st.accept, n - len(words)))]
+            new = [f"w{(len(words) + i) % 1000}" for i in range(min(accept, n - len(words)))]
             words.extend(new)
             steps += 1
             if stream:
                 self._chunk(b"data: " + json.dumps(self._piece(words, new, prompt, chat)).encode() + b"\n\n")
         st.record(len(words), steps)
+        st.finish_request(len(words), steps)
         if stream:
             if chat:
                 usage = {"prompt_tokens": prompt, "completion_tokens": len(words),
@@ -182,12 +253,14 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--port", type=int, default=30000)
     parser.add_argument("--served-model-name", default=None)
     parser.add_argument("--speculative-algorithm", default=None)
+    parser.add_argument("--enable-metrics", action="store_true")
     args, unknown = parser.parse_known_args(argv)
     print(f"[double] launch_server args={argv!r} ignored={unknown!r}", flush=True)
     crash = os.environ.get("DSV4_DOUBLE_EXIT_AT_START")
     if crash:
         print("[double] RuntimeError: CUDA out of memory (simulated crash at start)", flush=True)
         return int(crash)
+    log_fp8_config_lookups()
     Handler.state = State(args)
     try:
         server = ThreadingHTTPServer((args.host, args.port), Handler)

@@ -81,9 +81,16 @@ class EngagementArgs(BaseModel):
     block_k: int = Field(128, description="Weight block size along K of the model's FP8 weights")
 
 
+# What decided the verdict. "log", "weight_block" and "flag" hold wherever the server runs; "gpu"
+# and "no_gpu" rest on this machine's GPU and environment, so the GPU host may decide otherwise.
+Basis = Literal["log", "weight_block", "flag", "gpu", "no_gpu"]
+FINAL_BASES = ("log", "weight_block", "flag")
+
+
 class EngagementResult(BaseModel):
     verdict: Verdict
     evidence: list[str]
+    basis: Basis = Field("gpu", description="Which evidence decided: log | weight_block | flag | gpu | no_gpu")
 
 
 def check_engagement(args: EngagementArgs) -> EngagementResult:
@@ -95,18 +102,19 @@ def check_engagement(args: EngagementArgs) -> EngagementResult:
         sample = (loaded or defaulted)[0][:300]
         return EngagementResult(verdict="engaged", evidence=[
             f"server log: {len(loaded)} config loads and {len(defaulted)} default-config warnings of the "
-            f"Triton block-FP8 kernel (logged only on that path), e.g. {sample!r}"])
+            f"Triton block-FP8 kernel (logged only on that path), e.g. {sample!r}"], basis="log")
     if args.log_text.strip():
         evidence.append("server log given but it has no W8A8 Block FP8 config line: the Triton path did not "
                         "look up a config while the log was written")
     if args.block_k != 128:
         return EngagementResult(verdict="engaged", evidence=evidence + [
             f"weight block K = {args.block_k}: SGLang serves non-128 blocks with Triton (DeepGEMM takes [128,128] "
-            "and, on SM90, [32,32])"])
+            "and, on SM90, [32,32])"], basis="weight_block")
     backend = _flag_value(args.server_args, "--fp8-gemm-backend")
     if backend is not None and backend != "auto":
         verdict: Verdict = "engaged" if backend == "triton" else "not_engaged"
-        return EngagementResult(verdict=verdict, evidence=evidence + [f"server flag --fp8-gemm-backend {backend}"])
+        return EngagementResult(verdict=verdict, evidence=evidence + [f"server flag --fp8-gemm-backend {backend}"],
+                                 basis="flag")
     switch = read_deepgemm_switch(Path(args.sglang_root)) if args.sglang_root else None
     deepgemm_on = True
     if switch is not None:
@@ -118,7 +126,8 @@ def check_engagement(args: EngagementArgs) -> EngagementResult:
         evidence.append("DeepGEMM switch not found in the SGLang source; assuming enabled (the default since 0.4)")
     if not args.gpu_name:
         return EngagementResult(verdict="unknown", evidence=evidence + [
-            "no GPU here: the architecture decides (SM90/SM100 with DeepGEMM -> not engaged; SM80/SM89 -> engaged)"])
+            "no GPU here: the architecture decides (SM90/SM100 with DeepGEMM -> not engaged; SM80/SM89 -> engaged)"],
+            basis="no_gpu")
     sm = compute_capability(args.gpu_name)
     if sm is None:
         return EngagementResult(verdict="unknown", evidence=evidence + [

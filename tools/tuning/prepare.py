@@ -38,6 +38,8 @@ class TuningPreparation(BaseModel):
     engagement: EngagementResult
     decision: str = Field(description="tune | skip")
     reason: str
+    skip_kind: str = Field("", description="Why skipped: no_shapes | no_block_fp8 | all_configured | not_engaged "
+                                          "('' when tuning)")
 
 
 def prepare_tuning(args: PrepareTuningArgs) -> TuningPreparation:
@@ -65,20 +67,24 @@ def prepare_tuning(args: PrepareTuningArgs) -> TuningPreparation:
     elif not device:
         notes.append("GPU name unknown here, so existing configs could not be looked up")
     to_tune = list(found.shapes) if args.retune else [s for s in found.shapes if s.key not in existing]
-    decision, reason = "tune", ""
+    decision, reason, skip_kind = "tune", "", ""
     if not found.shapes:
         decision, reason = "skip", found.note
+        skip_kind = "no_block_fp8" if found.no_block_fp8 else "no_shapes"
     elif not to_tune:
         decision, reason = "skip", (f"all {len(found.shapes)} shapes already have configs for {device} in {config_dir}; "
                                     "--retune tunes them again")
+        skip_kind = "all_configured"
     elif engagement.verdict == "not_engaged" and not args.force_tune:
         decision, reason = "skip", ("the Triton block-FP8 path is not used on this setup, tuning it would change "
                                     "nothing (--force-tune to tune anyway): " + "; ".join(engagement.evidence))
+        skip_kind = "not_engaged"
     if notes:
         reason = "; ".join(filter(None, [reason, *notes]))
     return TuningPreparation(shapes=found.shapes, derivation=found.derivation, shapes_note=found.note, device_name=device,
                              config_dir=str(config_dir) if config_dir else None, skipped_existing=existing,
-                             to_tune=to_tune, engagement=engagement, decision=decision, reason=reason)
+                             to_tune=to_tune, engagement=engagement, decision=decision, reason=reason,
+                             skip_kind=skip_kind)
 
 
 PREPARE_TUNING = Tool(name="prepare_kernel_tuning", args=PrepareTuningArgs, run=prepare_tuning)

@@ -6,6 +6,8 @@ A speedup is credited to tuning only for files that appear in the first kind of 
 """
 from __future__ import annotations
 
+import html
+import json
 import os
 import re
 from pathlib import Path
@@ -13,7 +15,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from tools.base import Tool
-from tools.tuning.install import load_manifest
+from tools.tuning.install import MANIFEST, load_manifest
 
 _LOADED = re.compile(r"Using configuration from (?P<path>.+?\.json) for W8A8 Block FP8 kernel")
 _DEFAULT = re.compile(r"Using default W8A8 Block FP8 kernel config\..*?Config file not found at (?P<path>.+?\.json)")
@@ -50,7 +52,11 @@ def prove_configs_loaded(manifest_path: str | Path, log_text_or_paths: str | lis
     """
     manifest = load_manifest(Path(manifest_path))
     targets = [e.target for e in manifest.entries] if manifest.state == "installed" else []
-    text = _read_logs(log_text_or_paths)
+    return compare_with_log(targets, _read_logs(log_text_or_paths), manifest.state)
+
+
+def compare_with_log(targets: list[str], text: str, state: str = "installed") -> ProofResult:
+    """Which of ``targets`` (installed config paths) the log ``text`` shows SGLang loading."""
     loaded_lines: dict[str, str] = {}
     defaults: dict[str, str] = {}
     for line in text.splitlines():
@@ -73,7 +79,7 @@ def prove_configs_loaded(manifest_path: str | Path, log_text_or_paths: str | lis
     if verdict == "no_evidence":
         evidence.append("no 'W8A8 Block FP8' config line in the logs: the Triton block-FP8 path did not run, "
                         "so installed configs cannot have had an effect" if targets else
-                        f"manifest state is {manifest.state!r}: nothing is installed")
+                        f"manifest state is {state!r}: nothing is installed")
     return ProofResult(loaded=loaded, not_loaded=not_loaded, defaults_used=list(defaults), other_loaded=other,
                        verdict=verdict, evidence=evidence)
 
@@ -87,3 +93,82 @@ class ProveArgs(BaseModel):
 
 PROVE_CONFIGS = Tool(name="prove_kernel_configs_loaded", args=ProveArgs,
                      run=lambda a: prove_configs_loaded(a.manifest_path, a.log_paths))
+
+
+# -- report section ------------------------------------------------------------------------------
+BENCHMARK_OUTCOME = "steps/benchmark.json"
+EVIDENCE_LINES = 10
+
+
+def _launched_at(log_path: Path) -> float | None:
+    """When the server job of this log started (the job folder's launch.json), if recorded."""
+    try:
+        return float(json.loads((log_path.parent / "launch.json").read_text())["launched_at"])
+    except (FileNotFoundError, KeyError, TypeError, ValueError):
+        return None
+
+
+def _server_logs(run_dir: Path) -> dict[str, str]:
+    path = run_dir / BENCHMARK_OUTCOME
+    if not path.exists():
+        return {}
+    logs = json.loads(path.read_text()).get("data", {}).get("server_logs") or {}
+    return {str(k): str(v) for k, v in logs.items()} if isinstance(logs, dict) else {}
+
+
+def proof_section(run_dir: Path) -> tuple[str, str, str] | None:
+    """The report's "Kernel configs" section: (title, markdown, html); None when nothing was installed.
+
+    Proof is per benchmark server (``steps/benchmark.json`` data ``server_logs``): an installed file
+    counts as loaded only where SGLang logged ``Using configuration from <that path>``. A server
+    started before the install cannot show it (it may have read the file we replaced), so its log
+    is listed but not counted.
+    """
+    run_dir = Path(run_dir)
+    if not (run_dir / MANIFEST).exists():
+        return None
+    manifest = load_manifest(run_dir / MANIFEST)
+    if manifest.state not in ("installed", "uninstalled") or not manifest.entries:
+        return None
+    targets = [e.target for e in manifest.entries]
+    loaded_by: dict[str, list[str]] = {t: [] for t in targets}
+    servers: list[str] = []
+    evidence: list[str] = []
+    for variant, log in _server_logs(run_dir).items():
+        log_path = Path(log)
+        started = _launched_at(log_path)
+        if not log_path.exists():
+            servers.append(f"{variant}: log {log} is missing, nothing proven")
+            continue
+        if started is not None and started < manifest.created_at:
+            servers.append(f"{variant}: started before the install, so its log cannot show the installed files")
+            continue
+        proof = compare_with_log(targets, log_path.read_text(errors="replace"))
+        for target in proof.loaded:
+            loaded_by[target].append(variant)
+        servers.append(f"{variant}: {proof.verdict.replace('_', ' ')} ({len(proof.loaded)}/{len(targets)} loaded; "
+                       f"{len(proof.defaults_used)} shapes on default configs) — {log}")
+        evidence += [f"{variant}: {line}" for line in proof.evidence]
+    loaded = [t for t in targets if loaded_by[t]]
+    if not servers:
+        headline = (f"{len(targets)} kernel configs installed, but no benchmark server has started since: nothing "
+                    "is proven yet. Run the benchmark (resume the run on the GPU host) to get the proof.")
+    elif len(loaded) == len(targets):
+        headline = f"All {len(targets)} installed kernel configs were loaded by the benchmark servers."
+    else:
+        headline = (f"{len(loaded)} of {len(targets)} installed kernel configs were loaded; a speedup can be credited "
+                    f"only to those. Not loaded: {', '.join(Path(t).name for t in targets if not loaded_by[t])}.")
+    note = (f"Installed into `{manifest.config_dir}` (manifest state {manifest.state}; undo: "
+            f"`dsv4-agent tuning uninstall {run_dir}`).")
+    cut = len(evidence) - EVIDENCE_LINES
+    shown = evidence[:EVIDENCE_LINES] + ([f"... {cut} more evidence lines cut (limit {EVIDENCE_LINES})"] if cut > 0 else [])
+    rows = [(Path(t).name, ", ".join(loaded_by[t]) or "NOT LOADED") for t in targets]
+    md = "\n".join([headline, "", note, "", "| config file | loaded by |", "|---|---|",
+                    *[f"| {name} | {by} |" for name, by in rows], "", *[f"- {line}" for line in servers]]
+                   + (["", "Evidence from the server logs:", "", "```", *shown, "```"] if shown else []))
+    page = (f"<p>{html.escape(headline)}</p><p>{html.escape(note)}</p>"
+            '<table id="kernel-configs"><thead><tr><th>config file</th><th>loaded by</th></tr></thead><tbody>'
+            + "".join(f"<tr><td>{html.escape(n)}</td><td>{html.escape(b)}</td></tr>" for n, b in rows)
+            + "</tbody></table><ul>" + "".join(f"<li>{html.escape(line)}</li>" for line in servers) + "</ul>"
+            + (f"<pre>{html.escape(chr(10).join(shown))}</pre>" if shown else ""))
+    return "Kernel configs", md, page

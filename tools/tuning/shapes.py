@@ -187,6 +187,8 @@ class FindShapesResult(BaseModel):
     derivation: list[str] = Field(default_factory=list)
     device_name: str = Field("", description="GPU name seen in a mined log, if any")
     note: str = ""
+    no_block_fp8: bool = Field(False, description="The model's config.json has no block-FP8 weights: no source "
+                                                  "(not even a discovery boot) will find shapes")
 
 
 def find_shapes(args: FindShapesArgs) -> FindShapesResult:
@@ -206,8 +208,10 @@ def find_shapes(args: FindShapesArgs) -> FindShapesResult:
         return FindShapesResult(shapes=_unique(mined), device_name=device,
                                 note=f"{len(mined)} shapes from SGLang default-config warnings")
     if args.model_path:
-        shapes, lines = derive_from_config(read_model_config(args.model_path), args.tp)
-        return FindShapesResult(shapes=shapes, derivation=lines, note=lines[0] if not shapes else "derived from config.json")
+        config = read_model_config(args.model_path)
+        shapes, lines = derive_from_config(config, args.tp)
+        return FindShapesResult(shapes=shapes, derivation=lines, note=lines[0] if not shapes else "derived from config.json",
+                                no_block_fp8=not shapes and _block(config) is None)
     return FindShapesResult(shapes=[], note="no --shapes, no log with default-config warnings, no model config: "
                                            "boot the server once (discovery) and mine its log")
 
