@@ -11,6 +11,7 @@ import os
 import signal
 import sqlite3
 import sys
+import threading
 import traceback
 from pathlib import Path
 
@@ -56,10 +57,8 @@ def _drive(rt: Runtime, thread_id: str, fresh: bool) -> int:
     for sig in previous:
         signal.signal(sig, _on_signal)
     try:
-        if not fresh and graph.get_state(config).next:
-            final = graph.invoke(None, config, durability="sync")
-        else:
-            final = graph.invoke({"goal": rt.goal}, config, durability="sync")
+        resume_from_checkpoint = not fresh and bool(graph.get_state(config).next)
+        final = _invoke_responsively(graph, None if resume_from_checkpoint else {"goal": rt.goal}, config)
         status = final.get("status", "failed")
         return _finish(rt, status, _summary(rt, final))
     except Interrupted as why:
@@ -79,6 +78,29 @@ def _drive(rt: Runtime, thread_id: str, fresh: bool) -> int:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         conn.close()
+
+
+def _invoke_responsively(graph, graph_input, config) -> dict:
+    """Run the graph on a worker thread so that the main thread stays free to take signals.
+
+    The lanes block on jobs for as long as the jobs run; a signal handler only runs when the main
+    thread executes Python code, so invoking on the main thread would delay Ctrl-C until then.
+    """
+    box: dict = {}
+
+    def work() -> None:
+        try:
+            box["final"] = graph.invoke(graph_input, config, durability="sync")
+        except BaseException as err:  # handed to the main thread, which applies the error policy
+            box["error"] = err
+
+    worker = threading.Thread(target=work, name="campaign-graph", daemon=True)
+    worker.start()
+    while worker.is_alive():
+        worker.join(0.2)
+    if "error" in box:
+        raise box["error"]
+    return box["final"]
 
 
 def _summary(rt: Runtime, final: dict) -> str:

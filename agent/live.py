@@ -16,6 +16,17 @@ from rich.table import Table
 _NOTABLE = {"job_launched", "job_finished", "error"}
 
 
+def job_key(event: dict) -> str:
+    return str(event.get("key") or event.get("job") or "?")
+
+
+def job_gpus(event: dict) -> list[int] | None:
+    """Job events name their GPUs as ``gpus`` (a list); tuning fan-out events as ``gpu``."""
+    if event.get("gpus") is not None:
+        return list(event["gpus"])
+    return [event["gpu"]] if event.get("gpu") is not None else None
+
+
 class LiveView:
     def __init__(self, console: Console | None = None, force_plain: bool = False):
         self.console = console or Console(highlight=False)
@@ -43,15 +54,17 @@ class LiveView:
                 self.lanes[lane] = f"{event.get('tool')} …"
             elif kind == "progress":
                 self.lanes[lane] = str(event.get("message", ""))[:80]
-                if event.get("job"):
-                    self.jobs.setdefault(event["job"], {})["progress"] = str(event.get("message", ""))[:60]
+                if event.get("key") or event.get("job"):
+                    self.jobs.setdefault(job_key(event), {})["progress"] = str(event.get("message", ""))[:60]
             elif kind in ("job_launched", "job_state", "job_finished"):
-                job = self.jobs.setdefault(str(event.get("job", "?")), {})
+                job = self.jobs.setdefault(job_key(event), {})
                 job.update(status=event.get("status", "running" if kind == "job_launched" else job.get("status")),
-                           gpus=event.get("gpus", job.get("gpus")), since=job.get("since", time.time()))
+                           gpus=job_gpus(event) or job.get("gpus"), since=job.get("since", time.time()))
         if self.plain and kind in _NOTABLE:
             detail = event.get("status") or event.get("message") or ""
-            self.say(f"[{lane}] {kind.replace('_', ' ')}: {event.get('job', '')} {detail}".rstrip())
+            gpus = job_gpus(event)
+            where = f" on GPU {','.join(map(str, gpus))}" if gpus else ""
+            self.say(f"[{lane}] {kind.replace('_', ' ')}: {job_key(event)}{where} {detail}".rstrip())
 
     # -- rendering -------------------------------------------------------------------------
     def _render(self) -> Group:

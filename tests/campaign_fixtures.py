@@ -1,0 +1,60 @@
+"""A whole campaign on doubles: an SGLang-shaped checkout, fake GPUs, a fake SGLang interpreter.
+
+What is real: the agent (CLI, graph, checkpointer, job manager, every tool), the SGLang source tree
+and bench client from the 0.5.23 wheel, subprocesses. What is a double (tests/doubles/, each
+says so): ``nvidia-smi`` (N GPUs), the tuning script (sleeps, writes the real config format), the
+SGLang server (speaks SGLang's HTTP protocol) behind ``tests/doubles/sglang_python``.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from tests.doubles.tokenizer import build_tokenizer
+
+HERE = Path(__file__).parent
+DOUBLES = HERE / "doubles"
+MODEL = "deepseek-ai/DeepSeek-V4-Flash"
+GPU_NAME = "NVIDIA A100-SXM4-80GB"  # no DeepGEMM before Hopper: the Triton path is engaged
+SHAPES = ["512,1024", "1024,512"]
+
+
+def make_campaign_checkout(root: Path, wheel_root: Path) -> Path:
+    """A checkout-shaped tree: the REAL sglang 0.5.23 package (copied: tuning installs into it, the
+    cache stays untouched) under python/, plus the tuning-script double where SGLang keeps the script."""
+    checkout = root / "sglang-checkout"
+    shutil.copytree(wheel_root / "sglang", checkout / "python" / "sglang")
+    bench = checkout / "benchmark/kernels/quantization"
+    bench.mkdir(parents=True)
+    shutil.copy(DOUBLES / "tuning_block_wise_kernel.py", bench / "tuning_block_wise_kernel.py")
+    return checkout
+
+
+def campaign_env(root: Path, gpus: int = 2, unit_s: float = 0.3) -> dict[str, str]:
+    """PATH with the nvidia-smi double first; the doubles' knobs."""
+    bin_dir = root / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    smi = bin_dir / "nvidia-smi"
+    if not smi.exists():
+        smi.symlink_to(DOUBLES / "nvidia_smi")
+    return {
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+        "DSV4_FAKE_GPUS": str(gpus), "DSV4_FAKE_GPU_NAME": GPU_NAME, "DSV4_DOUBLE_DEVICE_NAME": GPU_NAME,
+        "DSV4_DOUBLE_UNIT_S": str(unit_s), "DSV4_DOUBLE_CALLS": str(root / "tune_calls.txt"),
+    }
+
+
+def campaign_args(root: Path, wheel_root: Path, goal: str = "enable MTP and tune kernels") -> list[str]:
+    checkout = root / "sglang-checkout"
+    if not checkout.exists():
+        make_campaign_checkout(root, wheel_root)
+    tok = root / "tok"
+    if not tok.exists():
+        build_tokenizer(tok)
+    args = [goal, "--sglang", str(checkout), "--sglang-python", str(DOUBLES / "sglang_python"),
+            "--model", MODEL, "--model-path", str(tok), "--tokenizer", str(tok),
+            "--concurrency", "1,2", "--input-len", "8", "--output-len", "16", "--prompts-per-concurrency", "2"]
+    for shape in SHAPES:
+        args += ["--shapes", shape]
+    return args

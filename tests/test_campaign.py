@@ -1,0 +1,159 @@
+"""Whole campaigns through the real CLI, on doubles at the process boundary (see
+tests/campaign_fixtures.py): the two lanes overlap, a hard kill is resumed without launching
+anything twice, and each exit status comes from its own path."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from agent.replay.timeline import build_timeline
+from agent.trace import read_trace
+from tests.campaign_fixtures import campaign_args, campaign_env
+from tests.cli_helpers import AGENT, agent, only_run
+
+
+def events_of(run: Path) -> list[dict]:
+    return read_trace(run / "trace.jsonl").events
+
+
+def first(events: list[dict], **match) -> dict:
+    return next(e for e in events if all(e.get(k) == v for k, v in match.items()))
+
+
+@pytest.fixture(scope="module")
+def finished_campaign(tmp_path_factory, sglang_wheel_root):
+    root = tmp_path_factory.mktemp("campaign")
+    out = agent(*campaign_args(root, sglang_wheel_root), cwd=root, env=campaign_env(root), timeout=240)
+    return root, out
+
+
+def test_campaign_on_doubles_finishes_and_leaves_a_reviewable_run(finished_campaign):
+    root, out = finished_campaign
+    assert out.returncode == 0, out.stdout + out.stderr
+    run = only_run(root)
+    result = json.loads((run / "result.json").read_text())
+    assert result["status"] == "finished"
+    assert result["steps"] == {"tune_kernels": "done", "infer_mtp": "done", "write_scripts": "done", "benchmark": "done"}
+    for name in ("config.json", "plan.md", "serve_baseline.sh", "serve_mtp.sh", "run_measure.sh", "report.html",
+                 "mtp.json", "tuning/manifest.json"):
+        assert (run / name).exists(), name
+    assert "--speculative-algorithm EAGLE" in (run / "serve_mtp.sh").read_text()
+    installed = json.loads((run / "steps" / "tune_kernels.json").read_text())["data"]["installed"]
+    assert len(installed) == 2 and all(Path(p).exists() for p in installed)
+    points = [json.loads(line) for v in ("baseline", "mtp") for line in (run / "bench" / f"{v}.jsonl").read_text().splitlines()]
+    assert len(points) == 4
+    # the trace is whole: gap-free sequence, run_started first, run_finished last
+    events = events_of(run)
+    assert [e["seq"] for e in events] == list(range(len(events)))
+    assert events[0]["type"] == "run_started" and events[-1]["type"] == "run_finished"
+
+
+def test_research_runs_inside_the_gpu_window(finished_campaign):
+    root, _ = finished_campaign
+    events = events_of(only_run(root))
+    tune_start = first(events, type="job_launched", key="tune-gpu0")["t"]
+    tune_end = max(e["t"] for e in events if e["type"] == "job_finished" and e["key"].startswith("tune-"))
+    research_end = first(events, type="node_finished", node="research_lane")["t"]
+    mtp_done = first(events, type="tool_result", tool="infer_mtp")["t"]
+    assert tune_start < mtp_done < tune_end  # evidence was gathered while the tuning jobs ran
+    assert research_end < tune_end
+    timeline = build_timeline(events)
+    assert timeline.overlap_pct is not None and timeline.overlap_pct > 50
+
+
+def _wait_for(predicate, limit: float, what: str):
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def _launched_tune_jobs(root: Path) -> int:
+    runs = list((root / "runs").glob("*/trace.jsonl")) if (root / "runs").exists() else []
+    if not runs:
+        return 0
+    text = runs[0].read_text()
+    return text.count('"type": "job_launched", "key": "tune-gpu')
+
+
+def _start_campaign(root: Path, wheel_root: Path, unit_s: float) -> subprocess.Popen:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DSV4_", "OPENAI_"))}
+    env.update(campaign_env(root, unit_s=unit_s))
+    return subprocess.Popen([AGENT, *campaign_args(root, wheel_root)], cwd=root, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def test_kill_9_mid_campaign_then_resume_launches_nothing_twice(tmp_path, sglang_wheel_root):
+    proc = _start_campaign(tmp_path, sglang_wheel_root, unit_s=0.4)
+    _wait_for(lambda: _launched_tune_jobs(tmp_path) >= 2, 60, "the tuning jobs to start")
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=10)
+    run = only_run(tmp_path)
+    assert not (run / "result.json").exists()  # a killed run is not finished
+    before = events_of(run)
+    out = agent("resume", "latest", cwd=tmp_path, env=campaign_env(tmp_path, unit_s=0.4), timeout=240)
+    assert out.returncode == 0, out.stdout + out.stderr
+    result = json.loads((run / "result.json").read_text())
+    assert result["status"] == "finished"
+    # every tuning unit ran exactly once across the kill (the double logs each tune() call)
+    calls = Counter((tmp_path / "tune_calls.txt").read_text().splitlines())
+    assert calls and max(calls.values()) == 1, calls.most_common(3)
+    # each tune job folder was launched once; after the resume the jobs were re-attached
+    for key in ("tune-gpu0", "tune-gpu1"):
+        assert (run / "jobs" / key / "launch.json").exists()
+        assert (run / "jobs" / key / "log.txt").read_text().count("[dsv4-agent] could not start") == 0
+    after = events_of(run)
+    assert [e["seq"] for e in after] == list(range(len(after)))  # nothing lost, nothing renumbered
+    assert after[: len(before)] == before
+    resumed = [e for e in after[len(before):] if e["type"] == "job_launched" and e["key"].startswith("tune-")]
+    assert resumed and all(e["attached"] for e in resumed)
+    assert any(e["type"] == "run_resumed" for e in after)
+
+
+def test_interrupt_records_interrupted_and_resume_finishes(tmp_path, sglang_wheel_root):
+    proc = _start_campaign(tmp_path, sglang_wheel_root, unit_s=0.4)
+    _wait_for(lambda: _launched_tune_jobs(tmp_path) >= 2, 60, "the tuning jobs to start")
+    proc.send_signal(signal.SIGINT)
+    output, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 130, output
+    run = only_run(tmp_path)
+    result = json.loads((run / "result.json").read_text())
+    assert result["status"] == "interrupted" and "dsv4-agent resume" in result["summary"]
+    assert "tune-gpu" in result["summary"]  # it says which jobs it left running
+    out = agent("resume", run.name, cwd=tmp_path, env=campaign_env(tmp_path, unit_s=0.4), timeout=240)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert json.loads((run / "result.json").read_text())["status"] == "finished"
+    assert (run / "result.attempt-1.json").exists()  # the interrupted attempt's result is kept
+
+
+def test_no_gpu_ends_planned_with_scripts_and_the_next_command(tmp_path):
+    out = agent("enable MTP and tune kernels", cwd=tmp_path, env={"PATH": "/usr/bin:/bin"}, timeout=240)
+    assert out.returncode == 0, out.stdout + out.stderr
+    run = only_run(tmp_path)
+    result = json.loads((run / "result.json").read_text())
+    assert result["status"] == "planned"
+    assert result["steps"]["benchmark"] == "planned" and result["steps"]["infer_mtp"] == "done"
+    assert f"dsv4-agent resume {run.relative_to(tmp_path)}" in result["next"]
+    assert "next step:" in out.stdout
+    for script in ("serve_baseline.sh", "serve_mtp.sh", "run_measure.sh"):
+        assert (run / script).exists()
+
+
+def test_a_failed_step_ends_the_run_failed(tmp_path):
+    not_a_checkout = tmp_path / "plain"
+    not_a_checkout.mkdir()
+    out = agent("sync upstream", "--sglang", str(not_a_checkout), cwd=tmp_path, env={"PATH": "/usr/bin:/bin"})
+    assert out.returncode == 1, out.stdout + out.stderr
+    result = json.loads((only_run(tmp_path) / "result.json").read_text())
+    assert result["status"] == "failed" and result["steps"] == {"sync": "failed"}
