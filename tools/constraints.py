@@ -24,6 +24,7 @@ from tools.constraint_context import (
     algorithm_dispatch, algorithm_test, arch_test, calls_under_arch_guards, field_of, strings,
 )
 from tools.evidence_model import Origin
+from tools.pysource import gc_paused, parse_file
 from tools.search import SearchArgs, search
 
 HOOK_DIRS = ("srt/arg_groups",)
@@ -270,18 +271,25 @@ def _tuple_fields(trees: list[ast.Module]) -> dict[str, list[str]]:
     found: dict[str, list[str]] = {}
     for tree in trees:
         for fn in (n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)):
+            mapping: dict[str, str] | None = None  # keyword name -> argument, built once per function
             for node in ast.walk(fn):
                 if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Tuple) \
                         and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name):
                     names = [e.id for e in node.targets[0].elts if isinstance(e, ast.Name)]
-                    mapping = {k.value.id: k.arg for c in ast.walk(fn) if isinstance(c, ast.Call)
-                               for k in c.keywords if k.arg and isinstance(k.value, ast.Name)}
+                    if mapping is None:
+                        mapping = {k.value.id: k.arg for c in ast.walk(fn) if isinstance(c, ast.Call)
+                                   for k in c.keywords if k.arg and isinstance(k.value, ast.Name)}
                     if names and all(n in mapping for n in names):
                         found[node.value.func.id] = [mapping[n] for n in names]
     return found
 
 
 def extract_constraints(args: ExtractConstraintsArgs) -> ConstraintsResult:
+    with gc_paused():  # parse-heavy: see tools/pysource.py
+        return _extract_constraints(args)
+
+
+def _extract_constraints(args: ExtractConstraintsArgs) -> ConstraintsResult:
     package, root = Path(args.package_dir), Path(args.root)
     files = [f for d in HOOK_DIRS for f in sorted((package / d).rglob("*.py"))]
     # only files that can hold a rule or an architecture guard are parsed (half the folder, twice as fast)
@@ -296,7 +304,7 @@ def extract_constraints(args: ExtractConstraintsArgs) -> ConstraintsResult:
     parsed: list[tuple[str, ast.Module]] = []
     for path in files:
         try:
-            parsed.append((path.relative_to(root).as_posix(), ast.parse(path.read_text(errors="replace"))))
+            parsed.append((path.relative_to(root).as_posix(), parse_file(path)[0]))
         except (SyntaxError, OSError, ValueError) as err:
             warnings.append(f"{path.relative_to(root).as_posix()}: skipped ({err})")
     trees = [t for _, t in parsed]
@@ -305,7 +313,7 @@ def extract_constraints(args: ExtractConstraintsArgs) -> ConstraintsResult:
     fn_algos: dict[str, set[str]] = {}
     if dispatcher.is_file():
         try:
-            fn_algos = algorithm_dispatch(ast.parse(dispatcher.read_text(errors="replace")))
+            fn_algos = algorithm_dispatch(parse_file(dispatcher)[0])
         except SyntaxError as err:
             warnings.append(f"{DISPATCHER}: skipped ({err}); algorithm handlers apply to every algorithm")
     tuple_fields = _tuple_fields(trees)

@@ -18,6 +18,7 @@ from tools.constraints import ExtractConstraintsArgs, Rule, extract_constraints
 from tools.evidence_model import Origin
 from tools.mtp_arch import from_config, from_tree
 from tools.mtp_pick import (ALGO, DRAFT, STEPS, TOKENS, TOPK, check, enforced, flag, hardware_score, repair)
+from tools.pysource import gc_paused
 from tools.recipes import ExtractRecipesArgs, Recipe, extract_recipes
 from tools.sglang_source import ResolveSourceArgs, SourceInfo, resolve_source
 from tools.spec_catalog import SpecCatalogArgs, spec_catalog
@@ -196,6 +197,11 @@ def _from_hooks(arch: str | None, rules: list[Rule]) -> Recommendation | None:
 
 
 def infer_mtp(args: InferMtpArgs) -> MtpAnswer:
+    with gc_paused():  # parse-heavy: see tools/pysource.py
+        return _infer_mtp(args)
+
+
+def _infer_mtp(args: InferMtpArgs) -> MtpAnswer:
     info = resolve_source(ResolveSourceArgs(path=args.sglang, sglang_python=args.sglang_python, version=args.version))
     notes: list[str] = []
     unknowns: list[str] = [f"source lacks {', '.join(info.lacks)}: recipes there were not read"] if info.lacks else []

@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 
 from tools.base import Tool, ToolError
 from tools.evidence_model import Origin
+from tools.pysource import parse_file
 
 SPEC_FILES = ("srt/arg_groups/fields/spec.py", "srt/server_args.py")
 
@@ -91,7 +92,7 @@ def spec_catalog(args: SpecCatalogArgs) -> SpecCatalog:
         if not path.is_file():
             continue
         try:
-            tree = ast.parse(path.read_text(errors="replace"))
+            tree = parse_file(path)[0]
         except SyntaxError as err:
             raise ToolError(f"{path} does not parse ({err.msg}, line {err.lineno}); "
                             "the SGLang tree is damaged: re-resolve the source") from None

@@ -11,15 +11,13 @@ from __future__ import annotations
 
 import ast
 import copy
-import re
 from typing import Any, Callable
 
-from tools.recipes.modules import ClassInfo
+from tools.recipes.modules import LAUNCHER, ClassInfo, ParsedModule
 from tools.recipes.values import (
     BoundMethod, Evaluator, Frame, Function, Unresolved, _Environ, _Return, locate,
 )
 
-LAUNCHER = re.compile(r"launch\w*server|server\w*launch", re.I)
 OnLaunch = Callable[[ast.Call, Frame], None]
 
 
@@ -30,6 +28,20 @@ def call_name(node: ast.Call) -> str:
 
 def is_launcher(node: ast.AST) -> bool:
     return isinstance(node, ast.Call) and bool(LAUNCHER.search(call_name(node)))
+
+
+def launches_in(node: ast.AST, module: ParsedModule) -> list[ast.Call]:
+    """The launcher calls inside ``node`` (a node of ``module``), in ``ast.walk`` order.
+
+    Most statements and methods name no launcher at all; the module's line index says so from
+    the text, which saves walking their subtrees (the walk was the inference's largest cost); the
+    others are walked once per module, not once per subclass that inherits them."""
+    if module.launch_lines is not None and not module.launch_lines.may_contain(node):
+        return []
+    found = module.launch_calls.get(id(node))  # the module holds the tree, so ids stay unique
+    if found is None:
+        found = module.launch_calls[id(node)] = [sub for sub in ast.walk(node) if is_launcher(sub)]  # type: ignore[misc]
+    return found
 
 
 def eval_call(ev: Evaluator, node: ast.Call, frame: Frame) -> Any:
@@ -93,9 +105,8 @@ def run_function(ev: Evaluator, target: BoundMethod | Function, args: list[Any],
 def interpret(ev: Evaluator, body: list[ast.stmt], frame: Frame, on_launch: OnLaunch | None) -> None:
     for stmt in body:
         if on_launch is not None and not isinstance(stmt, _COMPOUND):
-            for sub in ast.walk(stmt):
-                if is_launcher(sub):
-                    on_launch(sub, frame)  # type: ignore[arg-type]
+            for sub in launches_in(stmt, frame.module):
+                on_launch(sub, frame)
         if isinstance(stmt, ast.Return):
             raise _Return(ev.eval(stmt.value, frame) if stmt.value is not None else None)
         if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
@@ -200,4 +211,4 @@ _METHODS: dict[str, Callable[[Any, list], Any]] = {
 _COMPOUND = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try,
              ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
-__all__ = ["eval_call", "run_function", "interpret", "is_launcher", "call_name", "locate"]
+__all__ = ["eval_call", "run_function", "interpret", "is_launcher", "launches_in", "call_name", "locate"]

@@ -12,6 +12,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from tools.base import Tool, ToolError
+from tools.pysource import gc_paused
 from tools.recipes.launches import RecipeBuilder
 from tools.recipes.model import Recipe
 from tools.recipes.modules import ModuleIndex
@@ -64,6 +65,11 @@ def _files(folders: list[Path], pattern: str) -> list[Path]:
 
 
 def extract_recipes(args: ExtractRecipesArgs) -> RecipesResult:
+    with gc_paused():  # parse-heavy: see tools/pysource.py
+        return _extract_recipes(args)
+
+
+def _extract_recipes(args: ExtractRecipesArgs) -> RecipesResult:
     root, package_dir = Path(args.root), Path(args.package_dir)
     if not package_dir.is_dir():
         raise ToolError(f"{package_dir} is not a folder; resolve the SGLang source first (resolve_source)")

@@ -11,7 +11,7 @@ import ast
 from typing import Any
 
 from tools.evidence_model import Origin
-from tools.recipes.calls import interpret, is_launcher
+from tools.recipes.calls import interpret, launches_in
 from tools.recipes.hardware import hardware_hint
 from tools.recipes.model import Recipe
 from tools.recipes.modules import ClassInfo, ParsedModule
@@ -112,7 +112,7 @@ class RecipeBuilder:
         for info in module.classes.values():
             recipes += self.from_class(info, module, hardware)
         for function in module.functions.values():
-            if any(is_launcher(n) for n in ast.walk(function)):
+            if launches_in(function, module):
                 recipes += self._run(function, Frame(module), f"{module.rel}::{function.name}",
                                      Origin(path=module.rel, line=function.lineno), hardware)
         return recipes
@@ -125,7 +125,7 @@ class RecipeBuilder:
                 if method_name in seen:
                     continue  # overridden further down the hierarchy
                 seen.add(method_name)
-                if not any(is_launcher(n) for n in ast.walk(method)):
+                if not launches_in(method, owner.module):
                     continue
                 frame = Frame(owner.module, cls=info, owner=owner)
                 label = f"{module.rel}::{info.name}" + (f".{method_name}" if recipes else "")

@@ -8,8 +8,14 @@ warning and treated as empty, never a crash.
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from tools.pysource import LineIndex, parse_file
+
+# a server-launch call is one whose name says so (launch_server, popen_launch_server, ...)
+LAUNCHER = re.compile(r"launch\w*server|server\w*launch", re.I)
 
 
 @dataclass
@@ -30,6 +36,8 @@ class ParsedModule:
     imports: dict[str, tuple[str, str | None, int]] = field(default_factory=dict)  # alias -> (module, name, level)
     classes: dict[str, ClassInfo] = field(default_factory=dict)
     functions: dict[str, ast.FunctionDef] = field(default_factory=dict)
+    launch_lines: LineIndex | None = None      # lines naming a launcher: skips walks of code without one
+    launch_calls: dict[int, list[ast.Call]] = field(default_factory=dict)  # id(node) -> its launcher calls
 
 
 def _collect(module: ParsedModule) -> None:
@@ -76,8 +84,8 @@ class ModuleIndex:
             return self._parsed[path]
         module = None
         try:
-            text = path.read_text(errors="replace")
-            module = ParsedModule(path, self._rel(path), ast.parse(text, filename=str(path)))
+            tree, text = parse_file(path)
+            module = ParsedModule(path, self._rel(path), tree, launch_lines=LineIndex(text, LAUNCHER))
             _collect(module)
         except SyntaxError as err:
             self.warnings.append(f"{self._rel(path)}: skipped, does not parse ({err.msg}, line {err.lineno})")
