@@ -162,8 +162,10 @@ def run(ctx: StepContext, step: PlanStep) -> StepOutcome:
     except ToolError as err:
         return _outcome("failed", str(err), None, [])
     discovery: dict = {}
-    if prep.skip_kind == "no_shapes" and ctx.gpus:
-        if prep.engagement.verdict == "not_engaged" and not s.force_tune:
+    in_flight = any(state.kind == "discovery" and not state.done for state in ctx.executor.jobs())
+    if ctx.gpus and (in_flight or prep.skip_kind == "no_shapes"):
+        # A discovery server left running by a crash is finished first (its log may be mid-load).
+        if not in_flight and prep.engagement.verdict == "not_engaged" and not s.force_tune:
             prep.reason = ("no shapes known and the Triton block-FP8 path is not used here, so a discovery boot "
                            "would find nothing to tune (--force-tune boots it anyway): "
                            + "; ".join(prep.engagement.evidence))
