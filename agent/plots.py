@@ -1,6 +1,7 @@
 """PNG plots of a benchmark comparison (matplotlib, Agg backend: no display needed).
 
-TPOT and output throughput against concurrency, one line per variant; accept length per variant.
+TPOT, output throughput and accept length against concurrency, one line per variant (accept
+length only where the point's own value was isolated).
 """
 from __future__ import annotations
 
@@ -44,25 +45,6 @@ def _line_plot(rows: list[ComparisonRow], metric: str, ylabel: str, title: str, 
     return path
 
 
-def _accept_plot(rows: list[ComparisonRow], path: Path) -> Path | None:
-    best: dict[str, float] = {}
-    for row in rows:
-        value = row.values.get("accept_length")
-        if value is not None:
-            best[row.variant] = max(value, best.get(row.variant, 0.0))
-    if not best:
-        return None
-    fig, ax = plt.subplots(figsize=(6, 3.0), dpi=100)
-    ax.bar(list(best), list(best.values()), color="tab:green")
-    ax.set_ylabel("accept length (tokens/step)")
-    ax.set_title("Speculative accept length per variant (server_info)")
-    ax.grid(True, axis="y", alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, format="png")
-    plt.close(fig)
-    return path
-
-
 def write_plots(rows: list[ComparisonRow], out_dir: Path) -> list[Path]:
     """Write the plots that have data; returns the paths written."""
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -71,6 +53,8 @@ def write_plots(rows: list[ComparisonRow], out_dir: Path) -> list[Path]:
                    out_dir / "tpot_vs_concurrency.png"),
         _line_plot(rows, "output_throughput", "output tokens/s", "Output throughput vs concurrency",
                    out_dir / "throughput_vs_concurrency.png"),
-        _accept_plot(rows, out_dir / "accept_length.png"),
+        # only points whose accept length was isolated have a value: a cumulative figure is not plotted
+        _line_plot(rows, "accept_length", "accept length (tokens/step)",
+                   "Speculative accept length per point", out_dir / "accept_length.png"),
     ]
     return [p for p in made if p is not None]

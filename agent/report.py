@@ -34,7 +34,7 @@ def load_results(run_dir: Path) -> tuple[list[ComparisonRow], list[str], list[di
     records, problems, failures = [], [], []
     for path in sorted(bench.glob("*.jsonl")):
         if path.name.endswith(".failures.jsonl"):
-            continue
+            continue  # snapshots/<variant>.jsonl is in a subfolder: the glob never sees it
         parsed = parse_jsonl(path)
         records += parsed.records
         problems += parsed.problems
@@ -54,13 +54,31 @@ def load_results(run_dir: Path) -> tuple[list[ComparisonRow], list[str], list[di
     return compare(records), problems, failures
 
 
+NOT_ISOLATED = "†"
+
+
+def _cells(row: ComparisonRow) -> list[str]:
+    """Metric and ratio cells; an accept length that is not this point's own is shown as such."""
+    cells = []
+    for m in COMPARED:
+        if m == "accept_length" and not row.accept_isolated:
+            cum = row.accept_length_cumulative
+            cells.append(f"n/a{NOT_ISOLATED}" + (f" (cum. {cum:.2f})" if cum is not None else ""))
+        else:
+            cells.append(_fmt(row.values.get(m)))
+    return cells + [_fmt(row.ratios.get(m), 3) for m in RATIO_METRICS]
+
+
+def _accept_notes(rows: list[ComparisonRow]) -> list[str]:
+    return [f"{NOT_ISOLATED} {r.variant} at concurrency {r.concurrency}: accept length not isolated: {r.accept_note}"
+            for r in rows if not r.accept_isolated]
+
+
 def _table_md(rows: list[ComparisonRow]) -> str:
     head = ["variant", "conc"] + [LABELS[m] for m in COMPARED] + [f"{LABELS[m]} ×base" for m in RATIO_METRICS]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for row in rows:
-        cells = [row.variant, str(row.concurrency if row.concurrency is not None else "?")]
-        cells += [_fmt(row.values.get(m)) for m in COMPARED]
-        cells += [_fmt(row.ratios.get(m), 3) for m in RATIO_METRICS]
+        cells = [row.variant, str(row.concurrency if row.concurrency is not None else "?")] + _cells(row)
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -71,7 +89,7 @@ def _table_html(rows: list[ComparisonRow]) -> str:
            + "</tr></thead><tbody>"]
     for row in rows:
         cells = [html.escape(row.variant), str(row.concurrency if row.concurrency is not None else "?")]
-        cells += [_fmt(row.values.get(m)) for m in COMPARED] + [_fmt(row.ratios.get(m), 3) for m in RATIO_METRICS]
+        cells += [html.escape(c) for c in _cells(row)]
         out.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     return "\n".join(out) + "</tbody></table>"
 
@@ -109,10 +127,13 @@ def _sections(run_dir: Path, rows, problems, failures, plots: list[Path]) -> lis
         sections.append(("Steps", md, f"<ul>{li}</ul>"))
     if rows:
         note = ("Ratios are variant / baseline at the same concurrency: below 1 is better for TTFT, TPOT "
-                "and ITL, above 1 is better for throughput. Accept length is SGLang's "
-                "`avg_spec_accept_length` from `/server_info` (fresh server per variant).")
-        sections.append(("Comparison", _table_md(rows) + "\n\n" + note,
-                         _table_html(rows) + f"<p>{html.escape(note)}</p>"))
+                "and ITL, above 1 is better for throughput. Accept length is each point's own: generated "
+                "tokens / speculative verify calls between server snapshots taken before and after the "
+                "point (SGLang's `avg_spec_accept_length` is cumulative since server start).")
+        notes = _accept_notes(rows)
+        sections.append(("Comparison", _table_md(rows) + "\n\n" + note + "".join(f"\n\n{n}" for n in notes),
+                         _table_html(rows) + f"<p>{html.escape(note)}</p>"
+                         + "".join(f'<p class="not-isolated">{html.escape(n)}</p>' for n in notes)))
     else:
         msg = "No benchmark results in bench/ (the benchmark was planned, not run, or every point failed)."
         sections.append(("Comparison", msg, f"<p>{html.escape(msg)}</p>"))

@@ -27,9 +27,70 @@ def test_old_and_new_key_sets_infinity_and_bad_lines(tmp_path):
     assert [r.concurrency for r in parsed.records] == [8, 1]  # from the tag, then the key
     assert parsed.records[0].request_rate == math.inf and parsed.records[1].request_rate == math.inf
     assert parsed.records[0].metrics["output_throughput"] == 400.0 and parsed.records[0].metrics["p99_tpot_ms"] is None
-    assert parsed.records[0].accept_length == 1.0
+    # no server snapshots next to the file: the client's cumulative figure is kept, never shown as the point's
+    assert parsed.records[0].accept_length is None and parsed.records[0].accept_length_cumulative == 1.0
+    assert not parsed.records[0].accept_isolated and parsed.records[0].accept_method == "no-snapshots"
     assert [p.split(":")[1] for p in parsed.problems] == ["2", "3", "6"]
     assert all("line skipped" in p for p in parsed.problems)
+
+
+def snap(tag: str, phase: str, tokens: float | None, verifies: float | None, avg: float | None,
+         errors: list[str] | None = None) -> dict:
+    return {"tag": tag, "phase": phase, "time": 0.0, "avg_spec_accept_length": avg, "generation_tokens": tokens,
+            "verify_calls": verifies, "errors": errors or []}
+
+
+def write_snapshots(folder, variant: str, items: list[dict], extra: str = "") -> None:
+    (folder / "snapshots").mkdir(exist_ok=True)
+    (folder / "snapshots" / f"{variant}.jsonl").write_text("".join(json.dumps(i) + "\n" for i in items) + extra)
+
+
+def test_point_accept_length_from_counters_first_point_or_not_isolated():
+    from tools.accept_snapshots import Snapshot, point_accept_length
+
+    def pal(before, after):
+        return point_accept_length(Snapshot(**before) if before else None, Snapshot(**after) if after else None)
+
+    exact = pal(snap("t", "before", 1000, 250, 4.0), snap("t", "after", 1600, 550, 3.0))
+    assert (exact.value, exact.isolated, exact.method) == (2.0, True, "counters")  # 600 / 300, not 3.0
+    first = pal(snap("t", "before", None, None, None), snap("t", "after", None, None, 3.4))
+    assert (first.value, first.isolated, first.method) == (3.4, True, "first-point-average")
+    mixed = pal(snap("t", "before", None, None, 4.0), snap("t", "after", None, None, 3.4))
+    assert (mixed.value, mixed.isolated, mixed.method) == (None, False, "not-isolated")
+    assert "--enable-metrics" in mixed.note
+    base = pal(snap("t", "before", 10, 0, None), snap("t", "after", 90, 0, None))
+    assert (base.value, base.isolated, base.method) == (None, True, "no-speculation")
+    restarted = pal(snap("t", "before", 900, 300, 3.0), snap("t", "after", 50, 20, 2.5))
+    assert (restarted.value, restarted.isolated) == (None, False) and "backwards" in restarted.note
+    failed = pal(snap("t", "before", None, None, None, ["/server_info: refused"]),
+                 snap("t", "after", None, None, None, ["/server_info: refused"]))
+    assert (failed.isolated, failed.method) == (False, "not-isolated") and "refused" in failed.note
+    assert pal(None, None).method == "no-snapshots"
+
+
+def test_rerun_point_uses_its_last_snapshot_pair_and_bad_snapshot_lines_are_problems(tmp_path):
+    (tmp_path / "mtp.jsonl").write_text(json.dumps({**NEW, "tag": "mtp-c8"}) + "\n")
+    write_snapshots(tmp_path, "mtp", [snap("mtp-c8", "before", 0, 0, None), snap("mtp-c8", "before", 100, 50, 2.0),
+                                      snap("mtp-c8", "after", 400, 150, 2.5)], extra='{"torn"\n')
+    parsed = parse_jsonl(tmp_path / "mtp.jsonl")
+    assert parsed.records[0].accept_length == 3.0 and parsed.records[0].accept_length_cumulative == 2.5
+    assert len(parsed.problems) == 1 and parsed.problems[0].startswith("snapshots/mtp.jsonl:4: not a snapshot")
+
+
+def test_report_marks_accept_lengths_that_are_not_isolated(tmp_path):
+    bench = tmp_path / "bench"
+    bench.mkdir()
+    (bench / "mtp.jsonl").write_text(json.dumps({**NEW, "tag": "mtp-c1", "max_concurrency": 1}) + "\n"
+                                     + json.dumps({**NEW, "accept_length": 2.2}) + "\n")
+    write_snapshots(bench, "mtp", [snap("mtp-c1", "before", None, None, None), snap("mtp-c1", "after", None, None, 2.5),
+                                   snap("mtp-c8", "before", None, None, 2.5), snap("mtp-c8", "after", None, None, 2.2)])
+    build_report(tmp_path)
+    md = (tmp_path / "report.md").read_text()
+    assert "| mtp | 1 |" in md and "| 2.50 |" in md.split("| mtp | 1 |")[1].splitlines()[0]
+    row8 = md.split("| mtp | 8 |")[1].splitlines()[0]
+    assert "n/a† (cum. 2.20)" in row8 and "| 2.20 |" not in row8
+    assert "† mtp at concurrency 8: accept length not isolated: the server exposes only a cumulative" in md
+    assert 'class="not-isolated"' in (tmp_path / "report.html").read_text()
 
 
 def test_empty_and_missing_files_are_problems_not_errors(tmp_path):
@@ -42,13 +103,16 @@ def test_ratios_are_against_the_baseline_at_the_same_concurrency(tmp_path):
     (tmp_path / "baseline.jsonl").write_text(json.dumps({**NEW, "tag": "baseline-c8", "median_tpot_ms": 20.0,
                                                          "output_throughput": 400.0, "accept_length": None}) + "\n")
     (tmp_path / "mtp.jsonl").write_text(json.dumps(NEW) + "\n" + json.dumps({**NEW, "max_concurrency": 16, "tag": None}) + "\n")
+    write_snapshots(tmp_path, "mtp", [snap("mtp-c8", "before", 100, 40, 3.0), snap("mtp-c8", "after", 600, 240, 2.7)])
     result = compare_results(CompareResultsArgs(files=[str(tmp_path / "mtp.jsonl"), str(tmp_path / "baseline.jsonl")]))
     rows = {(r.variant, r.concurrency): r for r in result.rows}
     assert [(r.variant, r.concurrency) for r in result.rows][0] == ("baseline", 8)  # baseline first
     assert rows[("mtp", 8)].ratios["median_tpot_ms"] == 0.5
     assert rows[("mtp", 8)].ratios["output_throughput"] == 2.0
     assert rows[("mtp", 16)].ratios["median_tpot_ms"] is None  # no baseline at 16: no ratio invented
-    assert rows[("mtp", 8)].values["accept_length"] == 2.5 and rows[("baseline", 8)].values["accept_length"] is None
+    assert rows[("mtp", 8)].values["accept_length"] == 2.5  # (600-100) tokens / (240-40) verify calls
+    assert rows[("baseline", 8)].values["accept_length"] is None and rows[("baseline", 8)].accept_isolated
+    assert rows[("mtp", 16)].values["accept_length"] is None and not rows[("mtp", 16)].accept_isolated
 
 
 def test_later_record_of_a_point_wins():

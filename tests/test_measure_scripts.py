@@ -117,3 +117,27 @@ def test_run_measure_runs_every_variant_and_records_a_failed_point(tmp_path):
     assert failure["concurrency"] == 2 and failure["reason"] == "server was not ready"
     assert "simulated crash" in run.stderr  # the server log tail is shown
     assert "1 failed point(s)" in run.stdout
+
+
+def test_run_measure_snapshots_each_point_so_the_report_isolates_accept_length(tmp_path):
+    """run_measure.sh records server snapshots around every point (same code as the sweep); the parser
+    differences them: two points on one speculative server each get the double's 3 tokens/step."""
+    from tools.results import parse_jsonl
+
+    tok = build_tokenizer(tmp_path / "tok")
+    mtp = ServeVariant(name="mtp", model_path=str(tok), flags=[FlagChoice(flag="--speculative-algorithm", value="EAGLE")])
+    plan = MeasurePlan(variants=[mtp], concurrency=[1, 2], tokenizer=str(tok), input_len=4, output_len=9,
+                       min_prompts=3, warmup_requests=1, ready_timeout_s=30)
+    render_scripts(RenderScriptsArgs(out_dir=str(tmp_path), plan=plan, sglang_python=str(DOUBLES / "sglang_python")))
+    port = __import__("tools.server", fromlist=["free_port"]).free_port()
+    run = subprocess.run(["bash", str(tmp_path / "run_measure.sh")], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PORT": str(port), "DSV4_DOUBLE_REAL_PYTHON": sys.executable})
+    assert run.returncode == 0, run.stdout + run.stderr
+    snaps = [json.loads(x) for x in (tmp_path / "bench" / "snapshots" / "mtp.jsonl").read_text().splitlines()]
+    assert [(s["tag"], s["phase"]) for s in snaps] == [("mtp-c1", "before"), ("mtp-c1", "after"),
+                                                      ("mtp-c2", "before"), ("mtp-c2", "after")]
+    assert all(s["verify_calls"] is not None and not s["errors"] for s in snaps)
+    assert snaps[3]["verify_calls"] > snaps[1]["verify_calls"] > 0
+    records = parse_jsonl(tmp_path / "bench" / "mtp.jsonl").records
+    assert [(r.concurrency, r.accept_length, r.accept_method) for r in records] == [(1, 3.0, "counters"),
+                                                                                  (2, 3.0, "counters")]

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import socket
 import subprocess
+import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -25,8 +27,8 @@ from tools.base import ToolError
 from tools.gpus import GpuInfo
 from tools.jobs import LocalExecutor
 from tools.results import parse_jsonl
-from tools.scripts import EnvChoice, ServeVariant
-from tools.server import free_port, launch_server, stop_server
+from tools.scripts import EnvChoice, FlagChoice, ServeVariant
+from tools.server import base_url, free_port, launch_server, probe_ready, stop_server
 
 SGLANG_PYTHON = str(Path(__file__).parent / "doubles" / "sglang_python")
 SMALL = {"input_len": 8, "output_len": 24, "prompts_per_concurrency": 2, "min_prompts": 4,
@@ -194,3 +196,66 @@ def test_a_crashing_bench_client_is_a_failed_point_and_the_sweep_goes_on(tmp_pat
     assert "bench client failed: exit code" in sweep.failures[0].reason
     recorded = [json.loads(x) for x in (tmp_path / "bench" / "other.failures.jsonl").read_text().splitlines()]
     assert recorded[0]["concurrency"] == 1 and "bench client failed" in recorded[0]["reason"]
+
+
+def test_each_point_gets_its_own_accept_length_on_a_shared_server(tmp_path):
+    """Two points on ONE server whose (double's) accept length changes between them: the client's
+    cumulative figure mixes them, the snapshot difference gives each point its own value."""
+    from tools.bench import run_point
+    from tools.scripts import MeasurePlan
+
+    tok = build_tokenizer(tmp_path / "tok")
+    accept_file = tmp_path / "accept"
+    accept_file.write_text("4")
+    variant = ServeVariant(name="mtp", model_path=str(tok), flags=[FlagChoice(flag="--speculative-algorithm",
+                                                                               value="EAGLE")],
+                           env=[EnvChoice(name="DSV4_DOUBLE_ACCEPT_LENGTH_FILE", value=str(accept_file))])
+    plan = MeasurePlan(variants=[variant], concurrency=[1, 2], tokenizer=str(tok), input_len=4, output_len=24,
+                       min_prompts=4, warmup_requests=1, ready_timeout_s=20)
+    ex = LocalExecutor(tmp_path / "jobs")
+    server = launch_server(ex, variant, SGLANG_PYTHON, ready_timeout_s=20)
+    results = tmp_path / "bench" / "mtp.jsonl"
+    results.parent.mkdir()
+    try:
+        for point, accept in zip(plan.points(), ("4", "2")):
+            accept_file.write_text(accept)
+            assert run_point(ex, plan, variant, point, SGLANG_PYTHON, server, results, {}, 120) is None
+    finally:
+        stop_server(ex, server.key)
+    first, second = parse_jsonl(results).records
+    assert (first.accept_length, first.accept_method, first.accept_isolated) == (4.0, "counters", True)
+    assert (second.accept_length, second.accept_method, second.accept_isolated) == (2.0, "counters", True)
+    assert 2.2 < second.accept_length_cumulative < 3.9  # what the client reported: both points mixed
+    snaps = [json.loads(x) for x in (tmp_path / "bench" / "snapshots" / "mtp.jsonl").read_text().splitlines()]
+    assert [(s["tag"], s["phase"]) for s in snaps] == [("mtp-c1", "before"), ("mtp-c1", "after"),
+                                                      ("mtp-c2", "before"), ("mtp-c2", "after")]
+
+
+def test_without_metrics_a_later_point_is_flagged_not_isolated(tmp_path):
+    """A server without /metrics (older build, or --enable-metrics dropped): the first point's average is
+    its own, the second point's cannot be separated and is flagged instead of reported."""
+    from tools.accept_snapshots import snapshot_file, take_snapshot
+
+    port = free_port()
+    server = subprocess.Popen([SGLANG_PYTHON, "-m", "sglang.launch_server", "--model-path", "/m", "--port", str(port),
+                               "--speculative-algorithm", "EAGLE"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        url = base_url("127.0.0.1", port)
+        deadline = time.monotonic() + 20
+        while not probe_ready(url) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        out = snapshot_file(tmp_path, "mtp")
+        body = json.dumps({"input_ids": [1, 2], "sampling_params": {"max_new_tokens": 9}}).encode()
+        for tag in ("mtp-c1", "mtp-c2"):
+            take_snapshot(SGLANG_PYTHON, url, tag, "before", out)
+            urllib.request.urlopen(url + "/generate", data=body, timeout=10).read()
+            take_snapshot(SGLANG_PYTHON, url, tag, "after", out)
+    finally:
+        server.terminate()
+        server.wait(10)
+    (tmp_path / "mtp.jsonl").write_text("".join(json.dumps({"tag": t, "median_tpot_ms": 1.0, "accept_length": 3.0})
+                                                + "\n" for t in ("mtp-c1", "mtp-c2")))
+    first, second = parse_jsonl(tmp_path / "mtp.jsonl").records
+    assert (first.accept_length, first.accept_method) == (3.0, "first-point-average")
+    assert (second.accept_length, second.accept_isolated, second.accept_method) == (None, False, "not-isolated")
+    assert "--enable-metrics" in second.accept_note

@@ -6,6 +6,10 @@ started), then one bench job per concurrency level, appending to ``<results_dir>
 A point whose tagged line is already in that file is finished and is not run again (a re-run
 after a crash picks up where it stopped). A failed point - client exit, no result line, server
 never ready - goes to ``<variant>.failures.jsonl`` with its reason and the sweep goes on.
+
+Several points share one server, and SGLang's accept length is cumulative since server start, so
+each point is bracketed by server snapshots (``snapshots/<variant>.jsonl``, tools/accept_snapshots.py)
+from which the results parser computes the point's own accept length.
 """
 from __future__ import annotations
 
@@ -16,6 +20,7 @@ from typing import Callable
 
 from pydantic import BaseModel, Field
 
+from tools.accept_snapshots import snapshot_file, take_snapshot
 from tools.base import Tool, ToolError, cap_text
 from tools.jobs import Executor, JobSpec, JobState, LocalExecutor
 from tools.results import parse_jsonl
@@ -74,14 +79,44 @@ def _server_key(executor: Executor, variant: str) -> str:
     raise ToolError(f"100 server attempts for {variant!r} in this run; start a new run")
 
 
+def _bench_job_known(executor: Executor, key: str) -> bool:
+    try:
+        executor.poll(key)
+    except ToolError:
+        return False  # not in the ledger yet
+    return True
+
+
+def _pending_befores(path: Path) -> set[str]:
+    """Tags whose last snapshot is a 'before' with no 'after' yet."""
+    if not path.exists():
+        return set()
+    pending: set[str] = set()
+    for line in path.read_text(errors="replace").splitlines():
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # a torn line: load_pairs reports it
+        if isinstance(item, dict) and isinstance(item.get("tag"), str):
+            (pending.add if item.get("phase") == "before" else pending.discard)(item["tag"])
+    return pending
+
+
 def run_point(executor: Executor, plan: MeasurePlan, variant: ServeVariant, point: BenchPoint,
               python: str, server: ServerHandle, results_file: Path, env: dict[str, str],
               timeout_s: float | None) -> PointFailure | None:
     key = f"bench-{variant.name}-c{point.concurrency}"
+    tag = point.tag(variant.name)
+    snapshots = snapshot_file(results_file.parent, variant.name)
+    if not _bench_job_known(executor, key) or tag not in _pending_befores(snapshots):
+        # A re-attached bench job keeps the 'before' taken when it was first launched.
+        take_snapshot(python, server.url, tag, "before", snapshots)
     argv = [python, *point_args(plan, variant.name, point, variant.host, server.port, str(results_file))]
     state = executor.launch(JobSpec(key=key, argv=argv, kind="bench", lane="gpu", env=env,
                                     gpus=[], timeout_s=timeout_s, grace_s=5.0))
     state = _wait(executor, key)
+    if state.status == "succeeded":
+        take_snapshot(python, server.url, tag, "after", snapshots)
     tail = cap_text(executor.read_log(key, 4000), 2000).text
     if state.status != "succeeded":
         return PointFailure(variant=variant.name, concurrency=point.concurrency, log=state.log_path,

@@ -4,6 +4,11 @@ Keys differ between SGLang versions (older clients lack ``max_concurrency``, ``a
 the e2e/p99 blocks; some name throughput differently), ``request_rate`` may be the bare token
 ``Infinity`` and a run can leave a torn or non-JSON line. Parsing never raises on a bad line: it
 keeps every good record and says which lines it skipped and why.
+
+The client's ``accept_length`` is SGLang's average since server start, not the point's own: a
+record's ``accept_length`` is the point's value from the server snapshots next to the JSONL
+(``snapshots/<variant>.jsonl``, see tools/accept_snapshots.py), or None with ``accept_isolated``
+False and the reason in ``accept_note``; the client's figure stays in ``accept_length_cumulative``.
 """
 from __future__ import annotations
 
@@ -14,6 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from tools.accept_snapshots import SNAPSHOTS_DIR, Snapshot, load_pairs, point_accept_length
 from tools.base import Tool
 
 # Canonical metric -> keys seen across client versions, first match wins.
@@ -56,7 +62,11 @@ class BenchRecord(BaseModel):
     request_rate: float | None = Field(None, description="inf for 'as fast as possible'")
     completed: int | None = None
     metrics: dict[str, float | None] = Field(default_factory=dict)
-    accept_length: float | None = None
+    accept_length: float | None = Field(None, description="This point's own accept length, when isolated")
+    accept_length_cumulative: float | None = Field(None, description="The client's figure: since server start")
+    accept_isolated: bool = Field(False, description="accept_length covers this point's requests only")
+    accept_method: str = Field("no-snapshots", description="counters, first-point-average, no-speculation, ...")
+    accept_note: str = ""
     line: int = Field(0, description="1-based line in the JSONL file")
 
 
@@ -104,7 +114,16 @@ def record_from_dict(raw: dict, variant: str, line: int = 0) -> BenchRecord:
     return BenchRecord(variant=variant, concurrency=_concurrency(raw, tag), tag=tag,
                        request_rate=_rate(raw.get("request_rate")),
                        completed=int(completed) if completed is not None else None,
-                       metrics=metrics, accept_length=_accept_length(raw), line=line)
+                       metrics=metrics, accept_length_cumulative=_accept_length(raw), line=line)
+
+
+def attach_accept_length(record: BenchRecord, pair: tuple[Snapshot | None, Snapshot] | None) -> None:
+    """Set the record's per-point accept length from its snapshot pair (or say why there is none)."""
+    point = point_accept_length(*(pair or (None, None)))
+    if point.method == "no-snapshots" and record.accept_length_cumulative is None:
+        point.isolated, point.method, point.note = True, "no-speculation", "no accept length reported"
+    record.accept_length, record.accept_isolated = point.value, point.isolated
+    record.accept_method, record.accept_note = point.method, point.note
 
 
 class ParsedResults(BaseModel):
@@ -134,6 +153,10 @@ def parse_jsonl(path: Path | str, variant: str | None = None) -> ParsedResults:
             out.problems.append(f"{path.name}:{number}: not a JSON object; line skipped")
             continue
         out.records.append(record_from_dict(raw, variant, number))
+    pairs, snapshot_problems = load_pairs(path.parent / SNAPSHOTS_DIR / path.name)
+    out.problems += snapshot_problems
+    for record in out.records:
+        attach_accept_length(record, pairs.get(record.tag or f"{variant}-c{record.concurrency}"))
     if not out.records and not out.problems:
         out.problems.append(f"{path.name}: empty (no benchmark finished)")
     return out
@@ -144,6 +167,9 @@ class ComparisonRow(BaseModel):
     concurrency: int | None
     values: dict[str, float | None]
     ratios: dict[str, float | None] = Field(description="variant / baseline at the same concurrency")
+    accept_isolated: bool = Field(True, description="False: the point's accept length could not be isolated")
+    accept_length_cumulative: float | None = Field(None, description="Client's figure since server start")
+    accept_note: str = ""
 
 
 def compare(records: list[BenchRecord], baseline: str = "baseline") -> list[ComparisonRow]:
@@ -163,7 +189,9 @@ def compare(records: list[BenchRecord], baseline: str = "baseline") -> list[Comp
             mine = values.get(name)
             ref = (base.accept_length if name == "accept_length" else base.metrics.get(name)) if base else None
             ratios[name] = (mine / ref) if (mine is not None and ref) else None
-        rows.append(ComparisonRow(variant=variant, concurrency=conc, values=values, ratios=ratios))
+        rows.append(ComparisonRow(variant=variant, concurrency=conc, values=values, ratios=ratios,
+                                  accept_isolated=record.accept_isolated, accept_note=record.accept_note,
+                                  accept_length_cumulative=record.accept_length_cumulative))
     return rows
 
 

@@ -15,6 +15,9 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _VARIANT = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}$")
 USER_CHOICE = "user choice"
 # Flags our templates set themselves; a variant giving them again would make two values disagree.
+# Set on every server we launch: /metrics token and verify-call counters, which give each sweep
+# point its own accept length (SGLang's /server_info average is cumulative since start).
+MEASURE_FLAGS = ("--enable-metrics",)
 RESERVED_FLAGS = frozenset({"--model-path", "--model", "--host", "--port", "--tp", "--tp-size"})
 
 
@@ -107,7 +110,7 @@ class ServeVariant(BaseModel):
     def launch_args(self, port: int | str) -> list[str]:
         """Arguments after the interpreter: ``-m sglang.launch_server ...``."""
         return ["-m", "sglang.launch_server", "--model-path", self.model_path, "--tp-size", str(self.tp),
-                "--host", self.host, "--port", str(port), *self.flag_words()]
+                "--host", self.host, "--port", str(port), *MEASURE_FLAGS, *self.flag_words()]
 
     def child_env(self) -> dict[str, str]:
         env = {e.name: e.value for e in self.env}

@@ -15,6 +15,7 @@ from pathlib import Path
 import jinja2
 from pydantic import BaseModel, Field
 
+from tools.accept_snapshots import SNAPSHOT_PY
 from tools.base import Tool, ToolError
 from tools.scripts.models import (
     BenchPoint, EnvChoice, FlagChoice, MeasurePlan, ServeVariant, bench_args,
@@ -49,7 +50,7 @@ def render_serve_script(variant: ServeVariant, python: str = "python3", port: in
 def render_measure_script(plan: MeasurePlan, python: str = "python3") -> str:
     points: list[BenchPoint] = plan.points()
     return _env().get_template("run_measure.sh.j2").render(
-        plan=plan, python=python, common=bench_args(plan), points=points)
+        plan=plan, python=python, common=bench_args(plan), points=points, snapshot_py=SNAPSHOT_PY)
 
 
 class RenderScriptsArgs(BaseModel):
