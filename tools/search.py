@@ -8,7 +8,6 @@ a shell), so text read from anywhere is only ever data.
 from __future__ import annotations
 
 import fnmatch
-import json
 import os
 import re
 import shutil
@@ -58,41 +57,80 @@ def find_rg() -> str | None:
     return str(candidate) if candidate.is_file() and os.access(candidate, os.X_OK) else None
 
 
-def _rg(args: SearchArgs, rg: str) -> SearchResult:
-    cmd = [rg, "--json", "--no-config", "--hidden", "--no-ignore-vcs", "--glob", "!.git"]
+# Plain output, one line per hit: ``path\0line:text``. Cheaper to read than ``--json`` (a quarter
+# of the bytes, no JSON decoding) and the NUL keeps paths with ``:`` unambiguous.
+_PLAIN = ["--no-heading", "--with-filename", "--line-number", "--null", "--color", "never"]
+_CHUNK = 64  # files per rg call when collecting hits in path order after a cut
+
+
+def rg_command(args: SearchArgs, rg: str, paths: list[str] | None = None) -> list[str]:
+    """The rg argv for these arguments (benchmarks time this exact command as the reference)."""
+    cmd = [rg, "--no-config", "--hidden", "--no-ignore-vcs", "--glob", "!.git"]
     cmd += ["--fixed-strings"] if args.fixed_string else []
     cmd += ["--ignore-case"] if args.ignore_case else []
     cmd += ["--word-regexp"] if args.word else []
-    cmd += ["--files-with-matches"] if args.files_only else []
     for pattern in args.glob:
         cmd += ["--glob", pattern]
-    if args.files_only:
-        cmd = [c for c in cmd if c != "--json"]
-    cmd += ["-e", args.pattern, "--", "."]
+    cmd += ["--files-with-matches"] if args.files_only else _PLAIN
+    if paths is not None:
+        cmd += ["--threads", "1"]  # explicit files: searched, and printed, in the order given
+    return cmd + ["-e", args.pattern, "--", *(paths if paths is not None else ["."])]
+
+
+def _parse_hit(raw: bytes) -> Hit | None:
+    path, sep, rest = raw.partition(b"\0")
+    number, colon, text = rest.partition(b":")
+    if not sep or not colon or not number.isdigit():
+        return None  # not a hit line (e.g. rg's "binary file matches" notice for an explicit file)
+    return Hit.model_construct(path=_rel(path.decode(errors="replace")), line=int(number),
+                               text=text.decode(errors="replace").rstrip("\n")[:MAX_LINE_CHARS])
+
+
+def _run(cmd: list[str], root: str, limit: int | None) -> tuple[list[Hit], bool, int | None, str]:
+    """Hits of one rg call; with a limit, stops (kills our own child) once more than ``limit`` came."""
     hits: list[Hit] = []
-    truncated = False
-    with subprocess.Popen(cmd, cwd=args.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
-        assert proc.stdout is not None
+    cut = False
+    files_only = "--files-with-matches" in cmd
+    with subprocess.Popen(cmd, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
+        assert proc.stdout is not None and proc.stderr is not None
         for raw in proc.stdout:
-            if args.files_only:
-                hits.append(Hit(path=_rel(raw.decode(errors="replace").strip()), line=0, text=""))
-            else:
-                event = json.loads(raw)
-                if event["type"] != "match":
-                    continue
-                data = event["data"]
-                text = data["lines"].get("text") or data["lines"].get("bytes", "")
-                hits.append(Hit(path=_rel(data["path"].get("text", "")), line=data["line_number"],
-                                text=text.rstrip("\n")[:MAX_LINE_CHARS]))
-            if len(hits) > args.max_hits:
-                truncated = True
-                proc.kill()  # our own child: stop reading a flood early
+            hit = (Hit.model_construct(path=_rel(raw.decode(errors="replace").rstrip("\n")), line=0, text="")
+                   if files_only else _parse_hit(raw))
+            if hit is not None:
+                hits.append(hit)
+            if limit is not None and len(hits) > limit:
+                cut = True
+                proc.kill()  # stop reading a flood early
                 break
-        stderr = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
-    if proc.returncode == 2 and not hits and not truncated:
+        stderr = proc.stderr.read().decode(errors="replace")
+    return hits, cut, proc.returncode, stderr
+
+
+def _rg(args: SearchArgs, rg: str) -> SearchResult:
+    # files_only output is one short line per file: read it all, so the cut is by path order
+    hits, truncated, code, stderr = _run(rg_command(args, rg), args.root, None if args.files_only else args.max_hits)
+    if code == 2 and not hits and not truncated:
         raise ToolError(f"search failed: {stderr.strip().splitlines()[-1] if stderr.strip() else 'rg error'}; "
                         "check the pattern (Rust regex syntax) or pass fixed_string=true")
-    return _finish(hits, args, truncated, "rg")
+    if truncated:
+        hits = _first_in_path_order(args, rg)
+    return _finish(hits, args, truncated or len(hits) > args.max_hits, "rg")
+
+
+def _first_in_path_order(args: SearchArgs, rg: str) -> list[Hit]:
+    """After a cut: enough hits to hold the first ``max_hits`` by (path, line), whatever order the
+    parallel walk produced them in. Matching files (one cheap line each) are sorted, then searched
+    a chunk at a time in that order until more than ``max_hits`` hits are in hand."""
+    listing = args.model_copy(update={"files_only": True})
+    files, _, _, _ = _run(rg_command(listing, rg), args.root, None)
+    names = sorted(h.path for h in files)
+    hits: list[Hit] = []
+    for at in range(0, len(names), _CHUNK):
+        more, _, _, _ = _run(rg_command(args, rg, names[at:at + _CHUNK]), args.root, None)
+        hits += more
+        if len(hits) > args.max_hits:
+            break
+    return hits
 
 
 def _rel(path: str) -> str:
@@ -103,7 +141,7 @@ def _finish(hits: list[Hit], args: SearchArgs, truncated: bool, engine: str) -> 
     hits.sort(key=lambda h: (h.path, h.line))  # rg walks in parallel: make the order stable
     note = ""
     if truncated:
-        hits = hits[: args.max_hits]
+        hits = hits[: args.max_hits]  # the first max_hits by (path, line): the same whichever engine ran
         note = f"[cut: more hits after {args.max_hits}; limit max_hits={args.max_hits}; narrow the pattern or glob]"
     return SearchResult(hits=hits, truncated=truncated, note=note, engine=engine)
 
@@ -119,26 +157,34 @@ def _python(args: SearchArgs) -> SearchResult:
         raise ToolError(f"bad search pattern {args.pattern!r} ({err}); pass fixed_string=true for a literal") from None
     root = Path(args.root)
     hits: list[Hit] = []
-    for folder, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if d != ".git")
-        for name in sorted(files):
-            path = Path(folder) / name
-            rel = path.relative_to(root).as_posix()
-            if args.glob and not any(fnmatch.fnmatch(name, g) or fnmatch.fnmatch(rel, g) for g in args.glob):
-                continue
-            try:
-                text = path.read_text(errors="replace")
-            except OSError:
-                continue  # unreadable file: rg skips it too
-            for number, line in enumerate(text.splitlines(), start=1):
-                if regex.search(line):
-                    hits.append(Hit(path=rel, line=0 if args.files_only else number,
-                                    text="" if args.files_only else line[:MAX_LINE_CHARS]))
-                    if args.files_only:
-                        break
-            if len(hits) > args.max_hits:
-                return _finish(hits, args, True, "python")
+    for rel in _files_in_path_order(root):
+        name = rel.rsplit("/", 1)[-1]
+        if args.glob and not any(fnmatch.fnmatch(name, g) or fnmatch.fnmatch(rel, g) for g in args.glob):
+            continue
+        try:
+            text = (root / rel).read_text(errors="replace")
+        except OSError:
+            continue  # unreadable file: rg skips it too
+        for number, line in enumerate(text.splitlines(), start=1):
+            if regex.search(line):
+                hits.append(Hit(path=rel, line=0 if args.files_only else number,
+                                text="" if args.files_only else line[:MAX_LINE_CHARS]))
+                if args.files_only:
+                    break
+        if len(hits) > args.max_hits:
+            return _finish(hits, args, True, "python")  # files go in path order: the first max_hits are final
     return _finish(hits, args, False, "python")
+
+
+def _files_in_path_order(root: Path) -> list[str]:
+    """Relative paths of the regular files under root (not inside .git, symlinked folders not
+    followed), sorted the way hits are, so a cut keeps the same hits as the rg engine."""
+    found: list[str] = []
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if d != ".git"]
+        base = Path(folder)
+        found += [(base / f).relative_to(root).as_posix() for f in files if (base / f).is_file()]
+    return sorted(found)
 
 
 def search(args: SearchArgs, rg: str | None = None) -> SearchResult:
