@@ -1,4 +1,4 @@
-"""``dsv4-agent tuning ...``: undo a run's kernel-config install, show shapes, show a GPU plan."""
+"""``dsv4-agent tuning ...``: undo a run's kernel-config install, prove it was loaded, show shapes and a GPU plan."""
 from __future__ import annotations
 
 from typing import Optional
@@ -7,7 +7,7 @@ import typer
 
 
 def register(app: typer.Typer) -> None:
-    tuning = typer.Typer(help="FP8 block-GEMM kernel tuning: shapes, plan, uninstall.", no_args_is_help=True,
+    tuning = typer.Typer(help="FP8 block-GEMM kernel tuning: shapes, plan, prove, uninstall.", no_args_is_help=True,
                          rich_markup_mode=None)
 
     @tuning.command("uninstall")
@@ -34,6 +34,25 @@ def register(app: typer.Typer) -> None:
         if result.note:
             typer.echo(result.note)
         raise typer.Exit(1 if result.left_alone else 0)
+
+    @tuning.command("prove")
+    def prove(run: str = typer.Argument(..., help="Run folder (path, name under --runs-dir, or 'latest')"),
+              runs_dir: str = typer.Option("runs", help="Where run folders are")) -> None:
+        """Say which configs RUN installed were loaded by its benchmark servers (from their logs)."""
+        from agent.runfolder import RunFolder, RunFolderError
+        from tools.base import ToolError
+        from tools.tuning.prove import proof_section
+
+        try:
+            section = proof_section(RunFolder.find(run, runs_dir).path)
+        except (RunFolderError, ToolError) as err:
+            typer.echo(f"error: {err}", err=True)
+            raise typer.Exit(1)
+        if section is None:
+            typer.echo("this run installed no kernel configs: nothing to prove")
+            raise typer.Exit(0)
+        typer.echo(section[1])
+        raise typer.Exit(0 if section[1].startswith("All ") else 1)
 
     @tuning.command("shapes")
     def shapes(model_path: Optional[str] = typer.Option(None, help="Checkpoint folder or config.json"),
