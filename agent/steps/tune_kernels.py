@@ -21,7 +21,7 @@ too; anything resting on facts only the GPU host has is ``planned`` when there i
 - with a GPU and the Triton path predicted not engaged, no discovery boot (it would find nothing)
   unless ``--force-tune``; a discovery log with no default-config warning -> ``skipped``.
 - the source has no tuning script (wheel): GPU here -> ``skipped`` (the summary says how to get a
-  checkout); no GPU -> ``planned`` (the GPU host may be given ``--sglang-src`` to a checkout).
+  checkout); no GPU -> ``planned`` (the GPU host may have a checkout, given with ``--sglang-src``).
 
 Idempotent: scripts are rewritten identically, jobs re-attach by key through the executor's ledger
 (the discovery server too; once it was seen ready, its log is reused), finished units are skipped
@@ -203,8 +203,8 @@ def run(ctx: StepContext, step: PlanStep) -> StepOutcome:
         why = f"cannot write the tuning scripts: {err}. The shapes and the GPU plan are in {TUNING_DIR}/plan.txt"
         if ctx.gpus:
             return _outcome("skipped", why, prep, artifacts, plan=plan_lines, **discovery)
-        return _outcome("planned", f"no GPU here; {why}. On the GPU host, resume with --sglang-src pointing at an "
-                                   "SGLang checkout to tune there", prep, artifacts, plan=plan_lines)
+        return _outcome("planned", f"no GPU here; {why}. Tuning on the GPU host needs an SGLang git checkout "
+                                   "there (--sglang-src PATH)", prep, artifacts, plan=plan_lines)
     data = {"plan": plan_lines, **discovery}
     tuning_dir = ctx.run.file(TUNING_DIR)
     rendered = render_tuning(tuning_dir, plan.per_gpu, info, python=s.sglang_python,

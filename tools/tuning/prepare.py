@@ -64,7 +64,7 @@ def prepare_tuning(args: PrepareTuningArgs) -> TuningPreparation:
             path = config_dir / config_file_name(shape.n, shape.k, device, shape.block_n, shape.block_k)
             if path.exists():
                 existing[shape.key] = str(path)
-    elif not device:
+    elif not device and found.shapes:
         notes.append("GPU name unknown here, so existing configs could not be looked up")
     to_tune = list(found.shapes) if args.retune else [s for s in found.shapes if s.key not in existing]
     decision, reason, skip_kind = "tune", "", ""

@@ -212,8 +212,8 @@ def find_shapes(args: FindShapesArgs) -> FindShapesResult:
         shapes, lines = derive_from_config(config, args.tp)
         return FindShapesResult(shapes=shapes, derivation=lines, note=lines[0] if not shapes else "derived from config.json",
                                 no_block_fp8=not shapes and _block(config) is None)
-    return FindShapesResult(shapes=[], note="no --shapes, no log with default-config warnings, no model config: "
-                                           "boot the server once (discovery) and mine its log")
+    return FindShapesResult(shapes=[], note="no --shapes, no server log with default-config warnings, no model "
+                                           "config.json: a discovery boot of the server on the GPU host finds them")
 
 
 FIND_SHAPES = Tool(name="find_tuning_shapes", args=FindShapesArgs, run=find_shapes)
