@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field
 
 from tools.base import Tool, ToolError
 from tools.constraint_context import (
-    algorithm_dispatch, algorithm_test, arch_test, calls_under_arch_guards, field_of, strings,
+    algorithm_dispatch, algorithm_test, arch_test, calls_under_arch_guards, field_of, strings, tuple_field_names,
 )
 from tools.evidence_model import Origin
 from tools.pysource import gc_paused, parse_file
@@ -266,24 +266,6 @@ def _benign(test: ast.AST) -> bool:
         field_of(test.left) == "speculative_algorithm"
 
 
-def _tuple_fields(trees: list[ast.Module]) -> dict[str, list[str]]:
-    """``steps, topk, tokens = _auto(...)`` then ``declare(speculative_num_steps=steps, ...)``."""
-    found: dict[str, list[str]] = {}
-    for tree in trees:
-        for fn in (n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)):
-            mapping: dict[str, str] | None = None  # keyword name -> argument, built once per function
-            for node in ast.walk(fn):
-                if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Tuple) \
-                        and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name):
-                    names = [e.id for e in node.targets[0].elts if isinstance(e, ast.Name)]
-                    if mapping is None:
-                        mapping = {k.value.id: k.arg for c in ast.walk(fn) if isinstance(c, ast.Call)
-                                   for k in c.keywords if k.arg and isinstance(k.value, ast.Name)}
-                    if names and all(n in mapping for n in names):
-                        found[node.value.func.id] = [mapping[n] for n in names]
-    return found
-
-
 def extract_constraints(args: ExtractConstraintsArgs) -> ConstraintsResult:
     with gc_paused():  # parse-heavy: see tools/pysource.py
         return _extract_constraints(args)
@@ -316,7 +298,7 @@ def _extract_constraints(args: ExtractConstraintsArgs) -> ConstraintsResult:
             fn_algos = algorithm_dispatch(parse_file(dispatcher)[0])
         except SyntaxError as err:
             warnings.append(f"{DISPATCHER}: skipped ({err}); algorithm handlers apply to every algorithm")
-    tuple_fields = _tuple_fields(trees)
+    tuple_fields = tuple_field_names(trees)
     rules: list[Rule] = []
     for rel, tree in parsed:
         walker = _Walker(rel, fn_archs, fn_algos, tuple_fields)
