@@ -17,7 +17,7 @@ def _steps(state: CampaignState) -> list[PlanStep]:
 
 def preflight(rt: Runtime, state: CampaignState) -> dict:
     replay = rt.extras.get("replay")  # re-driving a recorded run: the record serves preflight
-    found = replay.preflight() if replay is not None else run_preflight(rt.settings)
+    found = replay.preflight() if replay is not None else run_preflight(rt.settings, rt.executor)
     rt.run.write_json("preflight.json", found)
     gpus = ", ".join(f"{g['index']}:{g['name']}" for g in found["gpus"]) or "none"
     rt.say(f"[control] preflight: GPUs {gpus}; SGLang source {found['sglang_root'] or 'unresolved'}")

@@ -23,6 +23,25 @@ def _plan(ctx: StepContext, step: PlanStep) -> MeasurePlan:
     return build_plan(ctx, step)[0]
 
 
+def _not_through(ctx: StepContext, plan: MeasurePlan, measure) -> StepOutcome:
+    """Remote executors cannot run the sweep yet: the server readiness probe, the accept-length
+    snapshots and the bench client's JSONL all live on this machine in ``run_sweep``."""
+    run, script = shlex.quote(str(ctx.run.path)), shlex.quote(str(measure))
+    gpus = len(plan.variants[0].gpus or []) or plan.variants[0].tp
+    if ctx.executor.name == "slurm":
+        how = f"srun --gres=gpu:{gpus} bash {script}  (the run folder is on the shared filesystem)"
+    else:
+        host = getattr(ctx.executor, "destination", "HOST")
+        how = (f"rsync -a {run}/ {host}:RUN_COPY/ && ssh {host} 'cd RUN_COPY && bash run_measure.sh' && "
+               f"rsync -a {host}:RUN_COPY/bench/ {run}/bench/")
+    why = (f"the benchmark step cannot run through the {ctx.executor.name} executor yet (server readiness, "
+           "accept-length snapshots and the bench results are read on this machine); run it by hand on the GPU "
+           f"host: {how}; then `dsv4-agent report {run}`")
+    return StepOutcome(kind="benchmark", status="failed", summary=why,
+                       data={"command": how, "executor": ctx.executor.name,
+                             "variants": [v.name for v in plan.variants]})
+
+
 def run(ctx: StepContext, step: PlanStep) -> StepOutcome:
     plan = _plan(ctx, step)
     measure = ctx.run.path / "run_measure.sh"
@@ -32,6 +51,9 @@ def run(ctx: StepContext, step: PlanStep) -> StepOutcome:
         return StepOutcome(kind="benchmark", status="planned", summary=how,
                            data={"command": f"bash {shlex.quote(str(measure))}",
                                  "variants": [v.name for v in plan.variants]})
+
+    if ctx.executor.name != "local":
+        return _not_through(ctx, plan, measure)
 
     def on_event(kind: str, data: dict) -> None:
         if kind == "progress":

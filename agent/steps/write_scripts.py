@@ -83,6 +83,21 @@ def build_plan(ctx: StepContext, step: PlanStep) -> tuple[MeasurePlan, list[str]
     return plan, notes
 
 
+def _multinode(ctx: StepContext, plan: MeasurePlan):
+    """``--nodes N`` (N > 1): per-node serve scripts and a Slurm batch script per variant."""
+    s = ctx.settings
+    if s.nodes <= 1:
+        return None
+    from tools.multinode_variants import render_variants_multinode
+
+    partition = s.executor.partition(":")[2] or None if s.executor.startswith("slurm") else None
+    written = render_variants_multinode(ctx.run.path, plan.variants, s.nodes, s.sglang_python, plan.port, s.tp,
+                                        len(ctx.gpus), s.dist_init_addr, partition)
+    for relative in written.files:
+        ctx.emit("artifact_written", path=relative, bytes=ctx.run.file(relative).stat().st_size)
+    return written
+
+
 def run(ctx: StepContext, step: PlanStep) -> StepOutcome:
     plan, notes = build_plan(ctx, step)
     python = ctx.settings.sglang_python
@@ -94,10 +109,15 @@ def run(ctx: StepContext, step: PlanStep) -> StepOutcome:
     names = [v.name for v in plan.variants]
     summary = (f"wrote {', '.join(texts)} for {' vs '.join(names)} at concurrency "
                f"{' '.join(map(str, plan.concurrency))}; review them before running on a shared cluster")
+    multinode = _multinode(ctx, plan)
+    if multinode is not None:
+        summary += (f"; multi-node scripts for {ctx.settings.nodes} nodes (tp {multinode.tp_size}, "
+                    f"{multinode.gpus_per_node} GPUs per node) under multinode/")
+        notes += multinode.notes
     if notes:
         summary += "; " + "; ".join(notes)
     return StepOutcome(kind="write_scripts", status="done", summary=summary,
-                       artifacts=[*texts, PLAN_FILE],
+                       artifacts=[*texts, PLAN_FILE, *(multinode.files if multinode else [])],
                        data={"variants": {v.name: v.model_dump() for v in plan.variants},
                              "scripts": list(texts), "plan": PLAN_FILE,
                              "run_command": f"bash {ctx.run.path / 'run_measure.sh'}"})

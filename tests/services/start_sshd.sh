@@ -39,6 +39,8 @@ StrictModes no
 UsePAM no
 AllowUsers $user
 LogLevel VERBOSE
+# The campaign tests give the "remote" the environment of a GPU host (doubles on PATH) this way.
+AcceptEnv DSV4_* PATH
 CONF
 
 cat > "$base/ssh_config" <<CONF

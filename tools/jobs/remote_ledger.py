@@ -11,6 +11,9 @@ needs nothing but ``python3``. Each call does one thing and answers one JSON obj
   stop    stop.json, SIGTERM to the wrapper, SIGKILL to both process groups after the grace
   list    keys in the ledger
   pack    tar of one job folder (results and log), fetched when the job has ended
+  put     write job inputs into the remote run folder (answers its absolute path)
+  pack_dir  tar of one folder of the remote run folder (the job's outputs), fetched after it ended
+  gpus    run ``nvidia-smi --query-gpu=index,name,memory.total`` on this host
 
 The ledger files are the same as LocalExecutor's: job.json, launch.json, wrapper.json, log.txt,
 stop.json, exit.json. Liveness is decided here, with the remote clock and /proc of the remote.
@@ -83,6 +86,39 @@ def _started(job_dir):
     return any(os.path.exists(os.path.join(job_dir, n)) for n in ("launch.json", "wrapper.json"))
 
 
+def _put_files(run, files):
+    """Write run-relative files atomically; a path that leaves the run folder is refused."""
+    for item in files:
+        path = os.path.normpath(os.path.join(run, item["path"]))
+        if not path.startswith(run + os.sep):
+            return "input %r is outside the run folder" % item["path"]
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = path + ".dsv4-put.tmp"
+        with open(tmp, "wb") as f:
+            f.write(base64.b64decode(item["data"]))
+        os.chmod(tmp, item.get("mode", 0o644) & 0o777)
+        os.replace(tmp, path)
+    return None
+
+
+def op_put(req):
+    run = req["run"]
+    os.makedirs(run, exist_ok=True)
+    problem = _put_files(run, req.get("files") or [])
+    return {"error": problem} if problem else {"run": run}
+
+
+def op_gpus(req):
+    try:
+        done = subprocess.run([req.get("nvidia_smi") or "nvidia-smi", "--query-gpu=index,name,memory.total",
+                               "--format=csv,noheader,nounits"], capture_output=True, text=True, timeout=30)
+    except FileNotFoundError:
+        return {"missing": True}
+    except subprocess.TimeoutExpired:
+        return {"returncode": None, "stdout": "", "stderr": "nvidia-smi did not answer in 30 s"}
+    return {"returncode": done.returncode, "stdout": done.stdout, "stderr": done.stderr[-2000:]}
+
+
 def op_launch(req):
     job_dir = os.path.join(req["root"], req["key"])
     job = req["job"]
@@ -97,6 +133,10 @@ def op_launch(req):
             time.sleep(0.1)  # another launch may be starting it right now
         if _started(job_dir):
             return {"attached": True, "snapshot": _snapshot(job_dir)}
+    if req.get("run"):  # a job about to start for the first time gets its inputs (never a running one)
+        problem = _put_files(req["run"], req.get("inputs") or [])
+        if problem:
+            return {"error": problem}
     os.makedirs(job_dir, exist_ok=True)
     wrapper_path = os.path.join(req["root"], "wrapper.py")
     tmp = wrapper_path + ".tmp"
@@ -180,14 +220,25 @@ def op_pack(req):
                 tar.add(os.path.join(job_dir, name), arcname=name)
 
 
-OPS = {"launch": op_launch, "poll": op_poll, "stop": op_stop, "list": op_list}
+def op_pack_dir(req):
+    folder = os.path.normpath(os.path.join(req["run"], req["path"]))
+    with tarfile.open(fileobj=sys.stdout.buffer, mode="w|gz") as tar:
+        if folder.startswith(req["run"] + os.sep) and os.path.isdir(folder):
+            for name in sorted(os.listdir(folder)):
+                if not name.endswith(".tmp"):
+                    tar.add(os.path.join(folder, name), arcname=name)
+
+
+OPS = {"launch": op_launch, "poll": op_poll, "stop": op_stop, "list": op_list, "put": op_put, "gpus": op_gpus}
 
 
 def main(op):
     req = json.load(sys.stdin)
     req["root"] = os.path.abspath(os.path.expanduser(req["root"]))  # ssh starts in $HOME
-    if op == "pack":
-        op_pack(req)
+    if req.get("run"):
+        req["run"] = os.path.abspath(os.path.expanduser(req["run"]))
+    if op in ("pack", "pack_dir"):
+        (op_pack if op == "pack" else op_pack_dir)(req)
         return 0
     json.dump(OPS[op](req), sys.stdout)
     return 0

@@ -8,6 +8,12 @@ agent (or one on another laptop holding the same run folder) re-attaches by key 
 a second copy. ``poll`` mirrors ``log.txt`` into the local ``job_dir(key)`` incrementally and, once
 the job has ended, fetches the whole remote job folder (exit.json, result files) once.
 
+Files: the run has a folder of its own on the host (``~/.dsv4-agent/runs/<run>-<tag>``, ledger in
+its ``jobs/``). Paths of the local run folder in a job's argv/env/cwd are rewritten to that copy,
+the job's inputs are mirrored there before it starts and its outputs fetched back after it ended;
+settings paths (SGLang checkout, model, SGLang python) are taken as paths on the host. The exact
+rule is in ``ssh_paths.py``. ``detect_gpus`` asks the host's ``nvidia-smi``.
+
 Which remote folder a run uses is fixed the first time and written to ``<jobs_root>/executor.json``;
 authentication is the user's own (ssh-agent, ~/.ssh/config) plus ``ssh_options``; ``BatchMode`` is
 always on so that a missing key fails fast instead of prompting.
@@ -26,8 +32,11 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from tools.base import ToolError
+from tools.gpus import DetectGpusResult
 from tools.jobs.ledger_state import state_from_snapshot
+from tools.jobs.remote_gpus import parse_nvidia_smi
 from tools.jobs.spec import JobSpec, JobState
+from tools.jobs.ssh_paths import RunPathMap
 
 HERE = Path(__file__).parent
 WRAPPER_SOURCE = (HERE / "wrapper.py").read_text()
@@ -72,14 +81,16 @@ class SshExecutor:
 
     def __init__(self, url: str, jobs_root: Path | str, *, ssh_options: list[str] | None = None,
                  remote_root: str | None = None, remote_python: str = "python3",
-                 connect_timeout_s: int = 10):
+                 connect_timeout_s: int = 10, nvidia_smi: str = "nvidia-smi"):
         self.url = url
         self.destination, self.port = parse_ssh_target(url)
         self.root = Path(jobs_root)
         self.ssh_options = list(ssh_options or [])
         self.remote_python = remote_python
         self.connect_timeout_s = connect_timeout_s
+        self.nvidia_smi = nvidia_smi
         self.remote_root = self._remote_root(remote_root)
+        self._paths: RunPathMap | None = None
         self._last_job: dict[str, dict] = {}  # job.json as last seen remotely (for the stop grace)
 
     def _remote_root(self, wanted: str | None) -> str:
@@ -100,14 +111,31 @@ class SshExecutor:
             if wanted is not None and wanted != record["remote_root"]:
                 raise ToolError(f"this run's remote ledger is {record['remote_root']!r}, not {wanted!r}; "
                                 "drop the remote root option to re-attach")
+            self.remote_run = record.get("remote_run") or record["remote_root"].rstrip("/") + "-run"
             return record["remote_root"]
         run_name = self.root.resolve().parent.name or "run"
-        root = wanted or f".dsv4-agent/jobs/{run_name}-{secrets.token_hex(4)}"
-        self.root.mkdir(parents=True, exist_ok=True)
-        tmp = record_path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"kind": "ssh", "url": self.url, "remote_root": root}, indent=1))
-        os.replace(tmp, record_path)
+        self.remote_run = f".dsv4-agent/runs/{run_name}-{secrets.token_hex(4)}"
+        root = wanted or f"{self.remote_run}/jobs"
+        self._write_record({"kind": "ssh", "url": self.url, "remote_root": root, "remote_run": self.remote_run})
         return root
+
+    def _write_record(self, record: dict) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        record_path = self.root / "executor.json"
+        tmp = record_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(record, indent=1))
+        os.replace(tmp, record_path)
+
+    def paths(self) -> RunPathMap:
+        """Local run folder -> its copy on the host (absolute there: jobs change directory)."""
+        if self._paths is None:
+            record = json.loads((self.root / "executor.json").read_text())
+            if not record.get("remote_run_abs"):
+                record["remote_run"] = self.remote_run
+                record["remote_run_abs"] = self._call("put", {"run": self.remote_run, "files": []})["run"]
+                self._write_record(record)
+            self._paths = RunPathMap(self.root.resolve().parent, record["remote_run_abs"])
+        return self._paths
 
     # -- transport -------------------------------------------------------------------------
     def _ssh_argv(self, remote_command: str) -> list[str]:
@@ -149,10 +177,26 @@ class SshExecutor:
     def job_dir(self, key: str) -> Path:
         return self.root / key
 
+    def detect_gpus(self) -> DetectGpusResult:
+        """The GPUs of the host, from its own ``nvidia-smi`` (ssh failures raise ToolError)."""
+        answer = self._call("gpus", {"nvidia_smi": self.nvidia_smi})
+        where = f"{self.nvidia_smi} on {self.url}"
+        if answer.get("missing"):
+            return DetectGpusResult(gpus=[], note=f"{where} not found: no NVIDIA GPU on that host "
+                                                  "(or give its path with the nvidia_smi setting)")
+        if answer["returncode"] != 0:
+            first = (answer["stderr"] or answer["stdout"]).strip().splitlines()[:1]
+            return DetectGpusResult(gpus=[], note=f"{where} failed (exit {answer['returncode']}): {' '.join(first)}")
+        gpus = parse_nvidia_smi(answer["stdout"])
+        return DetectGpusResult(gpus=gpus, note="" if gpus else f"{where} listed no GPUs")
+
     def launch(self, spec: JobSpec) -> JobState:
+        paths = self.paths()
         job = spec.model_dump()
         job["env"] = spec.child_env()
-        answer = self._call("launch", {"key": spec.key, "job": job, "wrapper_source": WRAPPER_SOURCE})
+        job = paths.rewrite(job)
+        answer = self._call("launch", {"key": spec.key, "job": job, "wrapper_source": WRAPPER_SOURCE,
+                                       "run": paths.remote_run, "inputs": paths.inputs(spec)})
         self.job_dir(spec.key).mkdir(parents=True, exist_ok=True)
         state = self._sync(spec.key, answer["snapshot"])
         state.attached = answer["attached"]
@@ -193,15 +237,34 @@ class SshExecutor:
         self._last_job[key] = snap.get("job") or {}
         state = state_from_snapshot(key, snap, str(self.job_dir(key) / "log.txt"))
         if state.done and not (self.job_dir(key) / "fetched.json").exists():
-            self._fetch(key)
+            self._fetch(key, (snap.get("job") or {}).get("cwd"))
         return state
 
-    def _fetch(self, key: str) -> None:
+    def _fetch(self, key: str, remote_cwd: str | None) -> None:
         folder = self.job_dir(key)
         blob = self._call("pack", {"key": key}, raw=True)
         with tarfile.open(fileobj=io.BytesIO(blob), mode="r:gz") as tar:
             tar.extractall(folder, filter="data")  # refuses absolute paths, links out, devices
-        (folder / "fetched.json").write_text(json.dumps({"from": self.url, "remote_dir": f"{self.remote_root}/{key}"}))
+        outputs = self._fetch_outputs(remote_cwd)
+        (folder / "fetched.json").write_text(json.dumps({"from": self.url, "remote_dir": f"{self.remote_root}/{key}",
+                                                         "outputs": outputs}))
+
+    def _fetch_outputs(self, remote_cwd: str | None) -> str | None:
+        """The job's working folder, when it is in the run folder: subfolders (outputs) come back,
+        top-level files only when missing here (they are the inputs we sent)."""
+        paths = self.paths()
+        prefix = paths.remote_run + "/"
+        if not remote_cwd or not remote_cwd.startswith(prefix):
+            return None
+        relative = remote_cwd[len(prefix):]
+        local = paths.local_run / relative
+        if paths.relative(str(local)) is None:
+            return None
+        blob = self._call("pack_dir", {"run": paths.remote_run, "path": relative}, raw=True)
+        with tarfile.open(fileobj=io.BytesIO(blob), mode="r:gz") as tar:
+            members = [m for m in tar.getmembers() if "/" in m.name or m.isdir() or not (local / m.name).exists()]
+            tar.extractall(local, members=members, filter="data")
+        return relative
 
     def read_log(self, key: str, max_chars: int = 4000) -> str:
         self.poll(key)  # brings the local mirror up to date

@@ -1,5 +1,6 @@
 """Run one tuning job per GPU through an executor, block until all end, retry a failed job once.
 
+An executor that offers ``launch_array`` (Slurm) gets the first attempts as one job array.
 Idempotent by construction: every launch goes through the executor's ledger, so calling this
 again after the agent died re-attaches to running jobs and finds finished ones finished; a
 failed job's retry has its own key (``<key>-retry1``) and is re-attached the same way. Retries
@@ -67,16 +68,23 @@ def run_fanout(executor: Executor, jobs: list[FanoutJob], emit: EventSink, poll_
     def key_of(job: FanoutJob) -> str:
         return job.key if attempt[job.key] == 0 else f"{job.key}-retry{attempt[job.key]}"
 
-    def launch(job: FanoutJob) -> None:
-        key = key_of(job)
-        state = executor.launch(_spec(job, key, timeout_s))
+    def launched(job: FanoutJob, key: str, state: JobState) -> None:
         current[job.key] = state
         attached.setdefault(job.key, state.attached)
         emit("job_launched", {"key": key, "gpu": job.gpu, "attached": state.attached, "status": state.status,
                               "units": len(job.unit_ids), "kind": "tune"})
 
+    def launch(job: FanoutJob) -> None:
+        key = key_of(job)
+        launched(job, key, executor.launch(_spec(job, key, timeout_s)))
+
+    launch_array = getattr(executor, "launch_array", None)  # Slurm: the first attempts as ONE job array
+    if launch_array is not None and jobs:
+        for job, state in zip(jobs, launch_array([_spec(j, j.key, timeout_s) for j in jobs])):
+            launched(job, job.key, state)
     for job in jobs:
-        launch(job)
+        if launch_array is None:
+            launch(job)
         # A re-run after a crash: follow an existing retry chain instead of judging attempt 0 again.
         while current[job.key].status in ("failed", "lost", "timed_out") and attempt[job.key] < retries \
                 and (executor.job_dir(f"{job.key}-retry{attempt[job.key] + 1}") / "job.json").exists():
