@@ -76,7 +76,8 @@ clear_cache = _process_cache.clear
 
 @contextmanager
 def gc_paused() -> Iterator[None]:
-    """No cyclic GC inside the block (nested use is fine: the outer state is restored)."""
+    """No cyclic GC inside the block. Nested or concurrent use (threads) is fine: only a block that
+    found the collector on turns it back on, so it ends in the state it had before the first one."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
