@@ -21,6 +21,7 @@ from agent.live import LiveView
 from agent.runfolder import EXIT_CODES, RunFolder, RunFolderError
 from agent.runtime import Runtime
 from agent.trace import TraceError, TraceWriter, read_trace
+from tools.base import ToolError
 
 
 class CampaignError(Exception):
@@ -40,7 +41,12 @@ def _open_runtime(run: RunFolder, settings: Settings, goal: str, view: LiveView)
 
     trace = TraceWriter(run.trace_path)
     trace.listeners.append(view.on_event)
-    executor = make_executor(settings.executor, run.jobs_dir)
+    try:
+        executor = make_executor(settings.executor, run.jobs_dir, ssh_options=settings.ssh_options,
+                                 nvidia_smi=settings.nvidia_smi)
+    except ToolError as err:  # e.g. resuming with an executor that cannot re-attach to the run's jobs
+        run.unlock()
+        raise CampaignError(str(err)) from None
     return Runtime(settings=settings, run=run, trace=trace, executor=executor, goal=goal, say=view.say,
                    extras={"view": view})
 
@@ -168,6 +174,8 @@ def resume(ref: str, runs_dir: str, overrides: dict, view: LiveView | None = Non
     if result is not None:  # a planned/failed/interrupted run: a new attempt, reusing done steps
         os.replace(run.path / "result.json", run.path / f"result.attempt-{len(attempts) + 1}.json")
     rt = _open_runtime(run, settings, recorded["goal"], view)
+    if settings.executor != recorded["settings"].get("executor"):  # `jobs RUN` must find the new executor
+        run.write_json("config.json", {**recorded, "settings": settings.public_dump()})
     thread = f"attempt-{len(attempts) + 1 + (result is not None)}"
     rt.trace.emit("run_resumed", "control", run=run.path.name, thread=thread, after=(result or {}).get("status"))
     rt.say(f"[control] resuming {run.path}")

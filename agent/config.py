@@ -31,6 +31,10 @@ class Settings(BaseModel):
     gpus: list[int] | None = Field(None, description="GPU indices to use; None = every GPU found")
     runs_dir: str = Field("runs", description="Where run folders are created")
     executor: str = Field("local", description="local | ssh://user@host[:port] | slurm[:partition]")
+    ssh_options: list[str] = Field(default_factory=list, description="Extra ssh arguments, e.g. -F ssh_config")
+    nvidia_smi: str = Field("nvidia-smi", description="nvidia-smi on the GPU host (the SSH executor runs it there)")
+    nodes: int = Field(1, ge=1, le=512, description="Nodes one server spans; >1 also writes multi-node scripts")
+    dist_init_addr: str | None = Field(None, description="HOST:PORT of node 0 for multi-node serve scripts")
     pull: bool = Field(False, description="Fast-forward the SGLang checkout before the campaign")
     remote: str = "origin"
     branch: str = "main"

@@ -28,6 +28,11 @@ def register(app: typer.Typer) -> None:
         gpus: Optional[str] = typer.Option(None, help="GPU indices to use, e.g. 0,1,2,3 [all found]."),
         runs_dir: Optional[str] = typer.Option(None, help=RUNS_HELP),
         executor: Optional[str] = typer.Option(None, help="local | ssh://user@host[:port] | slurm[:partition]."),
+        ssh_option: Optional[list[str]] = typer.Option(
+            None, "--ssh-option", help="Extra ssh argument for ssh:// executors, e.g. --ssh-option=-F --ssh-option=cfg (repeat)."),
+        nvidia_smi: Optional[str] = typer.Option(None, help="nvidia-smi on the GPU host [nvidia-smi]."),
+        nodes: Optional[int] = typer.Option(None, min=1, help="Nodes one server spans; >1 also writes multi-node serve scripts [1]."),
+        dist_init_addr: Optional[str] = typer.Option(None, help="HOST:PORT of node 0 for the per-node scripts (with --nodes)."),
         pull: Optional[bool] = typer.Option(None, "--pull", help="Fast-forward the SGLang checkout first."),
         remote: Optional[str] = typer.Option(None, help="Remote to pull from with --pull [origin]."),
         branch: Optional[str] = typer.Option(None, help="Branch to pull with --pull [main]."),
@@ -53,7 +58,8 @@ def register(app: typer.Typer) -> None:
         from agent.runfolder import RunFolderError
 
         cli = dict(model=model, model_path=model_path, sglang_src=sglang, sglang_python=sglang_python,
-                   gpus=_ints(gpus, "--gpus"), runs_dir=runs_dir, executor=executor, pull=pull, remote=remote,
+                   gpus=_ints(gpus, "--gpus"), runs_dir=runs_dir, executor=executor, ssh_options=ssh_option or None,
+                   nvidia_smi=nvidia_smi, nodes=nodes, dist_init_addr=dist_init_addr, pull=pull, remote=remote,
                    branch=branch, allow_dirty=allow_dirty, shapes=shapes,
                    retune=retune, tp=tp, concurrency=_ints(concurrency, "--concurrency"), tokenizer=tokenizer,
                    input_len=input_len, output_len=output_len, prompts_per_concurrency=prompts_per_concurrency,
@@ -74,7 +80,10 @@ def register(app: typer.Typer) -> None:
         run: str = typer.Argument(..., help="Run folder, its name, or 'latest'."),
         runs_dir: str = typer.Option("runs", help=RUNS_HELP),
         sglang_python: Optional[str] = typer.Option(None, help="Interpreter with SGLang on this host."),
-        executor: Optional[str] = typer.Option(None, help="Where to run the GPU steps now."),
+        executor: Optional[str] = typer.Option(
+            None, help="Where to run the GPU steps now (a run whose jobs already ran keeps its executor)."),
+        ssh_option: Optional[list[str]] = typer.Option(None, "--ssh-option", help="Extra ssh argument (repeat)."),
+        nvidia_smi: Optional[str] = typer.Option(None, help="nvidia-smi on the GPU host."),
         gpus: Optional[str] = typer.Option(None, help="GPU indices to use on this host."),
     ) -> None:
         from agent.campaign import CampaignError, resume as resume_run
@@ -82,6 +91,7 @@ def register(app: typer.Typer) -> None:
 
         try:
             code = resume_run(run, runs_dir, {"sglang_python": sglang_python, "executor": executor,
+                                              "ssh_options": ssh_option or None, "nvidia_smi": nvidia_smi,
                                               "gpus": _ints(gpus, "--gpus")}, LiveView())
         except CampaignError as err:
             _fail(str(err))
@@ -114,7 +124,8 @@ def register(app: typer.Typer) -> None:
         try:
             folder = load_run(run, runs_dir)
             recorded = folder.read_json("config.json")["settings"]
-            executor = make_executor(recorded.get("executor", "local"), folder.jobs_dir)
+            executor = make_executor(recorded.get("executor", "local"), folder.jobs_dir,
+                                     ssh_options=recorded.get("ssh_options"))
             if logs:
                 executor.poll(logs)
                 text = executor.read_log(logs, max_chars=200_000)
