@@ -251,3 +251,39 @@ def test_unknown_partition_and_refused_request_leave_nothing_behind(slurm, tmp_p
         ex.launch(JobSpec(key="greedy", argv=["true"], gpus=list(range(8))))  # the node has 2
     assert not (ex.job_dir("greedy") / "job.json").exists()  # a retry may submit again
     assert slurm.run("squeue", "-h", "-n", f"dsv4-{ex.namespace}-greedy").stdout.strip() == ""
+
+
+def test_detect_gpus_reads_the_partition_gres_after_the_run_folder_probe(slurm, tmp_path):
+    ex = SlurmExecutor(tmp_path / "run-p" / "jobs", env=slurm.env, partition="debug")
+    found = ex.detect_gpus()
+    assert [g.index for g in found.gpus] == [0, 1] and found.note == ""
+    probe = json.loads((tmp_path / "run-p" / "jobs" / "shared_probe.json").read_text())
+    assert probe["ok"] is True  # a compute node read the token in the run folder
+    assert not list((tmp_path / "run-p" / "jobs").glob("probe-*"))  # the probe's folder is tidied
+
+
+def test_tune_kernels_campaign_runs_its_units_as_one_job_array(slurm, tmp_path, sglang_wheel_root):
+    from collections import Counter
+
+    from tests.campaign_fixtures import campaign_args
+    from tests.cli_helpers import agent, only_run
+
+    calls = tmp_path / "tune_calls.txt"
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "SLURM_CONF": slurm.env["SLURM_CONF"],  # no nvidia-smi here
+           "DSV4_DOUBLE_UNIT_S": "0.05", "DSV4_DOUBLE_CALLS": str(calls)}
+    out = agent(*campaign_args(tmp_path, sglang_wheel_root, goal="tune kernels"), "--executor", "slurm:debug",
+                cwd=tmp_path, env=env, timeout=300)
+    assert out.returncode == 0, out.stdout + out.stderr
+    run = only_run(tmp_path)
+    result = json.loads((run / "result.json").read_text())
+    assert result["status"] == "finished" and result["steps"] == {"tune_kernels": "done"}, result
+    preflight = json.loads((run / "preflight.json").read_text())
+    assert [g["index"] for g in preflight["gpus"]] == [0, 1]  # the partition's gres, not this machine
+    ids = [json.loads((run / "jobs" / f"tune-gpu{g}" / "slurm.json").read_text())["job_id"] for g in (0, 1)]
+    array = {i.split("_")[0] for i in ids}
+    assert len(array) == 1 and sorted(i.split("_")[1] for i in ids) == ["0", "1"], ids  # ONE job array
+    assert f"ArrayJobId={array.pop()}" in slurm.run("scontrol", "show", "job", "-o", ids[0]).stdout
+    installed = json.loads((run / "steps" / "tune_kernels.json").read_text())["data"]["installed"]
+    assert len(installed) == 2 and all(Path(p).exists() for p in installed)
+    unit_calls = Counter(calls.read_text().splitlines())
+    assert unit_calls and max(unit_calls.values()) == 1

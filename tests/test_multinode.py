@@ -145,3 +145,32 @@ def test_bad_input_is_refused_before_anything_is_written(tmp_path, bad, message)
     with pytest.raises(ValidationError, match=message):
         RENDER_MULTINODE_SERVE.call(raw)
     assert not (tmp_path / "scripts").exists()
+
+
+def test_campaign_with_nodes_writes_reviewable_multinode_scripts(tmp_path):
+    """``--nodes 2``: write_scripts renders per-node scripts and the sbatch script for every variant
+    into the run folder, and the plan says so (no GPU here: the run ends planned)."""
+    from tests.cli_helpers import agent, only_run
+
+    out = agent("benchmark", "--nodes", "2", "--tp", "16", "--dist-init-addr", "10.0.0.1:5000",
+                cwd=tmp_path, env={"PATH": "/usr/bin:/bin"}, timeout=240)
+    assert out.returncode == 0, out.stdout + out.stderr
+    run = only_run(tmp_path)
+    assert "2 nodes: write_scripts also writes per-node serve scripts" in (run / "plan.md").read_text()
+    outcome = json.loads((run / "steps" / "write_scripts.json").read_text())
+    assert outcome["status"] == "done" and "multi-node scripts for 2 nodes (tp 16, 8 GPUs per node)" in outcome["summary"]
+    folder = run / "multinode" / "baseline"
+    expected = ["serve-multinode.sbatch", "serve-node0.sh", "serve-node1.sh", "serve-slurm-node.sh"]
+    assert sorted(p.name for p in folder.iterdir()) == expected
+    assert {f"multinode/baseline/{n}" for n in expected} <= set(outcome["artifacts"])
+    node1 = (folder / "serve-node1.sh").read_text()
+    assert "--nnodes 2" in node1 and "--node-rank 1" in node1 and "--dist-init-addr 10.0.0.1:5000" in node1
+    assert "--tp-size 16" in node1 and "--enable-metrics" in node1
+    assert "#SBATCH --gres=gpu:8" in (folder / "serve-multinode.sbatch").read_text()
+    for script in folder.iterdir():
+        assert subprocess.run(["bash", "-n", str(script)], capture_output=True).returncode == 0, script
+    shellcheck = Path(sysconfig.get_path("scripts")) / "shellcheck"
+    if shellcheck.exists():
+        checked = subprocess.run([str(shellcheck), "-S", "warning", *map(str, folder.iterdir())],
+                                 capture_output=True, text=True)
+        assert checked.returncode == 0, checked.stdout
