@@ -1,12 +1,16 @@
 """The LLM budget: model turns, tokens and wall time. Exhausting it ends the run with status
-``budget_exhausted`` (exit code 3), never with a half-made plan."""
+``budget_exhausted`` (exit code 3), never with a half-made plan.
+
+The counts come from the recorded conversation (``agent.llm_conversation``), so a resumed run
+continues with what the killed one had already spent. Seconds are the time spent in model calls
+and tool dispatch, not the time the agent was dead between a kill and a resume.
+"""
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-# Settings carry the step limit (max_llm_steps); tokens and time are generous fixed ceilings
-# that stop a model looping on cheap turns.
+# Defaults of the settings llm_max_tokens / llm_max_seconds: generous ceilings that stop a model
+# looping on cheap turns.
 DEFAULT_MAX_TOKENS = 400_000
 DEFAULT_MAX_SECONDS = 900.0
 
@@ -22,7 +26,7 @@ class Budget:
     max_seconds: float = DEFAULT_MAX_SECONDS
     steps: int = 0
     tokens: int = 0
-    started: float = field(default_factory=time.monotonic)
+    seconds: float = 0.0
 
     @property
     def steps_left(self) -> int:
@@ -32,20 +36,16 @@ class Budget:
         """Raise when another model turn would exceed a limit."""
         if self.steps >= self.max_steps:
             raise BudgetExhausted(f"LLM budget exhausted: {self.steps} model turns (limit {self.max_steps}) "
-                                  "without a plan; raise max_llm_steps (dsv4-agent.toml or DSV4_MAX_LLM_STEPS) "
-                                  "or state the goal more precisely")
+                                  "without a plan; raise it with --max-llm-steps (or max_llm_steps in "
+                                  "dsv4-agent.toml, DSV4_MAX_LLM_STEPS) or state the goal more precisely")
         if self.tokens >= self.max_tokens:
             raise BudgetExhausted(f"LLM budget exhausted: {self.tokens} tokens (limit {self.max_tokens}) "
-                                  "without a plan; state the goal more precisely")
-        elapsed = time.monotonic() - self.started
-        if elapsed >= self.max_seconds:
-            raise BudgetExhausted(f"LLM budget exhausted: {elapsed:.0f} s (limit {self.max_seconds:.0f} s) "
-                                  "without a plan; use a faster endpoint or state the goal more precisely")
-
-    def charge(self, usage: dict) -> None:
-        self.steps += 1
-        self.tokens += int(usage.get("total", 0) or 0)
+                                  "without a plan; raise it with --llm-max-tokens or state the goal more precisely")
+        if self.seconds >= self.max_seconds:
+            raise BudgetExhausted(f"LLM budget exhausted: {self.seconds:.0f} s (limit {self.max_seconds:.0f} s) "
+                                  "without a plan; raise it with --llm-max-seconds, use a faster endpoint, "
+                                  "or state the goal more precisely")
 
     def snapshot(self) -> dict:
         return {"steps": self.steps, "max_steps": self.max_steps, "tokens": self.tokens,
-                "max_tokens": self.max_tokens, "seconds": round(time.monotonic() - self.started, 2)}
+                "max_tokens": self.max_tokens, "seconds": round(self.seconds, 2)}

@@ -54,11 +54,11 @@ def _open_runtime(run: RunFolder, settings: Settings, goal: str, view: LiveView)
 def _drive(rt: Runtime, thread_id: str, fresh: bool) -> int:
     from langgraph.checkpoint.sqlite import SqliteSaver
 
-    from agent.graph import build_graph
+    from agent.graph import build_graph, recursion_limit
 
     conn = sqlite3.connect(rt.run.checkpoint_path, check_same_thread=False)
     graph = build_graph(rt, SqliteSaver(conn))
-    config = {"configurable": {"thread_id": thread_id}, "recursion_limit": 50}
+    config = {"configurable": {"thread_id": thread_id}, "recursion_limit": recursion_limit(rt.settings)}
     previous = {signal.SIGINT: signal.getsignal(signal.SIGINT), signal.SIGTERM: signal.getsignal(signal.SIGTERM)}
     for sig in previous:
         signal.signal(sig, _on_signal)

@@ -52,7 +52,10 @@ class Settings(BaseModel):
     llm_model: str | None = None
     llm_api_key: SecretStr | None = None
     accept_unsupported_flags: bool = Field(False, description="Write LLM-proposed flags that lack evidence")
-    max_llm_steps: int = 30
+    max_llm_steps: int = Field(30, gt=0, description="LLM budget: model turns before the run ends budget_exhausted")
+    llm_max_tokens: int = Field(400_000, gt=0, description="LLM budget: total tokens (prompt + completion)")
+    llm_max_seconds: float = Field(900.0, gt=0, description="LLM budget: seconds spent in model calls and tools")
+    llm_stream: bool = Field(False, description="Stream the LLM's answers (Server-Sent Events)")
 
     @field_validator("concurrency")
     @classmethod

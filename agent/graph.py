@@ -1,11 +1,14 @@
 """The campaign graph. Nodes only adapt: each calls one function and records what it did.
 
-    preflight → plan → sync → ┬ gpu_lane ──────┬→ join → measure → report → END
-                              └ research_lane ─┘
+    preflight ┬→ plan (playbook) ───────────────────────────────────┬→ sync → ┬ gpu_lane ──────┬→ join → measure → report
+              └→ llm_start → llm_turn ⇄ dispatch_tools → llm_plan ──┘         └ research_lane ─┘
 
-The two lanes run in the same superstep (LangGraph runs them on two threads), so research
-happens while the GPU jobs run. Every node is idempotent: after a hard kill LangGraph re-runs
-the nodes that had not committed, steps reuse recorded outcomes and jobs re-attach by key.
+Without an LLM the playbook plans and no LLM node runs. With one, each model turn (llm_turn) and
+each round of tool calls (dispatch_tools) is its own node, so each commits a checkpoint; the
+conversation lives in llm/conversation.jsonl (see agent/llm_nodes.py). The two lanes run in the
+same superstep (LangGraph runs them on two threads), so research happens while the GPU jobs run.
+Every node is idempotent: after a hard kill LangGraph re-runs the nodes that had not committed,
+steps reuse recorded outcomes, jobs re-attach by key, and recorded LLM turns are not re-sent.
 """
 from __future__ import annotations
 
@@ -14,7 +17,8 @@ from typing import Callable
 
 from langgraph.graph import END, START, StateGraph
 
-from agent import nodes
+from agent import llm_nodes as llm, nodes
+from agent.config import Settings
 from agent.runtime import Runtime
 from agent.state import CampaignState
 
@@ -31,10 +35,19 @@ def traced(rt: Runtime, name: str, lane: str, fn: Callable[[Runtime, CampaignSta
     return node
 
 
+def recursion_limit(settings: Settings) -> int:
+    """Supersteps a campaign may take: the fixed nodes plus two per LLM turn (turn + dispatch)."""
+    return 50 + 2 * settings.max_llm_steps
+
+
 def build_graph(rt: Runtime, checkpointer):
     g = StateGraph(CampaignState)
     g.add_node("preflight", traced(rt, "preflight", "control", nodes.preflight))
     g.add_node("plan", traced(rt, "plan", "control", nodes.plan))
+    g.add_node("llm_start", traced(rt, "llm_start", "llm", llm.llm_start))
+    g.add_node("llm_turn", traced(rt, "llm_turn", "llm", llm.llm_turn))
+    g.add_node("dispatch_tools", traced(rt, "dispatch_tools", "llm", llm.dispatch_tools))
+    g.add_node("llm_plan", traced(rt, "llm_plan", "control", llm.llm_plan))
     g.add_node("sync", traced(rt, "sync", "control", nodes.sync))
     g.add_node("gpu_lane", traced(rt, "gpu_lane", "gpu", nodes.gpu_lane))
     g.add_node("research_lane", traced(rt, "research_lane", "research", nodes.research_lane))
@@ -42,8 +55,12 @@ def build_graph(rt: Runtime, checkpointer):
     g.add_node("measure", traced(rt, "measure", "gpu", nodes.measure))
     g.add_node("report", traced(rt, "report", "control", nodes.report))
     g.add_edge(START, "preflight")
-    g.add_edge("preflight", "plan")
+    g.add_conditional_edges("preflight", llm.route_planner(rt))
+    g.add_edge("llm_start", "llm_turn")
+    g.add_conditional_edges("llm_turn", llm.after_turn)
+    g.add_conditional_edges("dispatch_tools", llm.after_dispatch)
     g.add_edge("plan", "sync")
+    g.add_edge("llm_plan", "sync")
     g.add_edge("sync", "gpu_lane")
     g.add_edge("sync", "research_lane")
     g.add_edge(["gpu_lane", "research_lane"], "join")

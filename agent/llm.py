@@ -85,9 +85,11 @@ class LLMClient:
                            f"({', '.join(ids[:10]) or 'none'}); pass --llm-model NAME")
         return ids[0]
 
-    def chat(self, messages: list[dict], tools: list[dict]) -> dict:
+    def chat(self, messages: list[dict], tools: list[dict], call: int | None = None) -> dict:
+        """One model turn. ``call`` numbers it in the trace (the planner passes its turn number, so
+        numbers stay unique across a resume); by default calls are counted per client."""
         self._calls += 1
-        call = self._calls
+        call = self._calls if call is None else call
         self._trace.emit("llm_request", "llm", call=call, model=self.model, stream=self.stream,
                          message_count=len(messages), messages=new_input(messages),
                          tools=[t["function"]["name"] for t in tools])

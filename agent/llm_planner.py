@@ -1,4 +1,7 @@
-"""The LLM planner: the model researches with read-only tools, then answers with ``submit_plan``.
+"""The LLM planner's contract: the ``submit_plan`` answer schema, the tools, and turning an answer into steps.
+
+The model researches with read-only tools, then answers with ``submit_plan`` (the loop itself is
+graph nodes: ``agent/llm_nodes.py``).
 
 The answer is typed: steps from the closed set of step kinds with closed params, plus optional
 extra server flags. Every flag goes through the flag guard; only accepted flags reach the
@@ -14,10 +17,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from agent.budget import Budget
-from agent.dispatch import dispatch, traced_args
 from agent.flag_guard import FlagProposal, review_flags, review_markdown
-from agent.prompts import render
 from agent.run_tools import make_run_tools
 from agent.runtime import Runtime
 from agent.steps.base import PlanStep
@@ -60,12 +60,13 @@ def submit_schema() -> dict:
                                              "parameters": params}}
 
 
-def _client(rt: Runtime):
+def client(rt: Runtime):
+    """The run's LLM client: ``rt.extras["llm"]`` (a replay puts its client there), else built from settings."""
     llm = rt.extras.get("llm")
     if llm is None:
         from agent.llm import LLMClient
 
-        llm = rt.extras["llm"] = LLMClient(rt.settings, rt.trace)
+        llm = rt.extras["llm"] = LLMClient(rt.settings, rt.trace, stream=rt.settings.llm_stream)
     return llm
 
 
@@ -79,54 +80,13 @@ def make_registry(rt: Runtime, preflight: dict) -> Registry:
     return build_registry(bindings, [("job status/logs", t) for t in make_run_tools(rt.executor)])
 
 
-def _parse_answer(raw_text: str) -> tuple[PlanAnswer | None, str]:
+def parse_answer(raw_text: str) -> tuple[PlanAnswer | None, str]:
     try:
         return PlanAnswer.model_validate_json(raw_text or "{}"), "status: ok\nplan received"
     except ValidationError as err:
         problems = "\n".join(f"- {'.'.join(str(p) for p in e['loc']) or '(arguments)'}: {e['msg']}"
                              for e in err.errors()[:10])
         return None, f"status: bad_arguments\nThe plan does not fit the submit_plan schema:\n{problems}"
-
-
-def converse(rt: Runtime, goal: str, preflight: dict, registry: Registry) -> PlanAnswer:
-    """Model turns until a valid ``submit_plan``; raises BudgetExhausted when the budget runs out."""
-    llm = _client(rt)
-    budget = Budget(max_steps=rt.settings.max_llm_steps)
-    model_config = preflight.get("model_config") or {}
-    messages: list[dict] = [
-        {"role": "system", "content": render("planner_system", model=rt.settings.model, step_kinds=STEP_ORDER,
-                                             sglang_version=rt.settings.sglang_version, max_steps=budget.max_steps)},
-        {"role": "user", "content": render(
-            "planner_goal", goal=goal, gpus=", ".join(g.get("name", "?") for g in preflight.get("gpus", [])) or "none",
-            sglang_root=preflight.get("sglang_root") or "unresolved", notes=preflight.get("notes", []),
-            model_config=model_config.get("architectures") or "not given", tool_names=sorted(registry.tools),
-            missing=[f"{k} ({v})" for k, v in registry.missing.items()])},
-    ]
-    tools = registry.schemas() + [submit_schema()]
-    while True:
-        budget.before_turn()
-        reply = llm.chat(messages, tools)
-        budget.charge(reply.get("usage") or {})
-        calls = reply.get("tool_calls") or []
-        messages.append({"role": "assistant", "content": reply.get("content"), **({"tool_calls": calls} if calls else {})})
-        if not calls:
-            messages.append({"role": "user", "content": render("plan_reminder", step_kinds=STEP_ORDER,
-                                                               turns_left=budget.steps_left)})
-            continue
-        answer = None
-        for call in calls:
-            if call["function"]["name"] == SUBMIT and answer is None:
-                rt.trace.emit("tool_call", "llm", tool=SUBMIT, call_id=call.get("id", ""),
-                              args=traced_args(call["function"].get("arguments", "")))
-                answer, text = _parse_answer(call["function"].get("arguments", ""))
-                rt.trace.emit("tool_result", "llm", tool=SUBMIT, call_id=call.get("id", ""),
-                              status="ok" if answer else "bad_arguments", summary=text.splitlines()[-1] if answer else "bad_arguments")
-            else:
-                text = dispatch(registry, call, rt.trace).text
-            messages.append({"role": "tool", "tool_call_id": call.get("id", ""), "content": text})
-        if answer is not None:
-            rt.trace.emit("progress", "llm", message="plan submitted", budget=budget.snapshot())
-            return answer
 
 
 def to_steps(answer: PlanAnswer, extra_flags: dict[str, dict[str, str]]) -> list[PlanStep]:
@@ -147,15 +107,14 @@ def to_steps(answer: PlanAnswer, extra_flags: dict[str, dict[str, str]]) -> list
     return steps
 
 
-def plan_with_llm(rt: Runtime, goal: str, preflight: dict) -> tuple[list[PlanStep], str]:
+def finish_plan(rt: Runtime, preflight: dict, answer: PlanAnswer, registry: Registry) -> tuple[list[PlanStep], str]:
     """The steps and the plan.md sections this planner adds (flag review, tools, rationale)."""
-    registry = make_registry(rt, preflight)
-    rt.run.write_json("llm_tools.json", registry.report())
-    answer = converse(rt, goal, preflight, registry)
     source = preflight.get("sglang_source") or {}
     package_dir = Path(source["package_dir"]) if source.get("package_dir") else None
     root = Path(preflight["sglang_root"]) if preflight.get("sglang_root") else None
-    review = review_flags(answer.extra_flags, package_dir, root, rt.settings.accept_unsupported_flags)
+    architecture = (((preflight.get("model_config") or {}).get("architectures")) or [None])[0]
+    review = review_flags(answer.extra_flags, package_dir, root, rt.settings.accept_unsupported_flags,
+                          model=rt.settings.model, architecture=architecture)
     rt.run.write_json("flag_review.json", {**review.model_dump(mode="json"), "accepted": review.accepted})
     rt.trace.emit("artifact_written", "control", path="flag_review.json", rejected=[v.flag for v in review.rejected])
     for verdict in review.rejected:

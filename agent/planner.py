@@ -1,4 +1,4 @@
-"""Turns the goal into plan steps: the playbook, or the LLM planner when one is configured."""
+"""Turns the goal into plan steps with the playbook, and renders plan.md for either planner."""
 from __future__ import annotations
 
 from agent.lanes import step_available
@@ -28,11 +28,6 @@ def render_plan_md(goal: str, steps: list[PlanStep], ignored: list[str], preflig
 
 
 def make_plan(rt: Runtime, goal: str, preflight: dict) -> tuple[list[PlanStep], str]:
-    if rt.settings.llm_base_url or "llm" in rt.extras:  # a configured endpoint, or a replay client
-        from agent.llm_planner import plan_with_llm
-
-        steps, sections = plan_with_llm(rt, goal, preflight)
-        who = f"LLM ({getattr(rt.extras['llm'], 'model', 'replay')} at {rt.settings.llm_base_url or 'replay'})"
-        return steps, render_plan_md(goal, steps, [], preflight, who) + "\n" + sections
+    """The deterministic playbook's plan (the LLM planner is its own graph nodes: agent/llm_nodes.py)."""
     steps, ignored = plan_goal(goal, pull=rt.settings.pull, measure=rt.settings.measure_params())
     return steps, render_plan_md(goal, steps, ignored, preflight, "deterministic playbook")

@@ -9,9 +9,20 @@ def merge(left: dict | None, right: dict | None) -> dict:
     return {**(left or {}), **(right or {})}
 
 
+class LlmLoop(TypedDict, total=False):
+    """The LLM planning loop's counters; the conversation itself is the file at ``conversation``."""
+    conversation: str                        # run-folder-relative path of llm/conversation.jsonl
+    phase: str                               # replied | observed | submitted (see agent/llm_nodes.py)
+    turns: int
+    tokens: int
+    seconds: float
+    answered: bool                           # a valid submit_plan is recorded
+
+
 class CampaignState(TypedDict, total=False):
     goal: str
     preflight: dict                          # see agent/preflight.py; also preflight.json
+    llm: LlmLoop                             # only on the LLM planner's path
     steps: list[dict]                        # PlanStep dumps, campaign order; also plan.json
     outcomes: Annotated[dict, merge]         # step kind → StepOutcome dump; also steps/<kind>.json
     lanes_done: Annotated[dict, merge]       # lane → monotonic-free wall time it finished

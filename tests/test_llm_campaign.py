@@ -152,3 +152,24 @@ def test_endpoint_down_fails_the_run_naming_the_endpoint(tmp_path, poisoned_sour
     assert result["status"] == "failed"
     assert f"LLMError: LLM endpoint {url} failed 3 times" in result["summary"]
     assert "start the server or fix --llm-base-url" in result["summary"]
+
+
+def test_a_flag_breaking_a_hook_constraint_is_rejected_with_its_citation(tmp_path, sglang_wheel_root):
+    """The real 0.5.23 hooks say DeepSeek-V4 takes only EAGLE or DSPARK; the model proposes STANDALONE."""
+    plan = _submit([{"kind": "write_scripts", "why": "scripts"}],
+                   [{"flag": "--speculative-algorithm", "value": "STANDALONE", "evidence": "spec.py:31", "why": "speed"},
+                    {"flag": "--mem-fraction-static", "value": "0.85", "evidence": "schedule.py:27", "why": "room"}])
+    with ScriptedOpenAI([Reply(tool_calls=[plan])]) as server:
+        code = start(_settings(tmp_path, server.base_url, sglang_wheel_root), "write scripts")  # source only read
+    assert code == 0
+    run = _run_dir(tmp_path)
+    review = json.loads((run / "flag_review.json").read_text())
+    assert review["architecture"] == "DeepseekV4ForCausalLM"
+    verdicts = {v["flag"]: v for v in review["verdicts"]}
+    rejected = verdicts["--speculative-algorithm"]
+    assert rejected["verdict"] == "rejected" and "sglang/srt/arg_groups/deepseek_v4_hook.py:" in rejected["violates"][0]
+    assert verdicts["--mem-fraction-static"]["verdict"] == "supported"
+    assert list(review["accepted"]) == ["--mem-fraction-static"]
+    plan_md = (run / "plan.md").read_text()
+    assert "STANDALONE" in plan_md and "deepseek_v4_hook.py:" in plan_md
+    assert not any("STANDALONE" in p.read_text() for p in run.glob("*.sh"))

@@ -9,14 +9,16 @@ def _review(root, proposals, accept=False):
 
 
 def test_flags_defined_by_sglang_are_cited_to_their_definition(sglang_wheel_root):
-    review = _review(sglang_wheel_root, [FlagProposal(flag="--speculative-num-steps", value="3"),
-                                          FlagProposal(flag="--mem-fraction-static", value="0.85")])
+    # steps/topk/draft tokens go together (a hook rule the guard also checks, see below)
+    trio = {"--speculative-num-steps": "3", "--speculative-eagle-topk": "1", "--speculative-num-draft-tokens": "4"}
+    review = _review(sglang_wheel_root, [*[FlagProposal(flag=f, value=v) for f, v in trio.items()],
+                                         FlagProposal(flag="--mem-fraction-static", value="0.85")])
     origins = {v.flag: v.origin for v in review.verdicts}
     assert origins["--speculative-num-steps"].startswith("sglang/srt/arg_groups/fields/spec.py:")
     path, line = origins["--mem-fraction-static"].rsplit(":", 1)
     text = (sglang_wheel_root / path).read_text().splitlines()[int(line) - 1]
     assert "mem_fraction_static" in text  # the citation points at the field itself
-    assert review.accepted == {"--speculative-num-steps": {"value": "3", "origin": origins["--speculative-num-steps"]},
+    assert review.accepted == {**{f: {"value": v, "origin": origins[f]} for f, v in trio.items()},
                                "--mem-fraction-static": {"value": "0.85", "origin": origins["--mem-fraction-static"]}}
 
 
@@ -49,3 +51,61 @@ def test_private_and_no_cli_fields_are_not_flags(sglang_wheel_root):
 def test_no_source_means_no_evidence():
     review = review_flags([FlagProposal(flag="--mem-fraction-static", value="0.8")], None, None, False)
     assert review.catalog_size == 0 and review.accepted == {}
+
+
+DSV4 = "deepseek-ai/DeepSeek-V4-Flash"
+
+
+def _cited_line(root, citation: str) -> str:
+    path, line = citation.rsplit("(", 1)[-1].rstrip(")").rsplit(":", 1)
+    return (root / path).read_text().splitlines()[int(line) - 1]
+
+
+def test_a_defined_flag_whose_value_breaks_a_hook_constraint_is_rejected_with_the_citation(sglang_wheel_root):
+    review = review_flags([FlagProposal(flag="--speculative-algorithm", value="STANDALONE"),
+                           FlagProposal(flag="--mem-fraction-static", value="0.85")],
+                          sglang_wheel_root / "sglang", sglang_wheel_root, False, model=DSV4)
+    assert review.architecture == "DeepseekV4ForCausalLM" and "guessed from the model id" in review.constraints
+    verdict = review.rejected[0]
+    assert verdict.flag == "--speculative-algorithm" and verdict.origin is None
+    assert "only EAGLE, DSPARK" in verdict.reason and "deepseek_v4_hook.py:" in verdict.reason
+    assert "--accept-unsupported-flags" in verdict.reason
+    cited = _cited_line(sglang_wheel_root, verdict.violates[0])
+    assert "speculative_algorithm" in cited  # the citation points at the hook's own check
+    assert list(review.accepted) == ["--mem-fraction-static"]
+    assert "deepseek_v4_hook.py" in review_markdown(review) and "NOT written" in review_markdown(review)
+
+
+def test_topk_other_than_one_is_rejected_for_dsv4_and_aliases_are_resolved_first(sglang_wheel_root):
+    proposals = [FlagProposal(flag="--speculative-algorithm", value="NEXTN"),  # an alias of EAGLE: allowed
+                 FlagProposal(flag="--speculative-num-steps", value="3"),
+                 FlagProposal(flag="--speculative-eagle-topk", value="4"),
+                 FlagProposal(flag="--speculative-num-draft-tokens", value="4")]
+    review = review_flags(proposals, sglang_wheel_root / "sglang", sglang_wheel_root, False,
+                          architecture="DeepseekV4ForCausalLM")
+    assert "from the model's config.json" in review.constraints
+    assert [v.flag for v in review.rejected] == ["--speculative-eagle-topk"]
+    assert "must be 1" in review.rejected[0].reason and "deepseek_v4_hook.py:" in review.rejected[0].reason
+    # the same proposal for an architecture without that rule passes
+    other = review_flags(proposals, sglang_wheel_root / "sglang", sglang_wheel_root, False,
+                         architecture="LlamaForCausalLM")
+    assert other.rejected == []
+
+
+def test_acceptance_option_passes_a_constraint_violation_but_keeps_the_citation(sglang_wheel_root):
+    review = review_flags([FlagProposal(flag="--speculative-algorithm", value="NGRAM")],
+                          sglang_wheel_root / "sglang", sglang_wheel_root, True, model=DSV4)
+    verdict = review.verdicts[0]
+    assert verdict.verdict == "accepted_by_user" and "deepseek_v4_hook.py:" in verdict.violates[0]
+    assert review.accepted == {"--speculative-algorithm": {"value": "NGRAM", "origin": verdict.origin}}
+
+
+def test_a_source_without_hooks_says_values_were_not_checked(tmp_path, sglang_wheel_root):
+    import shutil
+
+    fields = tmp_path / "sglang/srt/arg_groups/fields"
+    shutil.copytree(sglang_wheel_root / "sglang/srt/arg_groups/fields", fields)
+    review = review_flags([FlagProposal(flag="--mem-fraction-static", value="0.8")], tmp_path / "sglang", tmp_path,
+                          False, model=DSV4)
+    assert list(review.accepted) == ["--mem-fraction-static"]
+    assert review.constraints.startswith("values not checked against constraints:")

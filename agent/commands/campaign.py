@@ -50,6 +50,12 @@ def register(app: typer.Typer) -> None:
         llm_model: Optional[str] = typer.Option(None, help="Model name at the LLM endpoint."),
         accept_unsupported_flags: Optional[bool] = typer.Option(
             None, "--accept-unsupported-flags", help="Write LLM-proposed flags that have no cited evidence."),
+        max_llm_steps: Optional[int] = typer.Option(None, min=1, help="LLM budget: model turns [30]."),
+        llm_max_tokens: Optional[int] = typer.Option(None, min=1, help="LLM budget: total tokens [400000]."),
+        llm_max_seconds: Optional[float] = typer.Option(
+            None, min=1, help="LLM budget: seconds in model calls and tools [900]."),
+        llm_stream: Optional[bool] = typer.Option(
+            None, "--llm-stream/--no-llm-stream", help="Stream the LLM's answers [no-llm-stream]."),
     ) -> None:
         from agent.campaign import CampaignError, start
         from agent.live import LiveView
@@ -63,7 +69,9 @@ def register(app: typer.Typer) -> None:
                    branch=branch, allow_dirty=allow_dirty, shapes=shapes,
                    retune=retune, tp=tp, concurrency=_ints(concurrency, "--concurrency"), tokenizer=tokenizer,
                    input_len=input_len, output_len=output_len, prompts_per_concurrency=prompts_per_concurrency,
-                   llm_base_url=llm_base_url, llm_model=llm_model, accept_unsupported_flags=accept_unsupported_flags)
+                   llm_base_url=llm_base_url, llm_model=llm_model, accept_unsupported_flags=accept_unsupported_flags,
+                   max_llm_steps=max_llm_steps, llm_max_tokens=llm_max_tokens, llm_max_seconds=llm_max_seconds,
+                   llm_stream=llm_stream)
         try:
             settings = load_settings(cli)
             if not settings.llm_base_url:
@@ -85,6 +93,10 @@ def register(app: typer.Typer) -> None:
         ssh_option: Optional[list[str]] = typer.Option(None, "--ssh-option", help="Extra ssh argument (repeat)."),
         nvidia_smi: Optional[str] = typer.Option(None, help="nvidia-smi on the GPU host."),
         gpus: Optional[str] = typer.Option(None, help="GPU indices to use on this host."),
+        max_llm_steps: Optional[int] = typer.Option(
+            None, min=1, help="LLM budget in model turns, counting the recorded ones (after budget_exhausted)."),
+        llm_max_tokens: Optional[int] = typer.Option(None, min=1, help="LLM budget: total tokens."),
+        llm_max_seconds: Optional[float] = typer.Option(None, min=1, help="LLM budget: seconds."),
     ) -> None:
         from agent.campaign import CampaignError, resume as resume_run
         from agent.live import LiveView
@@ -92,7 +104,9 @@ def register(app: typer.Typer) -> None:
         try:
             code = resume_run(run, runs_dir, {"sglang_python": sglang_python, "executor": executor,
                                               "ssh_options": ssh_option or None, "nvidia_smi": nvidia_smi,
-                                              "gpus": _ints(gpus, "--gpus")}, LiveView())
+                                              "gpus": _ints(gpus, "--gpus"), "max_llm_steps": max_llm_steps,
+                                              "llm_max_tokens": llm_max_tokens, "llm_max_seconds": llm_max_seconds},
+                               LiveView())
         except CampaignError as err:
             _fail(str(err))
         raise typer.Exit(code)

@@ -80,7 +80,7 @@ class ReplayLLM:
                 by_call[event["call"]][1].append(event)
         self.model = self._calls[0][0].get("model") if self._calls else None
 
-    def chat(self, messages: list[dict], tools: list[dict]) -> dict:
+    def chat(self, messages: list[dict], tools: list[dict], call: int | None = None) -> dict:
         if not self._calls:
             raise ReplayDivergence(Divergence(None, {"type": "llm_request", "lane": "llm",
                                                      "messages": _as_recorded(new_input(messages))}, "llm",

@@ -15,6 +15,8 @@ A turn is one of:
   ``Fail(status=429|500, ...)``                                    an HTTP error with an OpenAI error body
   a callable ``(request_body) -> Reply | Fail``                    decided from what was sent
 When the script is used up, ``after`` (a turn, default ``Fail(500)``) answers every request.
+A ``Reply`` with ``delay_s`` is held that long before it is sent; leaving the ``with`` block
+releases held answers at once.
 
 Every request body and its headers are kept in ``requests`` for assertions.
 """
@@ -41,6 +43,7 @@ class Reply:
     tool_calls: list[ToolCall] = field(default_factory=list)
     prompt_tokens: int = 100
     completion_tokens: int = 20
+    delay_s: float = 0.0  # hold the answer this long (a slow model; a window to kill the agent in)
 
 
 @dataclass
@@ -67,6 +70,7 @@ class ScriptedOpenAI:
         self.requests: list[dict] = []
         self.headers: list[dict] = []
         self._lock = threading.Lock()
+        self._released = threading.Event()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
 
@@ -79,6 +83,7 @@ class ScriptedOpenAI:
         return self
 
     def __exit__(self, *exc) -> None:
+        self._released.set()
         self._httpd.shutdown()
         self._httpd.server_close()
 
@@ -119,6 +124,8 @@ class ScriptedOpenAI:
                 with server._lock:
                     server.headers.append(dict(self.headers))
                 turn = server._next(body)
+                if isinstance(turn, Reply) and turn.delay_s:
+                    server._released.wait(turn.delay_s)
                 if isinstance(turn, Fail):
                     extra = {"Retry-After": turn.retry_after} if turn.retry_after else {}
                     kind = "rate_limit_exceeded" if turn.status == 429 else "server_error"
