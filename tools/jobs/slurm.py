@@ -28,17 +28,14 @@ from pathlib import Path
 from typing import Literal
 
 from tools.base import ToolError
-from tools.gpus import DetectGpusResult, GpuInfo
+from tools.gpus import DetectGpusResult
 from tools.jobs.ledger_state import with_exit
-from tools.jobs.remote_gpus import parse_slurm_gres
-from tools.jobs.slurm_query import SLURM_COMMANDS, SlurmJobInfo, run_slurm, show_job, squeue_ids
+from tools.jobs.slurm_probe import PROBE_WAIT_S, detect_partition_gpus, probe_shared_folder
+from tools.jobs.slurm_query import PENDING, RUNNING, SLURM_COMMANDS, SlurmJobInfo, run_slurm, show_job, squeue_ids
 from tools.jobs.spec import JobSpec, JobState
 
 HERE = Path(__file__).parent
-_PROBE_WAIT_S = 120.0  # a probe still pending after this is cancelled: the check is then only a note
 _SUBMIT_WAIT_S = 60.0  # a job.json without slurm.json younger than this may still be submitting
-_PENDING = {"PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "RESIZING", "SUSPENDED"}
-_RUNNING = {"RUNNING", "COMPLETING", "STAGE_OUT", "SIGNALING"}
 
 
 def _read_json(path: Path) -> dict | None:
@@ -99,54 +96,11 @@ class SlurmExecutor:
     # -- preflight -------------------------------------------------------------------------
     def detect_gpus(self) -> DetectGpusResult:
         """GPUs per node of the partition (from its gres), after checking the nodes see the run folder."""
-        note = self.probe_shared_folder()
-        argv = ["sinfo", "-h", "-o", "%G"] + ([f"--partition={self.partition}"] if self.partition else [])
-        count, kind = parse_slurm_gres(run_slurm(argv, self.env).stdout)
-        where = f"partition {self.partition}" if self.partition else "the default partition"
-        if not count:
-            return DetectGpusResult(gpus=[], note=f"Slurm {where} offers no gres gpu (sinfo -o %G)" + note)
-        name = f"Slurm gres gpu:{kind}" if kind else "Slurm gres gpu"  # the real model shows on the node only
-        return DetectGpusResult(gpus=[GpuInfo(index=i, name=name, memory_mib=0) for i in range(count)],
-                                note=note.lstrip("; "))
+        return detect_partition_gpus(self)
 
-    def probe_shared_folder(self, wait_s: float = _PROBE_WAIT_S) -> str:
-        """Submit a job that copies a token inside the run folder; '' when it did, a note when the
-        probe could not run in time; ToolError when a compute node could not see the folder."""
-        record = _read_json(self.root / "shared_probe.json")
-        if record is not None and record.get("ok"):
-            return ""
-        folder = self.root / f"probe-{secrets.token_hex(3)}"
-        folder.mkdir(parents=True)
-        token = secrets.token_hex(8)
-        (folder / "token").write_text(token)
-        argv = ["sbatch", "--parsable", f"--job-name=dsv4-{self.namespace}-probe", "--time=2",
-                f"--output={folder / 'slurm.out'}", f"--chdir={folder}",
-                "--wrap", f"cat {shlex.quote(str(folder / 'token'))} > {shlex.quote(str(folder / 'seen'))}"]
-        if self.partition:
-            argv.append(f"--partition={self.partition}")
-        done = run_slurm(argv, self.env, check=False)
-        if done.returncode != 0:
-            raise ToolError(f"sbatch refused the run-folder probe job: {done.stderr.strip()[-300:]}")
-        job_id = done.stdout.strip().split(";")[0]
-        deadline = time.monotonic() + wait_s
-        info = show_job(job_id, self.env)
-        while info is not None and (info.state in _PENDING or info.state in _RUNNING) and time.monotonic() < deadline:
-            time.sleep(0.5)
-            info = show_job(job_id, self.env)
-        seen = (folder / "seen").read_text() if (folder / "seen").exists() else None
-        if seen == token:
-            _write_json(self.root / "shared_probe.json", {"ok": True, "job_id": job_id, "node": info.node_list if info else ""})
-            shutil.rmtree(folder, ignore_errors=True)
-            return ""
-        if info is not None and (info.state in _PENDING or info.state in _RUNNING):
-            run_slurm(["scancel", job_id], self.env, check=False)
-            return (f"; the run-folder probe (Slurm job {job_id}) did not run within {wait_s:g} s, so it is unchecked "
-                    f"that compute nodes see {self.root}")
-        node = info.node_list if info else "the compute node"
-        raise ToolError(f"Slurm job {job_id} on {node} could not read or write the run folder {self.root} "
-                        f"(it ended {info.state if info else 'and was forgotten'} without copying the probe token): "
-                        "the run folder must be on a filesystem shared with the compute nodes; pass --runs-dir "
-                        "on such a filesystem (e.g. your cluster home or project space)")
+    def probe_shared_folder(self, wait_s: float = PROBE_WAIT_S) -> str:
+        """'' when a compute node read a token in the run folder (see ``slurm_probe.py``)."""
+        return probe_shared_folder(self, wait_s)
 
     # -- launching -------------------------------------------------------------------------
     def launch(self, spec: JobSpec) -> JobState:
@@ -274,9 +228,9 @@ class SlurmExecutor:
     def _state_from_slurm(state: JobState, info: SlurmJobInfo | None, folder: Path, job_id: str) -> JobState:
         if info is None:
             state.status, state.reason = "lost", f"Slurm no longer knows job {job_id} and it recorded no exit"
-        elif info.state in _PENDING:
+        elif info.state in PENDING:
             state.reason = f"Slurm job {job_id} {info.state.lower()}: {info.reason}"
-        elif info.state in _RUNNING:
+        elif info.state in RUNNING:
             if (folder / "wrapper.json").exists():  # slurm_unit.py removes a previous attempt's
                 state.status, state.reason = "running", f"Slurm job {job_id} on {info.node_list}"
             else:

@@ -14,6 +14,8 @@ from tools.base import ToolError
 
 SLURM_COMMANDS = ("sbatch", "squeue", "scontrol", "scancel", "sinfo")
 _TIMEOUT_S = 60.0
+PENDING = {"PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "RESIZING", "SUSPENDED"}
+RUNNING = {"RUNNING", "COMPLETING", "STAGE_OUT", "SIGNALING"}
 
 
 @dataclass(frozen=True)
