@@ -1,10 +1,8 @@
 """Graph nodes: thin adapters from state to the functions that do the work."""
 from __future__ import annotations
 
-import importlib.util
-
 from agent import planner
-from agent.lanes import run_lane, step_available
+from agent.lanes import run_lane
 from agent.preflight import run_preflight
 from agent.runtime import Runtime
 from agent.state import CampaignState
@@ -63,13 +61,10 @@ def report(rt: Runtime, state: CampaignState) -> dict:
     outcomes = state.get("outcomes", {})
     statuses = {v["status"] for v in outcomes.values()}
     status = "failed" if "failed" in statuses else "planned" if "planned" in statuses else "finished"
-    if importlib.util.find_spec("agent.report") is not None:
-        from agent.report import build_report
+    from agent.report import build_report  # matplotlib: imported only when a report is built
+    from agent.report_sections import campaign_sections
 
-        paths = build_report(rt.run.path)
-        for path in paths:
-            rt.trace.emit("artifact_written", "control", path=str(path.relative_to(rt.run.path)))
+    for path in build_report(rt.run.path, extra_sections=campaign_sections(rt.run.path)):
+        rt.trace.emit("artifact_written", "control", path=str(path.relative_to(rt.run.path)))
     return {"status": status}
 
-
-__all__ = ["preflight", "plan", "sync", "gpu_lane", "research_lane", "join", "measure", "report", "step_available"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import html
 import json
+import os
 from pathlib import Path
 from typing import Iterable
 
@@ -158,6 +159,13 @@ _CSS = ("body{font-family:sans-serif;margin:2em;max-width:1200px;color:#222}"
         "pre{background:#f4f4f4;padding:8px;white-space:pre-wrap}")
 
 
+def _write_atomically(path: Path, text: str) -> None:
+    """A report being rebuilt is never half-written: readers see the old one or the new one."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
 def build_report(run_dir: Path | str, extra_sections: Iterable[Section] = ()) -> list[Path]:
     """Write report.md, report.html and plots/*.png into the run folder; return the paths."""
     run_dir = Path(run_dir)
@@ -169,6 +177,6 @@ def build_report(run_dir: Path | str, extra_sections: Iterable[Section] = ()) ->
     body = "\n".join(f"<section><h2>{html.escape(t)}</h2>\n{h}</section>" for t, _m, h in sections)
     page = (f'<!doctype html><html><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
             f"<style>{_CSS}</style></head><body><h1>{html.escape(title)}</h1>\n{body}\n</body></html>\n")
-    (run_dir / "report.md").write_text(md)
-    (run_dir / "report.html").write_text(page)
+    _write_atomically(run_dir / "report.md", md)
+    _write_atomically(run_dir / "report.html", page)
     return [run_dir / "report.md", run_dir / "report.html", *plots]

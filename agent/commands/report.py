@@ -12,12 +12,13 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Rebuild the comparison report of a run from its folder alone (bench/, steps/, plan.md)."""
         from agent.report import build_report
+        from agent.report_sections import campaign_sections
         from agent.runfolder import RunFolder, RunFolderError
 
         try:
             folder = RunFolder.find(run, runs_dir)
         except RunFolderError as err:
-            typer.echo(f"error: {err}", err=True)
+            typer.echo(f"dsv4-agent: {err}", err=True)
             raise typer.Exit(2) from None
-        for path in build_report(folder.path):
+        for path in build_report(folder.path, extra_sections=campaign_sections(folder.path)):
             typer.echo(str(path))

@@ -128,11 +128,9 @@ def timeline_for_run(run_dir: Path | str) -> tuple[Timeline, str | None]:
 def publish(run_dir: Path | str) -> tuple[Timeline, Path, str]:
     """Write timeline.png, add the Timeline section to the report; return the terminal view too."""
     from agent.report import build_report
+    from agent.report_sections import campaign_sections, run_timeline
 
     run_dir = Path(run_dir)
-    tl, stop = timeline_for_run(run_dir)
-    if stop:
-        tl.notes.append(f"trace read up to a bad line: {stop}")
-    png = write_png(tl, run_dir / "timeline.png")
-    build_report(run_dir, extra_sections=[report_section(tl, png)])
+    tl, png = run_timeline(run_dir)
+    build_report(run_dir, extra_sections=campaign_sections(run_dir, timeline=(tl, png)))
     return tl, png, render_terminal(tl)
