@@ -21,10 +21,10 @@ import time
 from pathlib import Path
 
 from tools.base import ToolError
+from tools.jobs.ledger_state import SPAWN_WAIT_S, state_from_snapshot
 from tools.jobs.spec import JobSpec, JobState
 
 WRAPPER = Path(__file__).with_name("wrapper.py")
-_SPAWN_WAIT_S = 5.0  # how long a launch intent without a wrapper counts as "starting"
 
 
 def _read_json(path: Path) -> dict | None:
@@ -111,7 +111,7 @@ class LocalExecutor:
         """True only when an intent was written but no process was ever started for it."""
         if (folder / "launch.json").exists() or (folder / "wrapper.json").exists():
             return False
-        deadline = recorded.get("intent_at", 0) + _SPAWN_WAIT_S
+        deadline = recorded.get("intent_at", 0) + SPAWN_WAIT_S
         while time.time() < deadline:
             time.sleep(0.1)
             if (folder / "launch.json").exists() or (folder / "wrapper.json").exists():
@@ -120,7 +120,7 @@ class LocalExecutor:
 
     @staticmethod
     def _await_wrapper(folder: Path) -> None:
-        deadline = time.monotonic() + _SPAWN_WAIT_S
+        deadline = time.monotonic() + SPAWN_WAIT_S
         while time.monotonic() < deadline and not (folder / "wrapper.json").exists():
             time.sleep(0.02)
 
@@ -133,36 +133,12 @@ class LocalExecutor:
         proc = self._children.get(key)
         if proc is not None:
             proc.poll()
-        launch = _read_json(folder / "launch.json") or {}
-        wrapper = _read_json(folder / "wrapper.json") or {}
-        ended = _read_json(folder / "exit.json")
-        state = JobState(
-            key=key, status="launching", kind=job.get("kind", "other"), lane=job.get("lane", "gpu"),
-            gpus=job.get("gpus"), pid=launch.get("pid") or wrapper.get("pid"),
-            child_pgid=wrapper.get("child_pgid"), launched_at=launch.get("launched_at"),
-            log_path=str(folder / "log.txt"),
-        )
-        if ended is not None:
-            state.exit_code = ended.get("exit_code")
-            state.ended_at = ended.get("ended_at")
-            reason = ended.get("reason", "exited")
-            if reason == "exited":
-                state.status = "succeeded" if state.exit_code == 0 else "failed"
-                state.reason = "" if state.exit_code == 0 else f"exit code {state.exit_code}"
-            else:
-                state.status = reason
-                state.reason = reason.replace("_", " ") + (f" after {job['timeout_s']:g} s"
-                                                           if reason == "timed_out" else "")
-            return state
-        if self._wrapper_alive(launch, wrapper):
-            state.status = "running"
-        elif (folder / "stop.json").exists():
-            state.status, state.reason = "stopped", "stopped (process group killed)"
-        elif launch or wrapper:
-            state.status, state.reason = "lost", "the job's wrapper died without recording an exit"
-        elif time.time() - job.get("intent_at", 0) > _SPAWN_WAIT_S:
-            state.status, state.reason = "lost", "launch intent recorded but the job never started"
-        return state
+        launch = _read_json(folder / "launch.json")
+        wrapper = _read_json(folder / "wrapper.json")
+        snapshot = {"job": job, "launch": launch, "wrapper": wrapper, "exit": _read_json(folder / "exit.json"),
+                    "stop": (folder / "stop.json").exists(), "now": time.time(),
+                    "alive": self._wrapper_alive(launch or {}, wrapper or {})}
+        return state_from_snapshot(key, snapshot, str(folder / "log.txt"))
 
     @staticmethod
     def _wrapper_alive(launch: dict, wrapper: dict) -> bool:
