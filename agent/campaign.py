@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import sys
 import threading
 import traceback
 from pathlib import Path
+
+from pydantic import ValidationError
 
 from agent.budget import BudgetExhausted
 from agent.config import Settings
@@ -140,7 +143,11 @@ def start(settings: Settings, goal: str, view: LiveView | None = None) -> int:
         raise CampaignError(str(err)) from None
     run.lock()
     run.write_json("config.json", {"goal": goal, "settings": settings.public_dump()})
-    rt = _open_runtime(run, settings, goal, view)
+    try:
+        rt = _open_runtime(run, settings, goal, view)
+    except CampaignError:
+        shutil.rmtree(run.path)  # made a moment ago by this call: leave no half-made run behind
+        raise
     rt.trace.emit("run_started", "control", goal=goal, run=run.path.name, argv=sys.argv[1:])
     rt.say(f"[control] run folder: {run.path}")
     with view:
@@ -168,16 +175,24 @@ def resume(ref: str, runs_dir: str, overrides: dict, view: LiveView | None = Non
         raise CampaignError(f"cannot resume {run.path.name}: {err}") from None
     recorded = run.read_json("config.json")
     key = os.environ.get("DSV4_LLM_API_KEY") or os.environ.get("OPENAI_API_KEY")  # never recorded
-    settings = Settings.model_validate({**recorded["settings"], "llm_api_key": key,
-                                        **{k: v for k, v in overrides.items() if v is not None}})
+    given = {k: v for k, v in overrides.items() if v is not None}
+    try:
+        settings = Settings.model_validate({**recorded["settings"], "llm_api_key": key, **given})
+    except ValidationError as err:
+        run.unlock()
+        first = err.errors()[0]
+        raise CampaignError(f"cannot resume {run.path.name}: setting {first['loc'][0]!r}: {first['msg']}") from None
+    rt = _open_runtime(run, settings, recorded["goal"], view)  # refuses a bad executor before any change
     attempts = sorted(run.path.glob("result.attempt-*.json"))
     if result is not None:  # a planned/failed/interrupted run: a new attempt, reusing done steps
         os.replace(run.path / "result.json", run.path / f"result.attempt-{len(attempts) + 1}.json")
-    rt = _open_runtime(run, settings, recorded["goal"], view)
-    if settings.executor != recorded["settings"].get("executor"):  # `jobs RUN` must find the new executor
-        run.write_json("config.json", {**recorded, "settings": settings.public_dump()})
     thread = f"attempt-{len(attempts) + 1 + (result is not None)}"
-    rt.trace.emit("run_resumed", "control", run=run.path.name, thread=thread, after=(result or {}).get("status"))
+    changed = sorted(k for k, v in settings.public_dump().items() if recorded["settings"].get(k) != v)
+    if changed:  # config.json holds the settings in force (e.g. `jobs RUN` must find a new executor)
+        history = [*recorded.get("resumed_with", []), {"attempt": thread, "changed": changed}]
+        run.write_json("config.json", {**recorded, "settings": settings.public_dump(), "resumed_with": history})
+    rt.trace.emit("run_resumed", "control", run=run.path.name, thread=thread, after=(result or {}).get("status"),
+                  changed={k: settings.public_dump()[k] for k in changed})
     rt.say(f"[control] resuming {run.path}")
     with view:
         return _drive(rt, thread, fresh=result is not None)

@@ -40,6 +40,12 @@ def test_unwritable_runs_dir(tmp_path: Path):
     assert out.returncode == 2 and "cannot create runs dir" in out.stderr and "--runs-dir" in out.stderr
 
 
+def test_unknown_executor_leaves_no_run_behind(tmp_path: Path):
+    out = agent("tune kernels", "--executor", "carrier-pigeon", cwd=tmp_path)
+    assert out.returncode == 2 and "carrier-pigeon" in out.stderr and "local" in out.stderr
+    assert list((tmp_path / "runs").iterdir()) == []
+
+
 def test_bad_gpu_list(tmp_path: Path):
     out = agent("tune kernels", "--gpus", "zero", cwd=tmp_path)
     assert out.returncode == 2 and "--gpus takes integers" in out.stderr
@@ -89,3 +95,13 @@ def test_status_and_jobs_of_a_missing_run(tmp_path: Path):
     for sub in ("status", "jobs"):
         out = agent(sub, "ghost", cwd=tmp_path)
         assert out.returncode == 2 and "no run 'ghost'" in out.stderr
+
+
+def test_resume_with_a_bad_setting_names_it_and_changes_nothing(tmp_path: Path):
+    run = _fake_run(tmp_path, {"status": "planned", "summary": "no GPU"}, "")
+    bad = agent("resume", run.name, "--executor", "carrier-pigeon", cwd=tmp_path)
+    assert bad.returncode == 2 and "carrier-pigeon" in bad.stderr
+    assert (run / "result.json").exists()  # the planned result was not archived by a refused resume
+    assert not list(run.glob("result.attempt-*"))
+    zero = agent("resume", run.name, "--max-llm-steps", "0", cwd=tmp_path)
+    assert zero.returncode == 2 and "max-llm-steps" in zero.stderr.replace("_", "-")

@@ -88,6 +88,9 @@ def register(app: typer.Typer) -> None:
         run: str = typer.Argument(..., help="Run folder, its name, or 'latest'."),
         runs_dir: str = typer.Option("runs", help=RUNS_HELP),
         sglang_python: Optional[str] = typer.Option(None, help="Interpreter with SGLang on this host."),
+        sglang: Optional[str] = typer.Option(None, "--sglang", help="SGLang checkout on this host."),
+        model_path: Optional[str] = typer.Option(None, help="Local checkpoint folder on this host."),
+        tokenizer: Optional[str] = typer.Option(None, help="Local tokenizer on this host."),
         executor: Optional[str] = typer.Option(
             None, help="Where to run the GPU steps now (a run whose jobs already ran keeps its executor)."),
         ssh_option: Optional[list[str]] = typer.Option(None, "--ssh-option", help="Extra ssh argument (repeat)."),
@@ -102,7 +105,8 @@ def register(app: typer.Typer) -> None:
         from agent.live import LiveView
 
         try:
-            code = resume_run(run, runs_dir, {"sglang_python": sglang_python, "executor": executor,
+            code = resume_run(run, runs_dir, {"sglang_python": sglang_python, "sglang_src": sglang,
+                                              "model_path": model_path, "tokenizer": tokenizer, "executor": executor,
                                               "ssh_options": ssh_option or None, "nvidia_smi": nvidia_smi,
                                               "gpus": _ints(gpus, "--gpus"), "max_llm_steps": max_llm_steps,
                                               "llm_max_tokens": llm_max_tokens, "llm_max_seconds": llm_max_seconds},
