@@ -44,6 +44,7 @@ def gpu_lane(rt: Runtime, state: CampaignState) -> dict:
 def research_lane(rt: Runtime, state: CampaignState) -> dict:
     kinds = ("infer_mtp", "write_scripts")
     done = run_lane(rt, _steps(state), state["preflight"], state.get("outcomes", {}), kinds)
+    import agent.report  # noqa: F401  warm the report's imports (matplotlib, ~0.5 s) while GPU jobs run
     return {"outcomes": done, "lanes_done": {"research": True}}
 
 
