@@ -10,7 +10,9 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+
+from tools.scripts.models import ConcurrencyLevels
 
 CONFIG_FILE = "dsv4-agent.toml"
 ENV_PREFIX = "DSV4_"
@@ -43,7 +45,7 @@ class Settings(BaseModel):
     retune: bool = Field(False, description="Tune shapes even when configs exist")
     force_tune: bool = Field(False, description="Tune even when evidence says Triton is not used")
     tp: int | None = Field(None, description="Tensor parallel size; default = number of GPUs")
-    concurrency: list[int] = Field(default_factory=lambda: [1, 8, 16])
+    concurrency: ConcurrencyLevels = Field(default_factory=lambda: [1, 8, 16])
     tokenizer: str | None = Field(None, description="Local tokenizer path for offline benchmarks")
     input_len: int | None = Field(None, gt=0, description="Benchmark prompt length in tokens [1024]")
     output_len: int | None = Field(None, gt=0, description="Benchmark output length in tokens [1024]")
@@ -56,13 +58,6 @@ class Settings(BaseModel):
     llm_max_tokens: int = Field(400_000, gt=0, description="LLM budget: total tokens (prompt + completion)")
     llm_max_seconds: float = Field(900.0, gt=0, description="LLM budget: seconds spent in model calls and tools")
     llm_stream: bool = Field(False, description="Stream the LLM's answers (Server-Sent Events)")
-
-    @field_validator("concurrency")
-    @classmethod
-    def _positive(cls, values: list[int]) -> list[int]:
-        if not values or any(v < 1 for v in values):
-            raise ValueError("concurrency levels must be positive integers, e.g. 1 8 16")
-        return values
 
     def measure_params(self) -> dict[str, int]:
         """The benchmark sizes the user chose; the scripts' own defaults fill in the rest."""

@@ -8,7 +8,18 @@ from __future__ import annotations
 
 import re
 
-from pydantic import BaseModel, Field, field_validator
+from typing import Annotated
+
+from pydantic import AfterValidator, BaseModel, Field, field_validator
+
+
+def _positive_levels(values: list[int]) -> list[int]:
+    if not values or any(v < 1 for v in values):
+        raise ValueError("concurrency levels must be positive integers, e.g. 1 8 16")
+    return values
+
+
+ConcurrencyLevels = Annotated[list[int], AfterValidator(_positive_levels)]
 
 _FLAG = re.compile(r"^--[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -131,7 +142,7 @@ class MeasurePlan(BaseModel):
     """The sweep: every variant at every concurrency, with SGLang's own bench client."""
 
     variants: list[ServeVariant] = Field(min_length=1)
-    concurrency: list[int] = Field(default_factory=lambda: [1, 8, 16], description="--max-concurrency levels")
+    concurrency: ConcurrencyLevels = Field(default_factory=lambda: [1, 8, 16], description="--max-concurrency levels")
     tokenizer: str | None = Field(None, description="Local tokenizer folder (offline benchmarks)")
     backend: str = Field("sglang", description="bench_serving --backend")
     input_len: int = Field(1024, ge=1, description="--random-input-len")
@@ -141,13 +152,6 @@ class MeasurePlan(BaseModel):
     warmup_requests: int = Field(2, ge=0)
     ready_timeout_s: int = Field(1800, ge=1, description="How long a server may take to become ready")
     port: int = Field(30000, ge=1, le=65535, description="Default port of the scripts")
-
-    @field_validator("concurrency")
-    @classmethod
-    def _positive(cls, values: list[int]) -> list[int]:
-        if not values or any(v < 1 for v in values):
-            raise ValueError("concurrency levels must be positive integers, e.g. 1 8 16")
-        return values
 
     def points(self) -> list[BenchPoint]:
         """Prompt counts scale with concurrency so every slot sees several requests."""
