@@ -7,7 +7,6 @@ never disagree about a flag.
 from __future__ import annotations
 
 import re
-
 from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, Field, field_validator
