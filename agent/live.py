@@ -59,7 +59,9 @@ class LiveView:
             elif kind in ("job_launched", "job_state", "job_finished"):
                 job = self.jobs.setdefault(job_key(event), {})
                 job.update(status=event.get("status", "running" if kind == "job_launched" else job.get("status")),
-                           gpus=job_gpus(event) or job.get("gpus"), since=job.get("since", time.time()))
+                           gpus=job_gpus(event) or job.get("gpus"), since=job.get("since", event.get("t", time.time())))
+                if kind == "job_finished":
+                    job["ended"] = event.get("t", time.time())
         if self.plain and kind in _NOTABLE:
             detail = event.get("status") or event.get("message") or ""
             gpus = job_gpus(event)
@@ -81,7 +83,7 @@ class LiveView:
             for key, job in self.jobs.items():
                 gpus = job.get("gpus")
                 jobs.add_row(key, ",".join(map(str, gpus)) if gpus else "-", str(job.get("status", "")),
-                             job.get("progress", ""), f"{time.time() - job.get('since', time.time()):.0f}s")
+                             job.get("progress", ""), f"{job.get('ended', time.time()) - job.get('since', time.time()):.0f}s")
         return Group(lanes, jobs) if self.jobs else Group(lanes)
 
     def __enter__(self) -> "LiveView":
