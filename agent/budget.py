@@ -3,7 +3,9 @@
 
 The counts come from the recorded conversation (``agent.llm_conversation``), so a resumed run
 continues with what the killed one had already spent. Seconds are the time spent in model calls
-and tool dispatch, not the time the agent was dead between a kill and a resume.
+and tool dispatch, not the time the agent was dead between a kill and a resume. The LLM research
+lane spends from the same counters (``agent.llm_research``); there, running out ends the research,
+not the run.
 """
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ class Budget:
     steps: int = 0
     tokens: int = 0
     seconds: float = 0.0
+    purpose: str = "a plan"  # what the turns were for, named when the budget runs out
 
     @property
     def steps_left(self) -> int:
@@ -36,14 +39,14 @@ class Budget:
         """Raise when another model turn would exceed a limit."""
         if self.steps >= self.max_steps:
             raise BudgetExhausted(f"LLM budget exhausted: {self.steps} model turns (limit {self.max_steps}) "
-                                  "without a plan; raise it with --max-llm-steps (or max_llm_steps in "
+                                  f"without {self.purpose}; raise it with --max-llm-steps (or max_llm_steps in "
                                   "dsv4-agent.toml, DSV4_MAX_LLM_STEPS) or state the goal more precisely")
         if self.tokens >= self.max_tokens:
             raise BudgetExhausted(f"LLM budget exhausted: {self.tokens} tokens (limit {self.max_tokens}) "
-                                  "without a plan; raise it with --llm-max-tokens or state the goal more precisely")
+                                  f"without {self.purpose}; raise it with --llm-max-tokens or state the goal more precisely")
         if self.seconds >= self.max_seconds:
             raise BudgetExhausted(f"LLM budget exhausted: {self.seconds:.0f} s (limit {self.max_seconds:.0f} s) "
-                                  "without a plan; raise it with --llm-max-seconds, use a faster endpoint, "
+                                  f"without {self.purpose}; raise it with --llm-max-seconds, use a faster endpoint, "
                                   "or state the goal more precisely")
 
     def snapshot(self) -> dict:

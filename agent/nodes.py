@@ -1,7 +1,7 @@
 """Graph nodes: thin adapters from state to the functions that do the work."""
 from __future__ import annotations
 
-from agent import planner
+from agent import llm_research, planner
 from agent.lanes import run_lane
 from agent.preflight import run_preflight
 from agent.runtime import Runtime
@@ -42,8 +42,12 @@ def gpu_lane(rt: Runtime, state: CampaignState) -> dict:
 
 
 def research_lane(rt: Runtime, state: CampaignState) -> dict:
-    kinds = ("infer_mtp", "write_scripts")
-    done = run_lane(rt, _steps(state), state["preflight"], state.get("outcomes", {}), kinds)
+    steps, preflight, outcomes = _steps(state), state["preflight"], state.get("outcomes", {})
+    done = run_lane(rt, steps, preflight, outcomes, ("infer_mtp",))
+    if llm_research.wanted(rt, steps):  # with an LLM: it researches the evidence before scripts are written
+        accepted = llm_research.research(rt, state["goal"], preflight, {**outcomes, **done})
+        steps = llm_research.with_research_flags(steps, accepted)
+    done.update(run_lane(rt, steps, preflight, {**outcomes, **done}, ("write_scripts",)))
     import agent.report  # noqa: F401  warm the report's imports (matplotlib, ~0.5 s) while GPU jobs run
     return {"outcomes": done, "lanes_done": {"research": True}}
 

@@ -1,17 +1,20 @@
 """Makes the golden runs under ``tests/golden/`` by running the product's own campaign.
 
     .venv/bin/python tests/make_golden.py            # regenerate every golden run in place
+    .venv/bin/python tests/make_golden.py llm-mtp    # only the named ones
 
 Each golden is a real ``dsv4-agent "GOAL"`` run through the CLI in a scratch folder with no GPU
 (nothing named ``nvidia-smi`` on PATH), then copied in without the checkpoint database and lock.
 ``playbook-mtp-tune`` uses the deterministic playbook; ``llm-mtp`` plans with an LLM, played by
-the loopback OpenAI-compatible TEST DOUBLE ``tests/doubles/openai_server.py`` (scripted answer:
-submit a plan), so the recorded ``llm_request``/``llm_response`` events are the real client's.
+the loopback OpenAI-compatible TEST DOUBLE ``tests/doubles/openai_server.py`` (scripted answers:
+submit a plan; in the research lane, one search and notes citing its first hit), so the recorded
+``llm_request``/``llm_response`` events are the real client's.
 Regenerate after a step adapter lands or the campaign's decisions change; the tests say when.
 """
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -28,6 +31,16 @@ LLM_PLAN = {"steps": [{"kind": "infer_mtp", "why": "find the MTP flags the tree 
                       {"kind": "write_scripts", "why": "scripts for review"},
                       {"kind": "benchmark", "why": "baseline vs MTP", "params": {"concurrency": [1, 8]}}],
             "rationale": "MTP first, then measure it"}
+RESEARCH_SEARCH = {"pattern": "speculative_num_steps", "glob": ["*.py"], "max_hits": 3}
+
+
+def research_notes(request: dict):
+    """The scripted research answer: one claim citing the first search hit the agent returned."""
+    from tests.doubles.openai_server import Reply, ToolCall
+
+    hit = re.search(r'"path": "([^"]+)",\n\s*"line": (\d+)', request["messages"][-1]["content"])
+    claims = [{"text": "speculative_num_steps is a field of the Spec arguments", "citations": [f"{hit[1]}:{hit[2]}"]}]
+    return Reply(tool_calls=[ToolCall("submit_notes", {"claims": claims}, id="notes-1")])
 
 
 def _clean_env() -> dict[str, str]:
@@ -45,7 +58,10 @@ def run_campaign(name: str, scratch: Path) -> Path:
     if name == "llm-mtp":
         from tests.doubles.openai_server import Reply, ScriptedOpenAI, ToolCall
 
-        with ScriptedOpenAI([Reply(tool_calls=[ToolCall("submit_plan", LLM_PLAN, id="call-1")])]) as server:
+        script = [Reply(tool_calls=[ToolCall("submit_plan", LLM_PLAN, id="call-1")]),  # planner
+                  Reply(tool_calls=[ToolCall("search", RESEARCH_SEARCH, id="research-1")]),  # research lane
+                  research_notes]
+        with ScriptedOpenAI(script) as server:
             _run(cli + ["--llm-base-url", server.base_url, "--llm-model", "scripted-model"], scratch)
     else:
         _run(cli, scratch)
@@ -69,7 +85,7 @@ def copy_run(run: Path, dest: Path) -> Path:
 
 
 def main() -> None:
-    for name in GOALS:
+    for name in sys.argv[1:] or GOALS:
         with tempfile.TemporaryDirectory(prefix="dsv4-golden-") as tmp:
             run = run_campaign(name, Path(tmp))
             dest = copy_run(run, GOLDEN / name)

@@ -13,6 +13,10 @@ EXAMPLES = {
                          notes=["no GPU"], tool_names=["search"], missing=["bounded file read (absent)"]),
     "plan_reminder": dict(step_kinds=("sync", "benchmark"), turns_left=3),
     "untrusted_data": dict(origin="README.md:1-3", fence="```", text="hello"),
+    "research_system": dict(model="deepseek-ai/DeepSeek-V4-Flash", sglang_version="0.5.23", turns_left=7),
+    "research_task": dict(goal="enable MTP", evidence="untrusted data from mtp.json", tool_names=["search"],
+                          missing=["recipe extraction (absent)"]),
+    "research_reminder": dict(turns_left=2),
 }
 
 

@@ -46,6 +46,18 @@ class ReplaySource:
             self._copy_artifact(rt, relative)
         return outcome
 
+    def research_result(self, rt: Runtime, tool: str) -> dict:
+        """The recorded ``tool_result`` of a span the orchestration runs outside the plan's steps
+        (the LLM research, ``agent.llm_research``), with its recorded files copied in."""
+        queue = self._results.get(tool)
+        if not queue:
+            raise ReplayStop(f"the record has no result for {tool}: "
+                             f"{self.recording.stop_reason or 'the run ended inside it'}")
+        event = queue.popleft()
+        for relative in event.get("artifacts", []):
+            self._copy_artifact(rt, relative)
+        return event
+
     def _copy_artifact(self, rt: Runtime, relative: str) -> None:
         # Later nodes (the report) read what steps wrote, so the replay folder gets the recorded files.
         source = (self.recording.run_dir / relative).resolve()
