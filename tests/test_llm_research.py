@@ -171,3 +171,71 @@ def test_research_spends_the_planners_budget(tmp_path, sglang_wheel_root):
     assert outcome["status"] == "done" and "3 model turns (limit 3) without research notes" in outcome["summary"]
     assert "stopped early: LLM budget exhausted" in (run / "research_notes.md").read_text()
     assert json.loads((run / "result.json").read_text())["status"] == "finished"
+
+
+def _wait_for(predicate, limit: float, what: str) -> None:
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_kill_9_mid_research_then_resume_reuses_the_recorded_turns(tmp_path, sglang_wheel_root):
+    def notes(request: dict) -> Reply:
+        return _notes([{"text": "found it", "citations": [_first_hit(_tool_texts(request)[-1])]}])
+
+    turns = [_plan(),
+             Reply(tool_calls=[ToolCall("search", {"pattern": "speculative_num_steps", "max_hits": 2}, id="r1")]),
+             Reply(tool_calls=[ToolCall("submit_notes", {"claims": []}, id="slow")], delay_s=120),  # dies waiting
+             notes]
+    runs = tmp_path / "runs"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DSV4_", "OPENAI_"))}
+    with ScriptedOpenAI(turns) as server:
+        proc = subprocess.Popen([AGENT, "run", "enable MTP", "--llm-base-url", server.base_url,
+                                 "--llm-model", "scripted-model", "--sglang", str(sglang_wheel_root),
+                                 "--runs-dir", str(runs)], cwd=tmp_path, env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        try:
+            _wait_for(lambda: len(server.requests) == 3 or proc.poll() is not None, 90, "the research's second turn")
+        finally:
+            proc.send_signal(signal.SIGKILL)
+            output = proc.communicate(timeout=10)[0]
+        assert len(server.requests) == 3, output
+        [run] = list(runs.iterdir())
+        assert not (run / OUTCOME_FILE).exists()
+        before = read_trace(run / "trace.jsonl").events
+        done = subprocess.run([AGENT, "resume", "latest", "--runs-dir", str(runs)], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stdout + done.stderr
+        # neither the planner's turn nor the research's first turn was asked again
+        assert len(server.requests) == 4
+        assert server.requests[3]["messages"] == server.requests[2]["messages"]
+    resumed = read_trace(run / "trace.jsonl").events[len(before):]
+    assert [e["call"] for e in resumed if e["type"] == "llm_request"] == [3]
+    assert not any(e["type"] == "tool_result" and e.get("tool") == "search" for e in resumed)
+    assert [e["kind"] for e in Conversation.load(run / RESEARCH_FILE).entries] == \
+        ["prompt", "reply", "observations", "reply", "observations"]
+    assert json.loads((run / OUTCOME_FILE).read_text())["claims_kept"] == 1
+    assert json.loads((run / "result.json").read_text())["status"] == "finished"
+
+
+def test_without_an_llm_there_is_no_research_span(tmp_path, sglang_wheel_root):
+    code = start(Settings(sglang_src=str(sglang_wheel_root), runs_dir=str(tmp_path / "runs")), "enable MTP")
+    assert code == 0
+    run = _run_dir(tmp_path)
+    assert (run / "mtp.json").exists()  # the research lane ran its steps
+    assert not (run / "llm").exists() and not (run / "research_notes.md").exists()
+    assert not any(e.get("tool") == "llm_research" for e in read_trace(run / "trace.jsonl").events)
+
+
+def test_an_endpoint_failing_during_research_fails_the_research_not_the_campaign(tmp_path, sglang_wheel_root):
+    with ScriptedOpenAI([_plan()]) as server:  # then every request: HTTP 500
+        code = start(_settings(tmp_path, server.base_url, sglang_wheel_root), "enable MTP")
+    assert code == 0 and len(server.requests) == 1 + 3  # the plan, then three tries at the research turn
+    run = _run_dir(tmp_path)
+    outcome = json.loads((run / OUTCOME_FILE).read_text())
+    assert outcome["status"] == "failed" and "failed 3 times (last: HTTP 500)" in outcome["summary"]
+    assert not (run / "research_notes.md").exists() and (run / "serve_mtp.sh").exists()
+    assert json.loads((run / "result.json").read_text())["status"] == "finished"
