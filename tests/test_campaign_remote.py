@@ -137,17 +137,3 @@ def test_ssh_executor_switch_before_any_job_takes_the_new_one(tmp_path):
     second = make_executor("ssh://host-b", jobs_root)  # no job ever ran: host-b takes over
     assert json.loads((jobs_root / "executor.json").read_text())["url"] == "ssh://host-b"
     assert second.remote_root != first.remote_root
-
-
-def test_benchmark_through_ssh_fails_saying_why_and_how_to_run_it(gpu_host, tmp_path, sglang_wheel_root):
-    config, _ = gpu_host
-    out = agent(*campaign_args(tmp_path, sglang_wheel_root, goal="benchmark"), *_ssh_args(config),
-                cwd=tmp_path, env=LOCAL_ENV, timeout=240)
-    assert out.returncode == 1, out.stdout + out.stderr
-    run = only_run(tmp_path)
-    result = json.loads((run / "result.json").read_text())
-    assert result["status"] == "failed" and result["steps"] == {"write_scripts": "done", "benchmark": "failed"}
-    outcome = json.loads((run / "steps" / "benchmark.json").read_text())
-    assert "cannot run through the ssh executor yet" in outcome["summary"]
-    assert "bash run_measure.sh" in outcome["data"]["command"] and "dsv4-test" in outcome["data"]["command"]
-    assert not (run / "bench").exists()  # no fake results

@@ -10,10 +10,18 @@ never ready - goes to ``<variant>.failures.jsonl`` with its reason and the sweep
 Several points share one server, and SGLang's accept length is cumulative since server start, so
 each point is bracketed by server snapshots (``snapshots/<variant>.jsonl``, tools/accept_snapshots.py)
 from which the results parser computes the point's own accept length.
+
+Through an executor whose jobs run on another host (SSH): the server and the bench client are
+jobs there; the client's ``--output-file`` is the run-folder path, which the executor maps to the
+host's copy of the run folder (the local JSONL is copied there before each point, so the client
+appends to the same lines) and ``fetch_run_file`` brings the file back after each point. The
+snapshots are taken here through the server handle's port forward with this interpreter (the
+snapshot script is stdlib-only; the SGLang python is a path on the host).
 """
 from __future__ import annotations
 
 import json
+import sys
 import time
 from pathlib import Path
 from typing import Callable
@@ -108,15 +116,20 @@ def run_point(executor: Executor, plan: MeasurePlan, variant: ServeVariant, poin
     key = f"bench-{variant.name}-c{point.concurrency}"
     tag = point.tag(variant.name)
     snapshots = snapshot_file(results_file.parent, variant.name)
+    remote = hasattr(executor, "fetch_run_file")  # the client writes on the executor's host
+    snapshot_python = sys.executable if remote else python
     if not _bench_job_known(executor, key) or tag not in _pending_befores(snapshots):
         # A re-attached bench job keeps the 'before' taken when it was first launched.
-        take_snapshot(python, server.url, tag, "before", snapshots)
-    argv = [python, *point_args(plan, variant.name, point, variant.host, server.port, str(results_file))]
+        take_snapshot(snapshot_python, server.url, tag, "before", snapshots)
+    output = str(results_file.resolve()) if remote else str(results_file)  # absolute: mapped to the host's copy
+    argv = [python, *point_args(plan, variant.name, point, server.host, server.port, output)]
     state = executor.launch(JobSpec(key=key, argv=argv, kind="bench", lane="gpu", env=env,
                                     gpus=[], timeout_s=timeout_s, grace_s=5.0))
     state = _wait(executor, key)
+    if remote:
+        executor.fetch_run_file(results_file)  # the host's copy: ours plus this point's line
     if state.status == "succeeded":
-        take_snapshot(python, server.url, tag, "after", snapshots)
+        take_snapshot(snapshot_python, server.url, tag, "after", snapshots)
     tail = cap_text(executor.read_log(key, 4000), 2000).text
     if state.status != "succeeded":
         return PointFailure(variant=variant.name, concurrency=point.concurrency, log=state.log_path,

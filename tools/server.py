@@ -4,6 +4,11 @@ The server is ``<sglang python> -m sglang.launch_server ...`` run as a job (its 
 group, log in the job folder). Readiness is ``GET /health`` (or ``/v1/models`` on builds without
 /health) answering 200. On a timeout or an early exit the message carries the log tail and the
 server is stopped; only the job's own process group is ever signalled (the executor checks).
+
+Where the server is: through an executor that runs jobs on another host and can forward ports
+(the SSH executor: ``free_port`` / ``forward``), the port is picked free *on that host* and the
+handle's ``url`` is the agent's ``ssh -L`` forward to it, while ``host``/``port`` stay what jobs on
+that host use (the bench client connects there). Locally both are the same address.
 """
 from __future__ import annotations
 
@@ -60,8 +65,9 @@ def probe_ready(url: str, timeout_s: float = 2.0) -> bool:
 class ServerHandle(BaseModel):
     variant: str
     key: str = Field(description="Job key of the server")
-    url: str
-    port: int
+    url: str = Field(description="Where the agent reaches it (probes, snapshots): maybe a port forward")
+    host: str = Field("127.0.0.1", description="Address jobs on the server's host connect to")
+    port: int = Field(description="Port the server listens on, on its host")
     log_path: str
     attached: bool = Field(False, description="True when an already running server was re-attached")
 
@@ -76,11 +82,12 @@ def launch_server(executor: Executor, variant: ServeVariant, python: str, port: 
                   extra_env: dict[str, str] | None = None) -> ServerHandle:
     """Start (or re-attach to) the variant's server and block until it is ready."""
     key = key or f"serve-{variant.name}"
+    remote = hasattr(executor, "forward")  # the server runs on the executor's host, not here
     recorded = _recorded_port(executor, key)
     if recorded is None:
         if port is None:
-            port = free_port(variant.host)
-        elif port_in_use(variant.host, port):
+            port = executor.free_port(variant.host) if remote else free_port(variant.host)
+        elif not remote and port_in_use(variant.host, port):
             raise ToolError(f"port {port} on {variant.host} is already in use by another process; "
                             "stop it, pick another port, or leave the port unset to use a free one")
     else:
@@ -90,7 +97,12 @@ def launch_server(executor: Executor, variant: ServeVariant, python: str, port: 
     spec = JobSpec(key=key, argv=[python, *variant.launch_args(port)], kind="serve", lane="gpu",
                    env=env, gpus=variant.gpus, grace_s=15.0)
     state = executor.launch(spec)
-    handle = ServerHandle(variant=variant.name, key=key, url=base_url(variant.host, port), port=port,
+    try:
+        url = executor.forward(key, variant.host, port) if remote else base_url(variant.host, port)
+    except ToolError:
+        stop_server(executor, key)
+        raise
+    handle = ServerHandle(variant=variant.name, key=key, url=url, host=variant.host, port=port,
                           log_path=state.log_path, attached=state.attached)
     wait_ready(executor, handle, ready_timeout_s)
     return handle

@@ -14,14 +14,19 @@ def register(app: typer.Typer) -> None:
     def uninstall(run: str = typer.Argument(..., help="Run folder (path, name under --runs-dir, or 'latest')"),
                   runs_dir: str = typer.Option("runs", help="Where run folders are"),
                   force: bool = typer.Option(False, help="Also restore files changed since the install")) -> None:
-        """Restore SGLang's config folder exactly as it was before RUN installed tuned configs."""
+        """Restore SGLang's config folder exactly as it was before RUN installed tuned configs
+        (on the GPU host when the run installed them there through its SSH executor)."""
         from agent.runfolder import RunFolder, RunFolderError
         from tools.base import ToolError
-        from tools.tuning.install import uninstall_configs
+        from tools.tuning.install import MANIFEST, load_manifest, uninstall_configs
 
         try:
             folder = RunFolder.find(run, runs_dir)
-            result = uninstall_configs(folder.path, force=force)
+            installed_by = load_manifest(folder.path / MANIFEST).installed_by
+            if installed_by == "local":
+                result = uninstall_configs(folder.path, force=force)
+            else:
+                result = _uninstall_on_host(folder, installed_by, force)
         except (RunFolderError, ToolError) as err:
             typer.echo(f"error: {err}", err=True)
             raise typer.Exit(1)
@@ -94,3 +99,17 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"GPU {work.gpu}: {len(work.units)} units, est. cost {work.est_cost:.1f}")
 
     app.add_typer(tuning, name="tuning")
+
+
+def _uninstall_on_host(folder, installed_by: str, force: bool):
+    """Undo through the executor that installed (its ssh options as the run recorded them)."""
+    from tools.base import ToolError
+    from tools.jobs.factory import make_executor
+    from tools.tuning.remote_install import uninstall_on_host
+
+    settings = folder.read_json("config.json").get("settings", {})
+    if settings.get("executor") != installed_by:
+        raise ToolError(f"the configs were installed on {installed_by} but the run's executor is now "
+                        f"{settings.get('executor')!r}; its ledger no longer reaches that host")
+    executor = make_executor(installed_by, folder.jobs_dir, ssh_options=settings.get("ssh_options"))
+    return uninstall_on_host(executor, folder.path, force=force)

@@ -5,6 +5,10 @@ step did not run). Without GPUs the step is ``planned``: the scripts are in the 
 the summary says how to run them. With GPUs it blocks until the sweep is done; results go to
 ``bench/<variant>.jsonl``. Idempotent: finished points (their line is in the JSONL) are skipped and
 jobs re-attach by key (``serve-<variant>``, ``bench-<variant>-c<k>``).
+
+Executors: local, and SSH (server and bench client run on the host, probes and snapshots go through
+an ``ssh -L`` forward, each point's JSONL comes back; see tools/bench.py). Slurm is not wired yet:
+the step fails saying how to run the reviewed script on an allocation.
 """
 from __future__ import annotations
 
@@ -24,8 +28,8 @@ def _plan(ctx: StepContext, step: PlanStep) -> MeasurePlan:
 
 
 def _not_through(ctx: StepContext, plan: MeasurePlan, measure) -> StepOutcome:
-    """Remote executors cannot run the sweep yet: the server readiness probe, the accept-length
-    snapshots and the bench client's JSONL all live on this machine in ``run_sweep``."""
+    """Executors without a way to reach the server from here (Slurm: no port forward, the node's
+    address and a free port there are not known before the job starts) cannot run the sweep yet."""
     run, script = shlex.quote(str(ctx.run.path)), shlex.quote(str(measure))
     gpus = len(plan.variants[0].gpus or []) or plan.variants[0].tp
     if ctx.executor.name == "slurm":
@@ -52,7 +56,7 @@ def run(ctx: StepContext, step: PlanStep) -> StepOutcome:
                            data={"command": f"bash {shlex.quote(str(measure))}",
                                  "variants": [v.name for v in plan.variants]})
 
-    if ctx.executor.name != "local":
+    if ctx.executor.name != "local" and not hasattr(ctx.executor, "forward"):
         return _not_through(ctx, plan, measure)
 
     def on_event(kind: str, data: dict) -> None:

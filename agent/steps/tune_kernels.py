@@ -48,6 +48,7 @@ from tools.tuning.fanout import FanoutJob, run_fanout
 from tools.tuning.install import MANIFEST, install_configs, load_manifest
 from tools.tuning.merge import merge_outputs
 from tools.tuning.plan import DEFAULT_BATCH_SIZES, make_units, plan_units
+from tools.tuning.remote_install import HOST_SCRIPT, install_on_host
 from tools.tuning.prepare import PrepareTuningArgs, TuningPreparation, prepare_tuning
 from tools.tuning.render import render_tuning, shellcheck
 from tools.tuning.script import find_script, introspect_script
@@ -252,11 +253,31 @@ def _run_on_gpus(ctx, step, prep, plan, rendered, units, artifacts, data) -> Ste
         if merged.missing_units:
             raise ToolError(f"{len(merged.missing_units)} planned units have no result (e.g. {merged.missing_units[:3]}); "
                             "re-run the campaign to resume them")
-        manifest = install_configs([Path(f.path) for f in merged.files], _install_target(ctx, step), ctx.run.path)
+        manifest = _install(ctx, step, [Path(f.path) for f in merged.files])
     except ToolError as err:
         return _outcome("failed", f"tuned but not installed: {err}", prep, artifacts, **data)
     ctx.emit("artifact_written", path=MANIFEST, bytes=manifest_path.stat().st_size)
+    where, written = "", [MANIFEST]
+    if manifest.installed_by != "local":
+        where, written = f" on the GPU host ({manifest.installed_by})", [MANIFEST, HOST_SCRIPT]
+    if ctx.executor.name == "slurm":
+        where = (f" from this machine (the Slurm nodes read them only if {manifest.config_dir} is on the "
+                 "filesystem they share with it, as the run folder is)")
     return _outcome("done", f"tuned {len(units)} units on {len(jobs)} GPUs in {result.elapsed_s:.0f} s; installed "
-                            f"{len(manifest.entries)} configs into {manifest.config_dir} (undo: dsv4-agent tuning "
-                            f"uninstall {ctx.run.path.name})", prep, artifacts + [MANIFEST],
-                    installed=[e.target for e in manifest.entries], manifest=MANIFEST, **data)
+                            f"{len(manifest.entries)} configs into {manifest.config_dir}{where} (undo: dsv4-agent "
+                            f"tuning uninstall {ctx.run.path.name})", prep, artifacts + written,
+                    installed=[e.target for e in manifest.entries], manifest=MANIFEST,
+                    installed_by=manifest.installed_by, **data)
+
+
+def _install(ctx: StepContext, step: PlanStep, merged: list[Path]):
+    """Install where the server runs: on the SSH host through a job there, else from this machine
+    (local, and Slurm whose run folder is shared: see the summary's note)."""
+    if not hasattr(ctx.executor, "fetch_run_file"):
+        return install_configs(merged, _install_target(ctx, step), ctx.run.path)
+    root = ctx.sglang_root
+    source = ctx.settings.sglang_src or (str(root) if root is not None and not Path(root).resolve().is_relative_to(
+        cache_dir().resolve()) else None)  # our cached wheel corpus is never what the host's server runs
+    ctx.progress(f"tuning: installing {len(merged)} configs on the GPU host ({HOST_SCRIPT} as a job there)")
+    return install_on_host(ctx.executor, merged, ctx.run.path, sglang_python=ctx.settings.sglang_python,
+                           sglang_src=source, config_dir=step.params.get("config_dir"))

@@ -14,6 +14,8 @@ needs nothing but ``python3``. Each call does one thing and answers one JSON obj
   put     write job inputs into the remote run folder (answers its absolute path)
   pack_dir  tar of one folder of the remote run folder (the job's outputs), fetched after it ended
   gpus    run ``nvidia-smi --query-gpu=index,name,memory.total`` on this host
+  port    a port nobody listens on right now on one of this host's addresses (for a server job)
+  get     one file of the remote run folder, base64 (a result a job appended to, e.g. bench JSONL)
 
 The ledger files are the same as LocalExecutor's: job.json, launch.json, wrapper.json, log.txt,
 stop.json, exit.json. Liveness is decided here, with the remote clock and /proc of the remote.
@@ -22,6 +24,7 @@ import base64
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tarfile
@@ -119,6 +122,24 @@ def op_gpus(req):
     return {"returncode": done.returncode, "stdout": done.stdout, "stderr": done.stderr[-2000:]}
 
 
+def op_port(req):
+    host = req.get("host") or "127.0.0.1"
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return {"port": s.getsockname()[1]}
+
+
+def op_get(req):
+    path = os.path.normpath(os.path.join(req["run"], req["path"]))
+    if not path.startswith(req["run"] + os.sep):
+        return {"error": "%r is outside the run folder" % req["path"]}
+    try:
+        with open(path, "rb") as f:
+            return {"data": base64.b64encode(f.read()).decode()}
+    except FileNotFoundError:
+        return {"missing": True}
+
+
 def op_launch(req):
     job_dir = os.path.join(req["root"], req["key"])
     job = req["job"]
@@ -137,6 +158,11 @@ def op_launch(req):
         problem = _put_files(req["run"], req.get("inputs") or [])
         if problem:
             return {"error": problem}
+        for relative in req.get("folders") or []:  # where the job writes outputs (e.g. bench/)
+            folder = os.path.normpath(os.path.join(req["run"], relative))
+            if not folder.startswith(req["run"] + os.sep):
+                return {"error": "output folder %r is outside the run folder" % relative}
+            os.makedirs(folder, exist_ok=True)
     os.makedirs(job_dir, exist_ok=True)
     wrapper_path = os.path.join(req["root"], "wrapper.py")
     tmp = wrapper_path + ".tmp"
@@ -229,7 +255,8 @@ def op_pack_dir(req):
                     tar.add(os.path.join(folder, name), arcname=name)
 
 
-OPS = {"launch": op_launch, "poll": op_poll, "stop": op_stop, "list": op_list, "put": op_put, "gpus": op_gpus}
+OPS = {"launch": op_launch, "poll": op_poll, "stop": op_stop, "list": op_list, "put": op_put, "gpus": op_gpus,
+       "port": op_port, "get": op_get}
 
 
 def main(op):

@@ -36,6 +36,7 @@ from tools.gpus import DetectGpusResult
 from tools.jobs.ledger_state import state_from_snapshot
 from tools.jobs.remote_gpus import parse_nvidia_smi
 from tools.jobs.spec import JobSpec, JobState
+from tools.jobs.ssh_forward import PortForward
 from tools.jobs.ssh_paths import RunPathMap
 
 HERE = Path(__file__).parent
@@ -92,6 +93,7 @@ class SshExecutor:
         self.remote_root = self._remote_root(remote_root)
         self._paths: RunPathMap | None = None
         self._last_job: dict[str, dict] = {}  # job.json as last seen remotely (for the stop grace)
+        self._forwards: dict[str, PortForward] = {}  # job key -> our ssh -L to that (server) job
 
     def _remote_root(self, wanted: str | None) -> str:
         """The remote ledger folder of this run: fixed once, remembered in executor.json."""
@@ -138,12 +140,13 @@ class SshExecutor:
         return self._paths
 
     # -- transport -------------------------------------------------------------------------
-    def _ssh_argv(self, remote_command: str) -> list[str]:
+    def _ssh_prefix(self) -> list[str]:
         argv = ["ssh", *self.ssh_options, "-o", "BatchMode=yes",
                 "-o", f"ConnectTimeout={self.connect_timeout_s}"]
-        if self.port is not None:
-            argv += ["-p", str(self.port)]
-        return [*argv, "--", self.destination, remote_command]
+        return argv + (["-p", str(self.port)] if self.port is not None else [])
+
+    def _ssh_argv(self, remote_command: str) -> list[str]:
+        return [*self._ssh_prefix(), "--", self.destination, remote_command]
 
     def _call(self, op: str, request: dict, timeout_s: float = _OP_TIMEOUT_S, raw: bool = False):
         request = {"root": self.remote_root, **request}
@@ -196,8 +199,12 @@ class SshExecutor:
         job["env"] = spec.child_env()
         job = paths.rewrite(job)
         answer = self._call("launch", {"key": spec.key, "job": job, "wrapper_source": WRAPPER_SOURCE,
-                                       "run": paths.remote_run, "inputs": paths.inputs(spec)})
+                                       "run": paths.remote_run, "inputs": paths.inputs(spec),
+                                       "folders": paths.folders(spec)})
         self.job_dir(spec.key).mkdir(parents=True, exist_ok=True)
+        local_record = self.job_dir(spec.key) / "job.json"
+        if not local_record.exists():  # what was run (host paths), readable here while the job runs
+            local_record.write_text(json.dumps(answer["snapshot"].get("job") or job, indent=1))
         state = self._sync(spec.key, answer["snapshot"])
         state.attached = answer["attached"]
         return state
@@ -277,8 +284,46 @@ class SshExecutor:
         keys = self._call("list", {})["keys"]
         return self._poll_many(keys) if keys else []
 
+    # -- reaching what jobs serve or write on the host ---------------------------------------
+    def free_port(self, host: str = "127.0.0.1") -> int:
+        """A port free right now on the host (for a server job that runs there)."""
+        return int(self._call("port", {"host": host})["port"])
+
+    def forward(self, key: str, host: str, port: int) -> str:
+        """A local URL reaching ``host:port`` as seen from the SSH host (``ssh -L``, ours to stop);
+        closed by ``stop(key)`` or ``close_forward(key)``."""
+        current = self._forwards.get(key)
+        if current is not None and current.alive() and (current.remote_host, current.remote_port) == (host, port):
+            return current.url
+        self.close_forward(key)
+        self._forwards[key] = PortForward(self._ssh_prefix(), self.destination, host, port, self.job_dir(key))
+        return self._forwards[key].url
+
+    def close_forward(self, key: str) -> None:
+        forward = self._forwards.pop(key, None)
+        if forward is not None:
+            forward.close()
+
+    def fetch_run_file(self, local_path: Path) -> bool:
+        """Copy one run-folder file a job wrote on the host to the same path here (False: not there)."""
+        paths = self.paths()
+        rel = paths.relative(str(local_path))
+        if rel is None:
+            raise ToolError(f"{local_path} is not inside the run folder {paths.local_run}; only run-folder files "
+                            "come back from the GPU host")
+        answer = self._call("get", {"run": paths.remote_run, "path": str(rel)})
+        if answer.get("missing"):
+            return False
+        target = paths.local_run / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{target.name}.fetch.tmp")
+        tmp.write_bytes(base64.b64decode(answer["data"]))
+        os.replace(tmp, target)
+        return True
+
     def stop(self, key: str, grace_s: float | None = None) -> JobState:
         """SIGTERM the remote wrapper (it ends the command's group), SIGKILL after the grace."""
+        self.close_forward(key)
         state = self.poll(key)
         if state.done:
             return state

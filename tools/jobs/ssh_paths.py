@@ -9,6 +9,9 @@ folders). On the GPU host the run has a folder of its own (``~/.dsv4-agent/runs/
   each argv word / env value that is an existing *file* inside the run folder, and the top-level
   files of the job's working folder when that folder lies inside the run folder (the tuning
   folder's scripts, driver and unit lists). Subfolders are outputs and are not copied over.
+- **Folders created before a job starts**: the parent folder of each argv word / env value inside
+  the run folder whose parent exists locally (an output file such as ``bench/<variant>.jsonl`` can
+  then be created there by the job).
 - **Fetched after the job ended**: the job's ledger folder (log, exit.json) and the subfolders of
   its working folder (e.g. ``tuning/out/``), into the same run-relative local paths. Top-level
   files there are fetched only when they do not exist locally (local inputs are never replaced).
@@ -62,6 +65,15 @@ class RunPathMap:
             return None
         rel = self.relative(spec.cwd)
         return rel if rel is not None and (self.local_run / rel).is_dir() else None
+
+    def folders(self, spec: JobSpec) -> list[str]:
+        """Run-relative folders to create on the host before ``spec`` starts (see module doc)."""
+        out = set()
+        for word in [*spec.argv, *spec.env.values()]:
+            rel = self.relative(word) if word.startswith("/") else None
+            if rel is not None and rel.parent != Path(".") and (self.local_run / rel.parent).is_dir():
+                out.add(str(rel.parent))
+        return sorted(out)
 
     def inputs(self, spec: JobSpec) -> list[dict]:
         """The files to copy to the remote run folder before ``spec`` starts (see module doc)."""

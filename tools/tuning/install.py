@@ -37,6 +37,8 @@ class Manifest(BaseModel):
     created_at: float
     entries: list[ManifestEntry]
     notes: list[str] = Field(default_factory=list)
+    installed_by: str = Field("local", description="Where the targets are: 'local' or the executor (e.g. "
+                              "ssh://host) whose host the install ran on (tools/tuning/remote_install.py)")
 
 
 def _sha256(path: Path) -> str:

@@ -1,0 +1,114 @@
+"""Install / uninstall tuned configs on the GPU host, as jobs through the executor.
+
+Why: with the SSH executor the server runs on another host and reads configs from *that* host's
+SGLang; installing from the agent's machine would change the wrong folder. So the standalone
+``host_install.py`` is written into the run folder (``tuning/install_configs.py``, reviewable) and
+run on the host as a job; the merged files travel with it (they are run-folder files in its argv,
+which the executor mirrors) and the manifest it writes there comes back into the local run folder
+(``tuning/manifest.json``), marked ``installed_by`` the executor so that ``dsv4-agent tuning
+uninstall RUN`` undoes it on the same host.
+
+Idempotent: the install job's key is derived from the merged files' contents, so a re-run after a
+crash re-attaches to the same job (and fetches its manifest) instead of installing twice; each
+uninstall gets a fresh key (the script itself does nothing when the install is already undone).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from pathlib import Path
+
+from tools.base import ToolError, cap_text
+from tools.jobs import Executor, JobSpec, JobState
+from tools.tuning.install import MANIFEST, Manifest, UninstallResult, load_manifest
+
+HOST_SCRIPT = "tuning/install_configs.py"
+SCRIPT_SOURCE = (Path(__file__).parent / "host_install.py").read_text()
+JOB_TIMEOUT_S = 600.0
+
+
+def executor_label(executor: Executor) -> str:
+    """What the manifest records as ``installed_by`` (the --executor value that reaches the host)."""
+    return getattr(executor, "url", None) or executor.name
+
+
+def write_host_script(run_dir: Path) -> Path:
+    path = Path(run_dir) / HOST_SCRIPT
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists() or path.read_text() != SCRIPT_SOURCE:
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_text(SCRIPT_SOURCE)
+        tmp.chmod(0o755)
+        os.replace(tmp, path)
+    return path
+
+
+def _known(executor: Executor, key: str) -> JobState | None:
+    try:
+        return executor.poll(key)
+    except ToolError:
+        return None  # not in the ledger
+
+
+def _run(executor: Executor, spec: JobSpec, poll_s: float) -> tuple[JobState, str]:
+    executor.launch(spec)
+    while not (state := executor.poll(spec.key)).done:
+        time.sleep(poll_s)
+    return state, executor.read_log(spec.key, 4000)
+
+
+def _fetch_manifest(executor: Executor, run_dir: Path) -> None:
+    fetch = getattr(executor, "fetch_run_file", None)
+    if fetch is not None:  # a shared run folder (Slurm) already has it
+        fetch(Path(run_dir) / MANIFEST)
+
+
+def _python(executor: Executor) -> str:
+    return getattr(executor, "remote_python", None) or "python3"
+
+
+def install_on_host(executor: Executor, merged: list[Path], run_dir: Path, *, sglang_python: str | None,
+                    sglang_src: str | None, config_dir: str | None = None, poll_s: float = 0.3) -> Manifest:
+    """Install ``merged`` into the host SGLang's config folder through ``executor``; the local manifest."""
+    run_dir = Path(run_dir).resolve()
+    script = write_host_script(run_dir)
+    digest = hashlib.sha256(b"".join(Path(p).name.encode() + Path(p).read_bytes() for p in sorted(merged)))
+    argv = [_python(executor), str(script), "install", str(run_dir), executor_label(executor)]
+    for flag, value in (("--config-dir", config_dir), ("--sglang-python", sglang_python), ("--sglang-src", sglang_src)):
+        if value:
+            argv += [flag, value]
+    argv += [str(Path(p).resolve()) for p in merged]
+    spec = JobSpec(key=f"install-configs-{digest.hexdigest()[:10]}", argv=argv, kind="install", lane="gpu",
+                   gpus=[], timeout_s=JOB_TIMEOUT_S, grace_s=5.0)
+    state, log = _run(executor, spec, poll_s)
+    _fetch_manifest(executor, run_dir)
+    if state.status != "succeeded":
+        raise ToolError(f"installing the tuned configs on the GPU host failed ({state.status}: {state.reason}): "
+                        f"{cap_text(log.strip(), 1500).text}")
+    manifest = load_manifest(run_dir / MANIFEST)
+    if manifest.state != "installed":
+        raise ToolError(f"the install job on the GPU host ended but its manifest says {manifest.state!r}; see "
+                        f"{executor.job_dir(spec.key) / 'log.txt'}")
+    return manifest
+
+
+def uninstall_on_host(executor: Executor, run_dir: Path, force: bool = False, poll_s: float = 0.3) -> UninstallResult:
+    """Undo this run's host install through ``executor`` (the host's manifest is the truth)."""
+    run_dir = Path(run_dir).resolve()
+    script = write_host_script(run_dir)
+    key = next(k for k in (f"uninstall-configs-{n}" for n in range(1, 1000)) if _known(executor, k) is None)
+    argv = [_python(executor), str(script), "uninstall", str(run_dir), *(["--force"] if force else [])]
+    state, log = _run(executor, JobSpec(key=key, argv=argv, kind="install", lane="gpu", gpus=[],
+                                        timeout_s=JOB_TIMEOUT_S, grace_s=5.0), poll_s)
+    _fetch_manifest(executor, run_dir)
+    if state.status != "succeeded":
+        raise ToolError(f"uninstalling on the GPU host failed ({state.status}: {state.reason}): "
+                        f"{cap_text(log.strip(), 1500).text}")
+    for line in reversed(log.strip().splitlines()):
+        try:
+            return UninstallResult.model_validate(json.loads(line))
+        except ValueError:
+            continue
+    raise ToolError(f"the uninstall job on the GPU host printed no result; see {executor.job_dir(key) / 'log.txt'}")
