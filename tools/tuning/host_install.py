@@ -40,6 +40,10 @@ class Problem(Exception):
     """A problem the user can fix; the message names it and the fix."""
 
 
+def reason(err):
+    return getattr(err, "strerror", None) or err
+
+
 def sha256(path):
     with open(path, "rb") as f:
         return hashlib.sha256(f.read()).hexdigest()
@@ -71,7 +75,7 @@ def package_parent(root):
 def config_dir(args):
     """The folder the host's SGLang reads: explicit, else where its python imports sglang, else the source."""
     if args.config_dir:
-        return os.path.abspath(args.config_dir)
+        return os.path.realpath(args.config_dir)
     parent = None
     if args.sglang_python:
         try:
@@ -121,7 +125,8 @@ def install(args):
         check_config(path)  # everything is validated before anything is touched
     folder = config_dir(args)
     if not os.path.isdir(folder):
-        raise Problem("SGLang config folder %s does not exist on this host" % folder)
+        raise Problem("SGLang config folder %s does not exist; check --sglang-src / --sglang-python point at the "
+                      "SGLang the server runs" % folder)
     if not os.access(folder, os.W_OK | os.X_OK):
         raise Problem("cannot write to SGLang's config folder %s on this host; run as a user who owns that SGLang "
                       "install, then re-run - nothing was installed" % folder)
@@ -135,8 +140,12 @@ def install(args):
                 raise Problem("%s exists but is not a regular file; move it away and re-run - nothing was "
                               "installed" % target)
             backup = "%s/%s" % (BACKUP_DIR, name)
-            os.makedirs(os.path.join(run, BACKUP_DIR), exist_ok=True)
-            shutil.copy2(target, os.path.join(run, backup))
+            try:
+                os.makedirs(os.path.join(run, BACKUP_DIR), exist_ok=True)
+                shutil.copy2(target, os.path.join(run, backup))
+            except OSError as err:
+                raise Problem("could not back up %s into %s (%s); free space or fix permissions of the run folder "
+                              "- nothing was installed" % (target, os.path.join(run, BACKUP_DIR), reason(err)))
         entries.append({"name": name, "target": target, "source": os.path.abspath(path), "sha256": sha256(path),
                         "backup": backup})
     manifest = {"version": 1, "state": "installing", "config_dir": folder, "created_at": time.time(),
@@ -154,11 +163,11 @@ def install(args):
         manifest["notes"].append("install failed at %s: %s; the %d files already written were restored"
                                  % (entries[len(done)]["name"], err, len(done)))
         save(run, manifest)
-        raise Problem("could not install %s into %s (%s); rolled back, nothing is installed"
-                      % (entries[len(done)]["name"], folder, err))
+        raise Problem("could not install %s into %s (%s); rolled back the %d files already written, nothing is "
+                      "installed. Fix the folder and re-run" % (entries[len(done)]["name"], folder, reason(err), len(done)))
     manifest["state"] = "installed"
     save(run, manifest)
-    print(json.dumps({"state": "installed", "config_dir": folder, "files": len(entries)}))
+    return {"state": "installed", "config_dir": folder, "files": len(entries)}
 
 
 def uninstall(args):
@@ -172,8 +181,7 @@ def uninstall(args):
     result = {"restored": [], "removed": [], "left_alone": [], "note": ""}
     if manifest["state"] in ("uninstalled", "rolled_back"):
         result["note"] = "nothing to do: the install is already %s" % manifest["state"].replace("_", " ")
-        print(json.dumps(result))
-        return
+        return result
     for entry in manifest["entries"]:
         current = sha256(entry["target"]) if os.path.exists(entry["target"]) else None
         if manifest["state"] == "installing" and current != entry["sha256"]:
@@ -190,7 +198,7 @@ def uninstall(args):
     else:
         manifest["state"] = "uninstalled"
     save(run, manifest)
-    print(json.dumps(result))
+    return result
 
 
 def main(argv):
@@ -208,7 +216,7 @@ def main(argv):
     undo.add_argument("--force", action="store_true")
     args = parser.parse_args(argv)
     try:
-        (install if args.op == "install" else uninstall)(args)
+        print(json.dumps((install if args.op == "install" else uninstall)(args)))
     except Problem as err:
         print("error: %s" % err, file=sys.stderr)
         return 2

@@ -1,5 +1,8 @@
 """Install merged configs into the folder SGLang reads: all or nothing, with backups and a manifest.
 
+The work is done by ``host_install.py`` (stdlib only, the same code a remote host runs as a job);
+this module is the agent-side face of it: validation with the agent's messages, the manifest model.
+
 The manifest (``tuning/manifest.json`` in the run folder) is written *before* the first file is
 replaced, so a crash mid-install can still be undone. Uninstall restores exactly: replaced files
 come back from their backups, new files are removed, and a file changed since we installed it is
@@ -7,19 +10,16 @@ left alone (reported) unless forced.
 """
 from __future__ import annotations
 
-import hashlib
-import os
-import shutil
-import time
+import argparse
 from pathlib import Path
 
 from pydantic import BaseModel, Field
 
 from tools.base import Tool, ToolError
+from tools.tuning import host_install
 from tools.tuning.configs import read_config_file
 
-MANIFEST = "tuning/manifest.json"
-BACKUP_DIR = "tuning/backup"
+MANIFEST = host_install.MANIFEST
 
 
 class ManifestEntry(BaseModel):
@@ -41,19 +41,6 @@ class Manifest(BaseModel):
                               "ssh://host) whose host the install ran on (tools/tuning/remote_install.py)")
 
 
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-
-
-def _save(run_dir: Path, manifest: Manifest) -> Path:
-    path = run_dir / MANIFEST
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(".manifest.json.tmp")
-    tmp.write_text(manifest.model_dump_json(indent=2) + "\n")
-    os.replace(tmp, path)
-    return path
-
-
 def load_manifest(path: Path) -> Manifest:
     try:
         return Manifest.model_validate_json(Path(path).read_text())
@@ -61,68 +48,17 @@ def load_manifest(path: Path) -> Manifest:
         raise ToolError(f"no install manifest at {path}: this run installed no kernel configs") from None
 
 
-def _replace(source: Path, target: Path) -> None:
-    tmp = target.with_name(f".{target.name}.dsv4-tmp")
-    shutil.copyfile(source, tmp)
-    os.replace(tmp, target)
-
-
 def install_configs(merged: list[Path], config_dir: Path, run_dir: Path) -> Manifest:
-    """Copy every merged file into ``config_dir`` or none of them."""
-    config_dir = Path(config_dir).resolve()
+    """Copy every merged file into ``config_dir`` or none of them (the host script's own install)."""
     for path in merged:
-        read_config_file(path)  # validate everything before touching anything
-    if not config_dir.is_dir():
-        raise ToolError(f"SGLang config folder {config_dir} does not exist; check --sglang-src / --sglang-python "
-                        "point at the SGLang the server runs")
-    if not os.access(config_dir, os.W_OK | os.X_OK):
-        raise ToolError(f"cannot write to SGLang's config folder {config_dir}; run as a user who owns that SGLang "
-                        "install (or use a venv/checkout you own), then re-run — nothing was installed")
-    entries = []
-    for path in merged:
-        target = config_dir / path.name
-        backup = None
-        if target.exists() or target.is_symlink():
-            if not target.is_file():
-                raise ToolError(f"{target} exists but is not a regular file; move it away and re-run — nothing was "
-                                "installed")
-            backup = f"{BACKUP_DIR}/{path.name}"
-            try:
-                (run_dir / BACKUP_DIR).mkdir(parents=True, exist_ok=True)
-                shutil.copy2(target, run_dir / backup)
-            except OSError as err:
-                raise ToolError(f"could not back up {target} into {run_dir / BACKUP_DIR} ({err.strerror or err}); "
-                                "free space or fix permissions of the run folder — nothing was installed") from None
-        entries.append(ManifestEntry(name=path.name, target=str(target), source=str(path),
-                                     sha256=_sha256(path), backup=backup))
-    manifest = Manifest(state="installing", config_dir=str(config_dir), created_at=time.time(), entries=entries)
-    _save(run_dir, manifest)
-    done: list[ManifestEntry] = []
+        read_config_file(path)  # the agent's validation, with its messages, before anything is touched
+    args = argparse.Namespace(run=str(run_dir), installed_by="local", config_dir=str(config_dir),
+                              sglang_python=None, sglang_src=None, merged=[str(p) for p in merged])
     try:
-        for entry in entries:
-            _replace(Path(entry.source), Path(entry.target))
-            done.append(entry)
-    except OSError as err:
-        failed = entries[len(done)]
-        for entry in reversed(done):
-            _restore(entry, run_dir)
-        manifest.state = "rolled_back"
-        manifest.notes.append(f"install failed at {failed.name}: {err}; the {len(done)} files already written "
-                              "were restored")
-        _save(run_dir, manifest)
-        raise ToolError(f"could not install {failed.name} into {config_dir} ({err.strerror or err}); rolled back "
-                        f"the {len(done)} files already written, nothing is installed. Fix the folder and re-run") from None
-    manifest.state = "installed"
-    _save(run_dir, manifest)
-    return manifest
-
-
-def _restore(entry: ManifestEntry, run_dir: Path) -> None:
-    target = Path(entry.target)
-    if entry.backup:
-        _replace(run_dir / entry.backup, target)
-    else:
-        target.unlink(missing_ok=True)
+        host_install.install(args)
+    except host_install.Problem as err:
+        raise ToolError(str(err)) from None
+    return load_manifest(Path(run_dir) / MANIFEST)
 
 
 class UninstallResult(BaseModel):
@@ -133,29 +69,12 @@ class UninstallResult(BaseModel):
 
 
 def uninstall_configs(run_dir: Path, force: bool = False) -> UninstallResult:
-    run_dir = Path(run_dir)
-    manifest = load_manifest(run_dir / MANIFEST)
-    if manifest.state in ("uninstalled", "rolled_back"):
-        return UninstallResult(note=f"nothing to do: the install is already {manifest.state.replace('_', ' ')}")
-    result = UninstallResult()
-    for entry in manifest.entries:
-        target = Path(entry.target)
-        current = _sha256(target) if target.exists() else None
-        if manifest.state == "installing" and current != entry.sha256:
-            continue  # the install crashed before this file was written: the original is still there
-        if current != entry.sha256 and not force:
-            result.left_alone.append(entry.target)
-            continue
-        _restore(entry, run_dir)
-        (result.restored if entry.backup else result.removed).append(entry.target)
-    if result.left_alone:
-        result.note = (f"{len(result.left_alone)} files changed since this run installed them and were left alone; "
-                       "`dsv4-agent tuning uninstall RUN --force` restores them anyway")
-        manifest.notes.append(result.note)
-    else:
-        manifest.state = "uninstalled"
-    _save(run_dir, manifest)
-    return result
+    load_manifest(Path(run_dir) / MANIFEST)  # a run without an install: say so in the agent's words
+    try:
+        result = host_install.uninstall(argparse.Namespace(run=str(run_dir), force=force))
+    except host_install.Problem as err:
+        raise ToolError(str(err)) from None
+    return UninstallResult.model_validate(result)
 
 
 class UninstallArgs(BaseModel):
