@@ -40,6 +40,8 @@ def register(app: typer.Typer) -> None:
             None, "--allow-dirty", help="Pull into a dirty checkout when upstream touches none of its changes."),
         shapes: Optional[list[str]] = typer.Option(None, "--shapes", help="FP8 GEMM shape N,K to tune (repeat)."),
         retune: Optional[bool] = typer.Option(None, "--retune", help="Tune shapes that already have configs."),
+        force_tune: Optional[bool] = typer.Option(
+            None, "--force-tune", help="Tune even where the evidence says the Triton FP8 path is not used."),
         tp: Optional[int] = typer.Option(None, help="Tensor-parallel size [number of GPUs]."),
         concurrency: Optional[str] = typer.Option(None, help="Benchmark concurrency levels [1,8,16]."),
         tokenizer: Optional[str] = typer.Option(None, help="Local tokenizer for offline benchmarks."),
@@ -67,7 +69,7 @@ def register(app: typer.Typer) -> None:
                    gpus=_ints(gpus, "--gpus"), runs_dir=runs_dir, executor=executor, ssh_options=ssh_option or None,
                    nvidia_smi=nvidia_smi, nodes=nodes, dist_init_addr=dist_init_addr, pull=pull, remote=remote,
                    branch=branch, allow_dirty=allow_dirty, shapes=shapes,
-                   retune=retune, tp=tp, concurrency=_ints(concurrency, "--concurrency"), tokenizer=tokenizer,
+                   retune=retune, force_tune=force_tune, tp=tp, concurrency=_ints(concurrency, "--concurrency"), tokenizer=tokenizer,
                    input_len=input_len, output_len=output_len, prompts_per_concurrency=prompts_per_concurrency,
                    llm_base_url=llm_base_url, llm_model=llm_model, accept_unsupported_flags=accept_unsupported_flags,
                    max_llm_steps=max_llm_steps, llm_max_tokens=llm_max_tokens, llm_max_seconds=llm_max_seconds,
