@@ -1,0 +1,36 @@
+"""The campaign report's own sections: the LLM's flag verdicts and research notes."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from agent.report import build_report
+from agent.report_sections import campaign_sections
+
+
+def test_flag_verdicts_and_research_notes_reach_the_report(tmp_path: Path):
+    (tmp_path / "flag_review.json").write_text(json.dumps({"verdicts": [
+        {"flag": "--foo", "value": "1", "claimed_evidence": "README.md:3", "verdict": "rejected", "origin": None,
+         "reason": "SGLang defines no such flag", "violates": []},
+        {"flag": "--mem-fraction-static", "value": "0.85", "claimed_evidence": "", "verdict": "supported",
+         "origin": "sglang/srt/arg_groups/fields/memory.py:12", "reason": "defined by SGLang", "violates": []}]}))
+    (tmp_path / "llm").mkdir()
+    (tmp_path / "llm" / "research.json").write_text(json.dumps({"flag_review": {"verdicts": [
+        {"flag": "--speculative-eagle-topk", "value": "4", "claimed_evidence": "", "verdict": "rejected",
+         "origin": "sglang/srt/arg_groups/fields/spec.py:30", "reason": "breaks a hook rule",
+         "violates": ["topk must be 1 (sglang/srt/arg_groups/deepseek_v4_hook.py:156)"]}]}}))
+    (tmp_path / "research_notes.md").write_text("# Research notes\n\n## Findings\n\n- <b>x</b> (`a.py:1`)\n")
+    build_report(tmp_path, extra_sections=campaign_sections(tmp_path))
+    page = (tmp_path / "report.html").read_text()
+    md = (tmp_path / "report.md").read_text()
+    assert "Flags proposed by the LLM" in md and "| planner | --foo | 1 | rejected |" in md
+    assert "| research | --speculative-eagle-topk | 4 | rejected |" in md and "deepseek_v4_hook.py:156" in md
+    assert "<td>--mem-fraction-static</td>" in page and "<td>supported</td>" in page
+    assert "LLM research notes" in page and "&lt;b&gt;x&lt;/b&gt;" in page  # notes are escaped, never markup
+    assert "# Research notes" not in md
+
+
+def test_a_playbook_run_has_no_llm_sections(tmp_path: Path):
+    build_report(tmp_path, extra_sections=campaign_sections(tmp_path))
+    md = (tmp_path / "report.md").read_text()
+    assert "LLM" not in md
