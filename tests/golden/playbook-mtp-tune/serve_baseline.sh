@@ -19,5 +19,7 @@ args+=(--model-path deepseek-ai/DeepSeek-V4-Flash)
 args+=(--tp-size 1)
 # address: user choice (loopback unless you need it reachable)
 args+=(--host 127.0.0.1 --port "$PORT")
+# measurement: /metrics counters give each benchmark point its own accept length
+args+=(--enable-metrics)
 
 exec "$SGLANG_PYTHON" "${args[@]}"

@@ -26,6 +26,8 @@ args+=(--model-path deepseek-ai/DeepSeek-V4-Flash)
 args+=(--tp-size 1)
 # address: user choice (loopback unless you need it reachable)
 args+=(--host 127.0.0.1 --port "$PORT")
+# measurement: /metrics counters give each benchmark point its own accept length
+args+=(--enable-metrics)
 # sglang/srt/arg_groups/deepseek_v4_hook.py:149
 args+=(--speculative-algorithm EAGLE)
 # sglang/srt/arg_groups/speculative_hook.py:1461
