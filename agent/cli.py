@@ -53,13 +53,7 @@ app = typer.Typer(
 )
 
 for _name in COMMAND_MODULES:
-    try:
-        _module = importlib.import_module(_name)
-    except ModuleNotFoundError as _err:
-        if _err.name != _name:
-            raise
-        continue  # a capability not built yet: its commands are simply absent from --help
-    _module.register(app)
+    importlib.import_module(_name).register(app)
 
 
 def main() -> None:

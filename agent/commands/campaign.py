@@ -15,7 +15,7 @@ def _fail(message: str, code: int = 2) -> None:
 
 def register(app: typer.Typer) -> None:
     @app.command("run", help=(
-        "Run a campaign for GOAL, e.g. \"enable MTP and tune kernels\".\n\n"
+        "Run a campaign for GOAL, such as \"enable MTP and tune kernels\"\n\n"
         "Settings precedence: these options > ./dsv4-agent.toml > DSV4_* environment > defaults. "
         "Output goes to runs/<UTC time>-<slug>/: config.json, plan.md, trace.jsonl, scripts, "
         "jobs/, report, and result.json (written last)."))
