@@ -16,7 +16,6 @@ from agent.steps.sync import previous_answer, run as run_sync_step
 from agent.trace import TraceWriter, iter_events
 from tests.sync_gitrepos import PYPROJECT, Upstream, git, snapshot, write
 from tools.jobs.local import LocalExecutor
-from tools.sync.evidence import engine_available
 
 CLI = [str(Path(sys.executable).parent / "dsv4-agent")]
 
@@ -53,15 +52,10 @@ def test_cli_sync_reports_commits_pins_and_impact(upstream: Upstream, clone: Pat
     assert [f["category"] for f in result["impact"]] == ["hook", "packaging"]
     # Before the pull this tiny tree had no argument hooks, so there was no previous answer; the
     # report says why instead of inventing one.
-    if engine_available():
-        assert result["evidence_before"]["status"] == "failed"
-        assert result["evidence_after"]["status"] == "ok"
-        assert result["recommendation"]["status"] == "no_previous"
-        assert "no argument hooks" in result["recommendation"]["note"]
-    else:
-        assert result["evidence_after"]["status"] == "not_available" and result["evidence_after"]["answer"] is None
-        assert result["recommendation"]["status"] == "not_available"
-        assert "evidence engine not available" in result["recommendation"]["note"]
+    assert result["evidence_before"]["status"] == "failed"
+    assert result["evidence_after"]["status"] == "ok"
+    assert result["recommendation"]["status"] == "no_previous"
+    assert "no argument hooks" in result["recommendation"]["note"]
 
 
 def test_cli_markdown_and_up_to_date(upstream: Upstream, clone: Path, tmp_path: Path):

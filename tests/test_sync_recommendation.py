@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from tests.sync_gitrepos import Upstream, git
-from tools.sync.evidence import engine_available
 from tools.sync.upstream import SyncArgs, sync_upstream
 
 HOOK = "python/sglang/srt/arg_groups/deepseek_v4_hook.py"
@@ -85,7 +84,6 @@ def forbid_eagle(hook: str) -> str:
     return hook.replace(old, '        assert cfg.speculative_algorithm in (\n            "DSPARK",\n        ), (')
 
 
-@pytest.mark.skipif(not engine_available(), reason="evidence engine (tools/mtp.py) not in this build")
 def test_hook_change_changes_the_recommendation(sglang_wheel_root: Path, hook_text: str, tmp_path: Path):
     upstream = Upstream(tmp_path, sglang_tree(sglang_wheel_root))
     clone = upstream.clone(tmp_path / "sglang")
@@ -111,18 +109,6 @@ def test_hook_change_changes_the_recommendation(sglang_wheel_root: Path, hook_te
         assert all(c.change == "removed" for c in diff.flags)
 
 
-@pytest.mark.skipif(engine_available(), reason="the evidence engine is present: its diff is tested above")
-def test_without_engine_the_diff_says_not_available(sglang_wheel_root: Path, hook_text: str, tmp_path: Path):
-    upstream = Upstream(tmp_path, {HOOK: hook_text})
-    clone = upstream.clone(tmp_path / "sglang")
-    upstream.commit({HOOK: forbid_eagle(hook_text)}, "[DSV4] Only DSPARK speculative decoding")
-    result = sync_upstream(SyncArgs(sglang=str(clone)))
-    assert result.recommendation.status == "not_available"
-    assert "evidence engine not available" in result.recommendation.note
-    assert result.evidence_after.answer is None
-
-
-@pytest.mark.skipif(not engine_available(), reason="evidence engine (tools/mtp.py) not in this build")
 def test_campaign_step_diffs_against_the_previous_runs_mtp_json(sglang_wheel_root: Path, hook_text: str,
                                                                  tmp_path: Path):
     from agent.config import Settings

@@ -1,12 +1,6 @@
-"""Run the evidence engine (``tools.mtp``) on a tree, or say plainly why it could not run.
-
-The engine is a separate capability; when this build lacks it the answer is the status
-``not_available`` with that reason, never a made-up recommendation.
-"""
+"""Run the evidence engine (``tools.mtp``) on a tree, or say plainly why it could not answer."""
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import json
 from pathlib import Path
 from typing import Any, Literal
@@ -14,9 +8,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from tools.base import ToolError
+from tools.mtp import InferMtpArgs, infer_mtp
 
-EvidenceStatus = Literal["ok", "not_available", "failed", "skipped"]
-ENGINE_MODULE = "tools.mtp"
+EvidenceStatus = Literal["ok", "failed", "skipped"]
 
 
 class EvidenceRun(BaseModel):
@@ -26,21 +20,12 @@ class EvidenceRun(BaseModel):
     answer: dict[str, Any] | None = Field(None, description="The MtpAnswer as plain data")
 
 
-def engine_available() -> bool:
-    return importlib.util.find_spec(ENGINE_MODULE) is not None
-
-
 def run_evidence(root: str, model: str, source: str, arch: str | None = None, model_path: str | None = None,
                  gpu: str | None = None, gpus: int | None = None) -> EvidenceRun:
-    if not engine_available():
-        return EvidenceRun(status="not_available", source=source,
-                           reason="evidence engine not available in this build (tools/mtp.py is missing)")
-    engine = importlib.import_module(ENGINE_MODULE)
     given = dict(sglang=root, model=model, arch=arch, model_path=model_path, gpu=gpu, gpus=gpus)
-    fields = engine.InferMtpArgs.model_fields
-    args = engine.InferMtpArgs(**{k: v for k, v in given.items() if v is not None and k in fields})
+    args = InferMtpArgs(**{k: v for k, v in given.items() if v is not None})
     try:
-        answer = engine.infer_mtp(args)
+        answer = infer_mtp(args)
     except ToolError as err:
         return EvidenceRun(status="failed", source=source, reason=str(err))
     return EvidenceRun(status="ok", source=source, answer=answer.model_dump(mode="json"))

@@ -155,7 +155,7 @@ def _sync(repo: git.Repo, args: SyncArgs) -> SyncResult:
 
     if after.status == "ok":
         diff = diff_recommendations(before.answer if before.status == "ok" else None, after.answer)
-        if before.status in ("failed", "not_available"):
+        if before.status == "failed":
             diff.note = f"no previous answer: {before.reason}"
     elif after.status == "skipped":
         diff = RecommendationDiff(status="unchanged", note="no new commits: the recommendation cannot have changed")
