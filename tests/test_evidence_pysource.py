@@ -9,7 +9,6 @@ from __future__ import annotations
 import ast
 import gc
 import os
-from pathlib import Path
 
 import pytest
 

@@ -1,5 +1,4 @@
 """Config folder detection, config validation, engagement evidence, tuning-script introspection."""
-import json
 
 import pytest
 

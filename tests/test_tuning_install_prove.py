@@ -1,7 +1,6 @@
 """Install is all-or-nothing with backups; uninstall restores exactly; proof from the server log."""
 import hashlib
 import json
-import os
 from pathlib import Path
 
 import pytest

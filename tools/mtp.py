@@ -17,7 +17,7 @@ from tools.base import Tool, ToolError
 from tools.constraints import ExtractConstraintsArgs, Rule, extract_constraints
 from tools.evidence_model import Origin
 from tools.mtp_arch import from_config, from_tree
-from tools.mtp_pick import (ALGO, DRAFT, STEPS, TOKENS, TOPK, check, enforced, flag, hardware_score, repair)
+from tools.mtp_pick import (ALGO, DRAFT, STEPS, check, enforced, flag, hardware_score, repair)
 from tools.pysource import gc_paused
 from tools.recipes import ExtractRecipesArgs, Recipe, extract_recipes
 from tools.sglang_source import ResolveSourceArgs, SourceInfo, resolve_source

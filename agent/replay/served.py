@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import shutil
 from collections import deque
-from pathlib import Path
 
 from agent.llm import LLMError, new_input
 from agent.replay.checker import Divergence, ReplayDivergence, ReplayStop

@@ -12,7 +12,6 @@ Jobs outlive the agent (own session, SIGHUP ignored); a restarted agent re-attac
 """
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -21,28 +20,11 @@ import time
 from pathlib import Path
 
 from tools.base import ToolError
+from tools.jobs.ledger_files import ledger_keys, read_json, tail_log, write_json
 from tools.jobs.ledger_state import SPAWN_WAIT_S, state_from_snapshot
 from tools.jobs.spec import JobSpec, JobState
 
 WRAPPER = Path(__file__).with_name("wrapper.py")
-
-
-def _read_json(path: Path) -> dict | None:
-    try:
-        return json.loads(path.read_text())
-    except FileNotFoundError:
-        return None
-    except json.JSONDecodeError:
-        return None  # a torn write is treated as "not there yet"; writers use atomic renames
-
-
-def _write_json(path: Path, data: dict) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    with open(tmp, "w") as f:
-        json.dump(data, f, indent=1)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
 
 
 def process_start_time(pid: int) -> str | None:
@@ -71,7 +53,7 @@ class LocalExecutor:
     # -- launching -------------------------------------------------------------------------
     def launch(self, spec: JobSpec) -> JobState:
         folder = self.job_dir(spec.key)
-        recorded = _read_json(folder / "job.json")
+        recorded = read_json(folder / "job.json")
         if recorded is not None:
             self._check_same(spec, recorded)
             if not self._never_started(folder, recorded):
@@ -82,7 +64,7 @@ class LocalExecutor:
         job = spec.model_dump()
         job["env"] = spec.child_env()
         job["intent_at"] = time.time()
-        _write_json(folder / "job.json", job)  # intent first: a crash after this never double-launches
+        write_json(folder / "job.json", job)  # intent first: a crash after this never double-launches
         env = dict(os.environ if self.base_env is None else self.base_env)
         try:
             proc = subprocess.Popen(
@@ -93,7 +75,7 @@ class LocalExecutor:
         except OSError as err:
             raise ToolError(f"could not start job {spec.key!r}: {err}") from err
         self._children[spec.key] = proc
-        _write_json(folder / "launch.json", {"pid": proc.pid, "start_time": process_start_time(proc.pid),
+        write_json(folder / "launch.json", {"pid": proc.pid, "start_time": process_start_time(proc.pid),
                                              "launched_at": time.time()})
         self._await_wrapper(folder)
         return self.poll(spec.key)
@@ -127,15 +109,15 @@ class LocalExecutor:
     # -- observing -------------------------------------------------------------------------
     def poll(self, key: str) -> JobState:
         folder = self.job_dir(key)
-        job = _read_json(folder / "job.json")
+        job = read_json(folder / "job.json")
         if job is None:
             raise ToolError(f"no job {key!r} in {self.root}; `dsv4-agent jobs RUN` lists the run's jobs")
         proc = self._children.get(key)
         if proc is not None:
             proc.poll()
-        launch = _read_json(folder / "launch.json")
-        wrapper = _read_json(folder / "wrapper.json")
-        snapshot = {"job": job, "launch": launch, "wrapper": wrapper, "exit": _read_json(folder / "exit.json"),
+        launch = read_json(folder / "launch.json")
+        wrapper = read_json(folder / "wrapper.json")
+        snapshot = {"job": job, "launch": launch, "wrapper": wrapper, "exit": read_json(folder / "exit.json"),
                     "stop": (folder / "stop.json").exists(), "now": time.time(),
                     "alive": self._wrapper_alive(launch or {}, wrapper or {})}
         return state_from_snapshot(key, snapshot, str(folder / "log.txt"))
@@ -152,20 +134,10 @@ class LocalExecutor:
         return recorded is None or recorded == started
 
     def read_log(self, key: str, max_chars: int = 4000) -> str:
-        path = self.job_dir(key) / "log.txt"
-        try:
-            with open(path, "rb") as f:
-                f.seek(0, os.SEEK_END)
-                size = f.tell()
-                f.seek(max(0, size - max_chars))
-                return f.read().decode("utf-8", errors="replace")
-        except FileNotFoundError:
-            return ""
+        return tail_log(self.job_dir(key), max_chars)
 
     def jobs(self) -> list[JobState]:
-        if not self.root.is_dir():
-            return []
-        return [self.poll(d.name) for d in sorted(self.root.iterdir()) if (d / "job.json").exists()]
+        return [self.poll(key) for key in ledger_keys(self.root)]
 
     # -- stopping --------------------------------------------------------------------------
     def stop(self, key: str, grace_s: float | None = None) -> JobState:
@@ -174,11 +146,11 @@ class LocalExecutor:
         if state.done:
             return state
         folder = self.job_dir(key)
-        job = _read_json(folder / "job.json") or {}
+        job = read_json(folder / "job.json") or {}
         grace = job.get("grace_s", 10.0) if grace_s is None else grace_s
-        _write_json(folder / "stop.json", {"requested_at": time.time()})
-        launch = _read_json(folder / "launch.json") or {}
-        wrapper = _read_json(folder / "wrapper.json") or {}
+        write_json(folder / "stop.json", {"requested_at": time.time()})
+        launch = read_json(folder / "launch.json") or {}
+        wrapper = read_json(folder / "wrapper.json") or {}
         if self._wrapper_alive(launch, wrapper):  # only a process whose start time we recorded
             os.kill(state.pid, signal.SIGTERM)
         deadline = time.monotonic() + grace + 5.0

@@ -17,7 +17,6 @@ per-GPU units (tuning fan-out) as one job array.
 """
 from __future__ import annotations
 
-import json
 import math
 import os
 import secrets
@@ -29,6 +28,7 @@ from typing import Literal
 
 from tools.base import ToolError
 from tools.gpus import DetectGpusResult
+from tools.jobs.ledger_files import ledger_keys, read_json, tail_log, write_json
 from tools.jobs.ledger_state import with_exit
 from tools.jobs.slurm_probe import PROBE_WAIT_S, detect_partition_gpus, probe_shared_folder
 from tools.jobs.slurm_query import PENDING, RUNNING, SLURM_COMMANDS, SlurmJobInfo, run_slurm, show_job, squeue_ids
@@ -36,19 +36,6 @@ from tools.jobs.spec import JobSpec, JobState
 
 HERE = Path(__file__).parent
 _SUBMIT_WAIT_S = 60.0  # a job.json without slurm.json younger than this may still be submitting
-
-
-def _read_json(path: Path) -> dict | None:
-    try:
-        return json.loads(path.read_text())
-    except (FileNotFoundError, json.JSONDecodeError):
-        return None
-
-
-def _write_json(path: Path, data: dict) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, indent=1))
-    os.replace(tmp, path)
 
 
 class SlurmExecutor:
@@ -79,7 +66,7 @@ class SlurmExecutor:
     def _namespace(self) -> str:
         """A random tag fixed per run (executor.json): Slurm job names are dsv4-<tag>-<key>."""
         record_path = self.root / "executor.json"
-        record = _read_json(record_path)
+        record = read_json(record_path)
         if record is not None:
             if record.get("kind") != "slurm":
                 raise ToolError(f"this run's jobs were launched with executor {record.get('url') or record.get('kind')!r}; "
@@ -87,7 +74,7 @@ class SlurmExecutor:
             return record["namespace"]
         self.root.mkdir(parents=True, exist_ok=True)
         namespace = secrets.token_hex(4)
-        _write_json(record_path, {"kind": "slurm", "namespace": namespace})
+        write_json(record_path, {"kind": "slurm", "namespace": namespace})
         return namespace
 
     def job_dir(self, key: str) -> Path:
@@ -125,7 +112,7 @@ class SlurmExecutor:
 
     def _attach_existing(self, spec: JobSpec) -> bool:
         folder = self.job_dir(spec.key)
-        recorded = _read_json(folder / "job.json")
+        recorded = read_json(folder / "job.json")
         if recorded is None:
             return False
         for field in ("argv", "gpus", "cwd"):
@@ -136,7 +123,7 @@ class SlurmExecutor:
             return True
         found = self._find_submitted(recorded)  # crashed between sbatch and slurm.json?
         if found:
-            _write_json(folder / "slurm.json", {"job_id": found, "recovered_by_name": recorded["slurm_name"]})
+            write_json(folder / "slurm.json", {"job_id": found, "recovered_by_name": recorded["slurm_name"]})
             return True
         return False  # intent only: nothing reached Slurm, submit it now
 
@@ -165,7 +152,7 @@ class SlurmExecutor:
             job = spec.model_dump()
             job["env"] = {k: v for k, v in spec.child_env().items() if k != "CUDA_VISIBLE_DEVICES"}  # Slurm's to set
             job.update(intent_at=time.time(), slurm_name=name, slurm_array_index=index if as_array else None)
-            _write_json(folder / "job.json", job)  # intent first: a crash never double-submits
+            write_json(folder / "job.json", job)  # intent first: a crash never double-submits
         script = self._batch_script(specs)
         script_path = self.root / f"{name}.sbatch"
         script_path.write_text(script)
@@ -189,7 +176,7 @@ class SlurmExecutor:
                             "(partition, GPU count, time limit) or ask `sinfo` what the cluster offers")
         job_id = submitted.stdout.strip().split(";")[0]
         for index, spec in enumerate(specs):
-            _write_json(self.job_dir(spec.key) / "slurm.json",
+            write_json(self.job_dir(spec.key) / "slurm.json",
                         {"job_id": f"{job_id}_{index}" if as_array else job_id, "submitted_at": time.time()})
 
     def _batch_script(self, specs: list[JobSpec]) -> str:
@@ -206,15 +193,15 @@ class SlurmExecutor:
     # -- observing -------------------------------------------------------------------------
     def poll(self, key: str) -> JobState:
         folder = self.job_dir(key)
-        job = _read_json(folder / "job.json")
+        job = read_json(folder / "job.json")
         if job is None:
             raise ToolError(f"no job {key!r} in {self.root}; `dsv4-agent jobs RUN` lists the run's jobs")
-        slurm = _read_json(folder / "slurm.json") or {}
-        wrapper = _read_json(folder / "wrapper.json") or {}
+        slurm = read_json(folder / "slurm.json") or {}
+        wrapper = read_json(folder / "wrapper.json") or {}
         state = JobState(key=key, status="launching", kind=job.get("kind", "other"), lane=job.get("lane", "gpu"),
                          gpus=job.get("gpus"), pid=wrapper.get("pid"), child_pgid=wrapper.get("child_pgid"),
                          launched_at=slurm.get("submitted_at"), log_path=str(folder / "log.txt"))
-        ended = _read_json(folder / "exit.json")
+        ended = read_json(folder / "exit.json")
         if ended is not None:
             return with_exit(state, ended, job)
         if not slurm:
@@ -245,18 +232,10 @@ class SlurmExecutor:
         return state
 
     def read_log(self, key: str, max_chars: int = 4000) -> str:
-        try:
-            with open(self.job_dir(key) / "log.txt", "rb") as f:
-                size = f.seek(0, os.SEEK_END)
-                f.seek(max(0, size - max_chars))
-                return f.read().decode("utf-8", errors="replace")
-        except FileNotFoundError:
-            return ""
+        return tail_log(self.job_dir(key), max_chars)
 
     def jobs(self) -> list[JobState]:
-        if not self.root.is_dir():
-            return []
-        return [self.poll(d.name) for d in sorted(self.root.iterdir()) if (d / "job.json").exists()]
+        return [self.poll(key) for key in ledger_keys(self.root)]
 
     # -- stopping --------------------------------------------------------------------------
     def stop(self, key: str, grace_s: float | None = None) -> JobState:
@@ -265,10 +244,10 @@ class SlurmExecutor:
         if state.done:
             return state
         folder = self.job_dir(key)
-        job = _read_json(folder / "job.json") or {}
+        job = read_json(folder / "job.json") or {}
         grace = job.get("grace_s", 10.0) if grace_s is None else grace_s
-        _write_json(folder / "stop.json", {"requested_at": time.time()})
-        job_id = (_read_json(folder / "slurm.json") or {}).get("job_id")
+        write_json(folder / "stop.json", {"requested_at": time.time()})
+        job_id = (read_json(folder / "slurm.json") or {}).get("job_id")
         if job_id is None:
             job_id = self._find_submitted(job)
         if job_id is None:

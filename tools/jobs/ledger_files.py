@@ -1,0 +1,44 @@
+"""Reading and writing a job ledger folder on this machine (LocalExecutor, SlurmExecutor).
+
+Writers replace files atomically (write a temp file, fsync, rename), so a reader sees the old
+file or the new one; a JSON file that does not parse is treated as "not there yet".
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+
+def read_json(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+
+
+def write_json(path: Path, data: dict) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    with open(tmp, "w") as f:
+        json.dump(data, f, indent=1)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def tail_log(folder: Path, max_chars: int) -> str:
+    """The last ``max_chars`` bytes of the job's log (decoded leniently); '' before it exists."""
+    try:
+        with open(folder / "log.txt", "rb") as f:
+            size = f.seek(0, os.SEEK_END)
+            f.seek(max(0, size - max_chars))
+            return f.read().decode("utf-8", errors="replace")
+    except FileNotFoundError:
+        return ""
+
+
+def ledger_keys(root: Path) -> list[str]:
+    """Job keys with a ledger under ``root``, sorted."""
+    if not root.is_dir():
+        return []
+    return [d.name for d in sorted(root.iterdir()) if (d / "job.json").exists()]
