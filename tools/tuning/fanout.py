@@ -56,6 +56,20 @@ def _spec(job: FanoutJob, key: str, timeout_s: float | None) -> JobSpec:
                    timeout_s=timeout_s)
 
 
+def _sleep_until_an_exit(executor: Executor, keys: list[str], poll_s: float) -> None:
+    """Sleep up to ``poll_s``, waking early when a running job's exit record appears.
+
+    A stat per job every 50 ms costs next to nothing, and the GPU lane then moves on within
+    ~50 ms of a job ending instead of up to a whole poll interval later. (Remote executors copy
+    exit records back only when polled, so for them this is a plain sleep.)
+    """
+    deadline = time.monotonic() + poll_s
+    while time.monotonic() < deadline:
+        if any((executor.job_dir(key) / "exit.json").exists() for key in keys):
+            return
+        time.sleep(0.05)
+
+
 def run_fanout(executor: Executor, jobs: list[FanoutJob], emit: EventSink, poll_s: float = 1.0,
                retries: int = 1, timeout_s: float | None = None) -> FanoutResult:
     start = time.monotonic()
@@ -125,5 +139,5 @@ def run_fanout(executor: Executor, jobs: list[FanoutJob], emit: EventSink, poll_
                 status=state.status, reason=state.reason, done_units=sorted(done_units[job.key]),
                 attached=attached.get(job.key, False))
         if len(finished) < len(jobs):
-            time.sleep(poll_s)
+            _sleep_until_an_exit(executor, [key_of(j) for j in jobs if j.key not in finished], poll_s)
     return FanoutResult(jobs=[finished[j.key] for j in jobs], elapsed_s=time.monotonic() - start)
