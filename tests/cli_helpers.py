@@ -4,18 +4,42 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 AGENT = str(Path(sys.executable).with_name("dsv4-agent"))
 
 
 def agent(*args: str, cwd: Path, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith(("DSV4_", "OPENAI_"))}
-    full_env.update(env or {})
-    return subprocess.run([AGENT, *args], cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run([AGENT, *args], cwd=cwd, env=clean_env(env), capture_output=True, text=True,
+                          timeout=timeout)
 
 
 def only_run(cwd: Path) -> Path:
     runs = [p for p in (cwd / "runs").iterdir() if p.is_dir()]
     assert len(runs) == 1, runs
     return runs[0]
+
+
+def clean_env(extra: dict | None = None) -> dict:
+    """This process's environment without settings that would leak into the agent under test."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DSV4_", "OPENAI_"))}
+    env.update(extra or {})
+    return env
+
+
+def start_agent(*args: str, cwd: Path, env: dict | None = None) -> subprocess.Popen:
+    """The agent in the background (to be killed mid-run); its output is collected on exit."""
+    return subprocess.Popen([AGENT, *args], cwd=cwd, env=clean_env(env), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+
+
+def wait_for(predicate, limit: float, what: str):
+    """Poll ``predicate`` until it returns something truthy, which is returned; fail after ``limit`` s."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")

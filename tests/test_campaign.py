@@ -4,7 +4,6 @@ anything twice, and each exit status comes from its own path."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import time
@@ -16,7 +15,7 @@ import pytest
 from agent.replay.timeline import build_timeline
 from agent.trace import read_trace
 from tests.campaign_fixtures import campaign_args, campaign_env
-from tests.cli_helpers import AGENT, agent, only_run
+from tests.cli_helpers import agent, only_run, start_agent, wait_for
 
 
 def events_of(run: Path) -> list[dict]:
@@ -68,14 +67,6 @@ def test_research_runs_inside_the_gpu_window(finished_campaign):
     assert timeline.overlap_pct is not None and timeline.overlap_pct > 50
 
 
-def _wait_for(predicate, limit: float, what: str):
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def _launched_tune_jobs(root: Path) -> int:
@@ -87,15 +78,12 @@ def _launched_tune_jobs(root: Path) -> int:
 
 
 def _start_campaign(root: Path, wheel_root: Path, unit_s: float) -> subprocess.Popen:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("DSV4_", "OPENAI_"))}
-    env.update(campaign_env(root, unit_s=unit_s))
-    return subprocess.Popen([AGENT, *campaign_args(root, wheel_root)], cwd=root, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return start_agent(*campaign_args(root, wheel_root), cwd=root, env=campaign_env(root, unit_s=unit_s))
 
 
 def test_kill_9_mid_campaign_then_resume_launches_nothing_twice(tmp_path, sglang_wheel_root):
     proc = _start_campaign(tmp_path, sglang_wheel_root, unit_s=0.4)
-    _wait_for(lambda: _launched_tune_jobs(tmp_path) >= 2, 60, "the tuning jobs to start")
+    wait_for(lambda: _launched_tune_jobs(tmp_path) >= 2, 60, "the tuning jobs to start")
     time.sleep(1.0)
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=10)
@@ -123,7 +111,7 @@ def test_kill_9_mid_campaign_then_resume_launches_nothing_twice(tmp_path, sglang
 
 def test_interrupt_records_interrupted_and_resume_finishes(tmp_path, sglang_wheel_root):
     proc = _start_campaign(tmp_path, sglang_wheel_root, unit_s=0.4)
-    _wait_for(lambda: _launched_tune_jobs(tmp_path) >= 2, 60, "the tuning jobs to start")
+    wait_for(lambda: _launched_tune_jobs(tmp_path) >= 2, 60, "the tuning jobs to start")
     proc.send_signal(signal.SIGINT)
     output, _ = proc.communicate(timeout=30)
     assert proc.returncode == 130, output

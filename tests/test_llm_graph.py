@@ -7,11 +7,8 @@ OpenAI-compatible TEST DOUBLE ``tests/doubles/openai_server.py``; it counts the 
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -23,11 +20,11 @@ from agent.llm_conversation import CONVERSATION_FILE, Conversation
 from agent.runfolder import RunFolder
 from agent.runtime import Runtime
 from agent.trace import TraceWriter, read_trace
+from tests.cli_helpers import AGENT, clean_env, start_agent, wait_for
 from tests.doubles.openai_server import Reply, ScriptedOpenAI, ToolCall
 from tests.test_llm_campaign import poisoned_source  # noqa: F401  (fixture: wheel flag definitions + poisoned README)
 from tools.jobs.local import LocalExecutor
 
-AGENT = str(Path(sys.executable).parent / "dsv4-agent")
 PLAN = {"steps": [{"kind": "write_scripts", "why": "scripts for review"}], "rationale": "scripts only"}
 
 
@@ -40,13 +37,6 @@ def _only_run(runs: Path) -> Path:
     return run
 
 
-def _wait_for(predicate, limit: float, what: str) -> None:
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def test_kill_9_mid_plan_then_resume_continues_from_the_last_committed_turn(tmp_path, poisoned_source):  # noqa: F811
@@ -55,14 +45,11 @@ def test_kill_9_mid_plan_then_resume_continues_from_the_last_committed_turn(tmp_
              Reply(tool_calls=[ToolCall("submit_plan", PLAN, id="p-slow")], delay_s=120),  # the agent dies waiting
              Reply(tool_calls=[ToolCall("submit_plan", PLAN, id="p1")])]
     runs = tmp_path / "runs"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("DSV4_", "OPENAI_"))}
     with ScriptedOpenAI(turns) as server:
-        proc = subprocess.Popen([AGENT, "run", "write scripts for MTP", "--llm-base-url", server.base_url,
-                                 "--llm-model", "scripted-model", "--sglang", str(poisoned_source),
-                                 "--runs-dir", str(runs)], cwd=tmp_path, env=env,
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        proc = start_agent("run", "write scripts for MTP", "--llm-base-url", server.base_url, "--llm-model",
+                           "scripted-model", "--sglang", str(poisoned_source), "--runs-dir", str(runs), cwd=tmp_path)
         try:
-            _wait_for(lambda: len(server.requests) == 3 or proc.poll() is not None, 90, "the third model turn")
+            wait_for(lambda: len(server.requests) == 3 or proc.poll() is not None, 90, "the third model turn")
         finally:
             proc.send_signal(signal.SIGKILL)
             output = proc.communicate(timeout=10)[0]
@@ -73,7 +60,7 @@ def test_kill_9_mid_plan_then_resume_continues_from_the_last_committed_turn(tmp_
         assert [e["kind"] for e in recorded.entries] == ["prompt", "reply", "observations", "reply", "observations"]
         before = _events(run)
 
-        done = subprocess.run([AGENT, "resume", "latest", "--runs-dir", str(runs)], cwd=tmp_path, env=env,
+        done = subprocess.run([AGENT, "resume", "latest", "--runs-dir", str(runs)], cwd=tmp_path, env=clean_env(),
                               capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stdout + done.stderr
         # answered turns were not asked again: one more request, identical to the one the kill cut off
@@ -158,11 +145,10 @@ def test_token_budget_ends_the_run_and_resume_with_a_larger_budget_continues(tmp
                    completion_tokens=10)
     turns = [search, search, Reply(tool_calls=[ToolCall("submit_plan", PLAN, id="p")])]
     runs = tmp_path / "runs"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("DSV4_", "OPENAI_"))}
     with ScriptedOpenAI(turns) as server:
         first = subprocess.run([AGENT, "run", "write scripts", "--llm-base-url", server.base_url, "--llm-model",
                                 "scripted-model", "--sglang", str(poisoned_source), "--runs-dir", str(runs),
-                                "--llm-max-tokens", "200"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                                "--llm-max-tokens", "200"], cwd=tmp_path, env=clean_env(), capture_output=True, text=True,
                                timeout=120)
         assert first.returncode == 3, first.stdout + first.stderr
         run = _only_run(runs)
@@ -170,7 +156,7 @@ def test_token_budget_ends_the_run_and_resume_with_a_larger_budget_continues(tmp
         assert result["status"] == "budget_exhausted" and "200 tokens (limit 200)" in result["summary"]
         assert "--llm-max-tokens" in result["summary"] and len(server.requests) == 2
         again = subprocess.run([AGENT, "resume", run.name, "--runs-dir", str(runs), "--llm-max-tokens", "1000"],
-                               cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+                               cwd=tmp_path, env=clean_env(), capture_output=True, text=True, timeout=120)
         assert again.returncode == 0, again.stdout + again.stderr
         assert len(server.requests) == 3  # the two answered turns were not asked again
     assert json.loads((run / "result.json").read_text())["status"] == "finished"
