@@ -17,6 +17,10 @@ host's copy of the run folder (the local JSONL is copied there before each point
 appends to the same lines) and ``fetch_run_file`` brings the file back after each point. The
 snapshots are taken here through the server handle's port forward with this interpreter (the
 snapshot script is stdlib-only; the SGLang python is a path on the host).
+
+Through the Slurm executor: the server and each bench client are batch jobs; the run folder is
+shared with the compute nodes, so the client appends to the JSONL in place (absolute path), and the
+snapshots are taken here at the server node's address (tools/server.py).
 """
 from __future__ import annotations
 
@@ -117,11 +121,13 @@ def run_point(executor: Executor, plan: MeasurePlan, variant: ServeVariant, poin
     tag = point.tag(variant.name)
     snapshots = snapshot_file(results_file.parent, variant.name)
     remote = hasattr(executor, "fetch_run_file")  # the client writes on the executor's host
-    snapshot_python = sys.executable if remote else python
+    cluster = hasattr(executor, "server_endpoint")  # Slurm: the client is a job on some node, same run folder
+    snapshot_python = sys.executable if remote or cluster else python  # the SGLang python may exist only there
     if not _bench_job_known(executor, key) or tag not in _pending_befores(snapshots):
         # A re-attached bench job keeps the 'before' taken when it was first launched.
         take_snapshot(snapshot_python, server.url, tag, "before", snapshots)
-    output = str(results_file.resolve()) if remote else str(results_file)  # absolute: mapped to the host's copy
+    # absolute: mapped to the host's copy (SSH); a Slurm job starts in its own job folder
+    output = str(results_file.resolve()) if remote or cluster else str(results_file)
     argv = [python, *point_args(plan, variant.name, point, server.host, server.port, output)]
     state = executor.launch(JobSpec(key=key, argv=argv, kind="bench", lane="gpu", env=env,
                                     gpus=[], timeout_s=timeout_s, grace_s=5.0))

@@ -9,6 +9,12 @@ Where the server is: through an executor that runs jobs on another host and can 
 (the SSH executor: ``free_port`` / ``forward``), the port is picked free *on that host* and the
 handle's ``url`` is the agent's ``ssh -L`` forward to it, while ``host``/``port`` stay what jobs on
 that host use (the bench client connects there). Locally both are the same address.
+
+Through the Slurm executor (``serve_argv`` / ``server_endpoint``) the server is a batch job on a
+compute node unknown until it starts: it listens on every interface of that node (``--host
+0.0.0.0``) on a port the node picks free at start (tools/jobs/slurm_serve.py records it in the shared
+run folder), and ``url``/``host`` are the node's address from ``scontrol`` — the agent and the bench
+client jobs connect there, so this machine must reach the compute nodes' ports.
 """
 from __future__ import annotations
 
@@ -26,6 +32,8 @@ from tools.jobs import Executor, JobSpec, JobState, LocalExecutor
 from tools.scripts.models import ServeVariant
 
 READY_PATHS = ("/health", "/v1/models")
+CLUSTER_BIND = "0.0.0.0"  # a Slurm server job: reachable from the login node and the other nodes
+CLUSTER_PORT = "DSV4_PORT"  # filled in on the node by tools/jobs/slurm_serve.py
 LOG_TAIL_CHARS = 3000
 
 
@@ -82,6 +90,8 @@ def launch_server(executor: Executor, variant: ServeVariant, python: str, port: 
                   extra_env: dict[str, str] | None = None) -> ServerHandle:
     """Start (or re-attach to) the variant's server and block until it is ready."""
     key = key or f"serve-{variant.name}"
+    if hasattr(executor, "server_endpoint"):
+        return _launch_on_cluster(executor, variant, python, key, ready_timeout_s, extra_env)
     remote = hasattr(executor, "forward")  # the server runs on the executor's host, not here
     recorded = _recorded_port(executor, key)
     if recorded is None:
@@ -108,6 +118,36 @@ def launch_server(executor: Executor, variant: ServeVariant, python: str, port: 
     return handle
 
 
+def _launch_on_cluster(executor, variant: ServeVariant, python: str, key: str, ready_timeout_s: float,
+                       extra_env: dict[str, str] | None) -> ServerHandle:
+    """A Slurm server job: submit (or re-attach by key), wait for its node and port, then for readiness."""
+    _recorded_port(executor, key)  # a server job of this key that already ended is an error
+    env = {k: v for k, v in variant.child_env().items() if k != "CUDA_VISIBLE_DEVICES"}
+    env.update(extra_env or {})
+    bind = variant.model_copy(update={"host": CLUSTER_BIND})
+    argv = executor.serve_argv(key, [python, *bind.launch_args(CLUSTER_PORT)])
+    gpus = variant.gpus if variant.gpus is not None else list(range(variant.tp))  # Slurm reads the count only
+    state = executor.launch(JobSpec(key=key, argv=argv, kind="serve", lane="gpu", env=env, gpus=gpus, grace_s=15.0))
+    deadline = time.monotonic() + ready_timeout_s
+    while (endpoint := executor.server_endpoint(key)) is None:
+        polled = executor.poll(key)
+        if polled.done:
+            raise ToolError(f"server {variant.name!r} exited before it was ready ({polled.status}: {polled.reason}); "
+                            f"fix the flags or environment it names. Log tail ({state.log_path}):\n"
+                            f"{_log_tail(executor, key)}")
+        if time.monotonic() >= deadline:
+            stop_server(executor, key)
+            raise ToolError(f"server {variant.name!r} got no node and port within {ready_timeout_s:g} s "
+                            f"({polled.reason or polled.status}); it was cancelled. Raise the readiness timeout "
+                            "or pick a partition with free GPUs (--executor slurm:PARTITION)")
+        time.sleep(0.5)
+    node, port = endpoint
+    handle = ServerHandle(variant=variant.name, key=key, url=base_url(node, port), host=node, port=port,
+                          log_path=state.log_path, attached=state.attached)
+    wait_ready(executor, handle, max(deadline - time.monotonic(), 1.0))
+    return handle
+
+
 def _recorded_port(executor: Executor, key: str) -> int | None:
     """The port of a server job already in the ledger and still running, else None."""
     try:
@@ -118,9 +158,8 @@ def _recorded_port(executor: Executor, key: str) -> int | None:
         raise ToolError(f"server job {key!r} already ended ({state.status}: {state.reason}); "
                         "use a new job key for a fresh server")
     argv = _job_argv(executor, key)
-    if "--port" in argv:
-        return int(argv[argv.index("--port") + 1])
-    return None
+    value = argv[argv.index("--port") + 1] if "--port" in argv[:-1] else ""
+    return int(value) if value.isdigit() else None  # DSV4_PORT: a Slurm job's port is picked on its node
 
 
 def _job_argv(executor: Executor, key: str) -> list[str]:

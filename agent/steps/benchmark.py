@@ -6,9 +6,11 @@ the summary says how to run them. With GPUs it blocks until the sweep is done; r
 ``bench/<variant>.jsonl``. Idempotent: finished points (their line is in the JSONL) are skipped and
 jobs re-attach by key (``serve-<variant>``, ``bench-<variant>-c<k>``).
 
-Executors: local, and SSH (server and bench client run on the host, probes and snapshots go through
-an ``ssh -L`` forward, each point's JSONL comes back; see tools/bench.py). Slurm is not wired yet:
-the step fails saying how to run the reviewed script on an allocation.
+Executors: local; SSH (server and bench client run on the host, probes and snapshots go through
+an ``ssh -L`` forward, each point's JSONL comes back); Slurm (server and bench clients are batch
+jobs, probes and snapshots go to the server node's address, the JSONL lands in the shared run
+folder). See tools/bench.py and tools/server.py. Any other executor fails saying how to run the
+reviewed script by hand.
 """
 from __future__ import annotations
 
@@ -28,16 +30,11 @@ def _plan(ctx: StepContext, step: PlanStep) -> MeasurePlan:
 
 
 def _not_through(ctx: StepContext, plan: MeasurePlan, measure) -> StepOutcome:
-    """Executors without a way to reach the server from here (Slurm: no port forward, the node's
-    address and a free port there are not known before the job starts) cannot run the sweep yet."""
-    run, script = shlex.quote(str(ctx.run.path)), shlex.quote(str(measure))
-    gpus = len(plan.variants[0].gpus or []) or plan.variants[0].tp
-    if ctx.executor.name == "slurm":
-        how = f"srun --gres=gpu:{gpus} bash {script}  (the run folder is on the shared filesystem)"
-    else:
-        host = getattr(ctx.executor, "destination", "HOST")
-        how = (f"rsync -a {run}/ {host}:RUN_COPY/ && ssh {host} 'cd RUN_COPY && bash run_measure.sh' && "
-               f"rsync -a {host}:RUN_COPY/bench/ {run}/bench/")
+    """Executors with no way to reach a server they run from here cannot run the sweep."""
+    run = shlex.quote(str(ctx.run.path))
+    host = getattr(ctx.executor, "destination", "HOST")
+    how = (f"rsync -a {run}/ {host}:RUN_COPY/ && ssh {host} 'cd RUN_COPY && bash run_measure.sh' && "
+           f"rsync -a {host}:RUN_COPY/bench/ {run}/bench/")
     why = (f"the benchmark step cannot run through the {ctx.executor.name} executor yet (server readiness, "
            "accept-length snapshots and the bench results are read on this machine); run it by hand on the GPU "
            f"host: {how}; then `dsv4-agent report {run}`")
@@ -56,7 +53,8 @@ def run(ctx: StepContext, step: PlanStep) -> StepOutcome:
                            data={"command": f"bash {shlex.quote(str(measure))}",
                                  "variants": [v.name for v in plan.variants]})
 
-    if ctx.executor.name != "local" and not hasattr(ctx.executor, "forward"):
+    if ctx.executor.name != "local" and not (hasattr(ctx.executor, "forward")
+                                             or hasattr(ctx.executor, "server_endpoint")):
         return _not_through(ctx, plan, measure)
 
     def on_event(kind: str, data: dict) -> None:

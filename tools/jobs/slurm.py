@@ -14,6 +14,11 @@ a tiny probe job that reads a token from the run folder and fails the run clearl
 GPU requests: ``spec.gpus`` gives the *count* (Slurm picks the devices and sets
 CUDA_VISIBLE_DEVICES itself), as ``--gres=gpu:N`` or ``--gpus=N``. ``launch_array`` submits
 per-GPU units (tuning fan-out) as one job array.
+
+Servers (benchmarks): ``serve_argv`` runs the server through ``slurm_serve.py``, which picks a port
+free on the node when the job starts and records it (``endpoint.json``); ``server_endpoint`` pairs
+it with the job's BatchHost and that node's NodeAddr from ``scontrol``, i.e. where the agent and the
+bench client jobs reach the server.
 """
 from __future__ import annotations
 
@@ -31,7 +36,8 @@ from tools.gpus import DetectGpusResult
 from tools.jobs.ledger_files import ledger_keys, read_json, tail_log, write_json
 from tools.jobs.ledger_state import with_exit
 from tools.jobs.slurm_probe import PROBE_WAIT_S, detect_partition_gpus, probe_shared_folder
-from tools.jobs.slurm_query import PENDING, RUNNING, SLURM_COMMANDS, SlurmJobInfo, run_slurm, show_job, squeue_ids
+from tools.jobs.slurm_query import (PENDING, RUNNING, SLURM_COMMANDS, SlurmJobInfo, node_address, run_slurm,
+                                    show_job, squeue_ids)
 from tools.jobs.spec import JobSpec, JobState
 
 HERE = Path(__file__).parent
@@ -142,9 +148,7 @@ class SlurmExecutor:
         if len(gpu_counts) > 1 or len(timeouts) > 1:
             raise ToolError("units of one job array must ask for the same GPU count and timeout; "
                             "launch them as separate arrays")
-        for name in ("wrapper.py", "slurm_unit.py"):  # the copies the units run, frozen for this run
-            if not (self.root / name).exists():
-                shutil.copyfile(HERE / name, self.root / name)
+        self._freeze_helpers()
         name = f"dsv4-{self.namespace}-{first.key if len(specs) == 1 else 'array-' + secrets.token_hex(3)}"
         for index, spec in enumerate(specs):
             folder = self.job_dir(spec.key)
@@ -178,6 +182,33 @@ class SlurmExecutor:
         for index, spec in enumerate(specs):
             write_json(self.job_dir(spec.key) / "slurm.json",
                         {"job_id": f"{job_id}_{index}" if as_array else job_id, "submitted_at": time.time()})
+
+    def _freeze_helpers(self) -> None:
+        """The copies of the stdlib helpers the units run, frozen for this run (shared folder)."""
+        for name in ("wrapper.py", "slurm_unit.py", "slurm_serve.py"):
+            if not (self.root / name).exists():
+                shutil.copyfile(HERE / name, self.root / name)
+
+    # -- servers on compute nodes ----------------------------------------------------------
+    def serve_argv(self, key: str, argv: list[str]) -> list[str]:
+        """``argv`` (with ``--port DSV4_PORT``) run through slurm_serve.py: the node picks its port at start."""
+        self._freeze_helpers()
+        return [self.python, str(self.root / "slurm_serve.py"), str(self.job_dir(key) / "endpoint.json"), "--", *argv]
+
+    def server_endpoint(self, key: str) -> tuple[str, int] | None:
+        """(the node's address, port) of a running server job once it recorded its port, else None.
+
+        The node is the job's BatchHost per ``scontrol show job``, its address the node's NodeAddr
+        (what Slurm itself connects to); an endpoint.json from another node (an earlier attempt) is stale.
+        """
+        folder = self.job_dir(key)
+        endpoint, slurm = read_json(folder / "endpoint.json"), read_json(folder / "slurm.json")
+        if endpoint is None or slurm is None:
+            return None
+        info = show_job(slurm["job_id"], self.env)
+        if info is None or info.state not in RUNNING or not info.batch_host or endpoint.get("node") != info.batch_host:
+            return None
+        return node_address(info.batch_host, self.env), int(endpoint["port"])
 
     def _batch_script(self, specs: list[JobSpec]) -> str:
         dirs = " ".join(shlex.quote(str(self.job_dir(s.key))) for s in specs)

@@ -24,6 +24,7 @@ class SlurmJobInfo:
     state: str        # JobState, e.g. PENDING, RUNNING, COMPLETED, CANCELLED, NODE_FAIL
     reason: str       # why it is pending (Resources, Priority, ReqNodeNotAvail, ...) or None
     node_list: str
+    batch_host: str = ""  # the node running the batch script (where a one-node job's server listens)
 
 
 def run_slurm(argv: list[str], env: dict[str, str], *, check: bool = True) -> subprocess.CompletedProcess:
@@ -59,7 +60,14 @@ def show_job(job_id: str, env: dict[str, str]) -> SlurmJobInfo | None:
         return None
     record = records[0]
     return SlurmJobInfo(job_id=job_id, state=_field(record, "JobState"), reason=_field(record, "Reason"),
-                        node_list=_field(record, "NodeList"))
+                        node_list=_field(record, "NodeList"), batch_host=_field(record, "BatchHost"))
+
+
+def node_address(node: str, env: dict[str, str]) -> str:
+    """The address Slurm itself uses to reach ``node`` (its NodeAddr; the name when none is set)."""
+    done = run_slurm(["scontrol", "show", "node", "-o", node], env, check=False)
+    address = _field(done.stdout, "NodeAddr") if done.returncode == 0 else ""
+    return address if address and address != "(null)" else node
 
 
 def squeue_ids(job_name: str, env: dict[str, str]) -> list[str]:

@@ -29,10 +29,11 @@ def main(job_dir):
         return 0
     if ended is not None:
         os.replace(exit_path, os.path.join(job_dir, "exit.previous.json"))
-    try:
-        os.remove(os.path.join(job_dir, "wrapper.json"))  # a previous attempt's: not this one
-    except FileNotFoundError:
-        pass
+    for name in ("wrapper.json", "endpoint.json"):  # a previous attempt's: not this one's
+        try:
+            os.remove(os.path.join(job_dir, name))
+        except FileNotFoundError:
+            pass
     wrapper = os.path.join(os.path.dirname(os.path.abspath(__file__)), "wrapper.py")
     os.execv(sys.executable, [sys.executable, wrapper, job_dir])
 
