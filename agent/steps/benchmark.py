@@ -9,8 +9,7 @@ jobs re-attach by key (``serve-<variant>``, ``bench-<variant>-c<k>``).
 Executors: local; SSH (server and bench client run on the host, probes and snapshots go through
 an ``ssh -L`` forward, each point's JSONL comes back); Slurm (server and bench clients are batch
 jobs, probes and snapshots go to the server node's address, the JSONL lands in the shared run
-folder). See tools/bench.py and tools/server.py. Any other executor fails saying how to run the
-reviewed script by hand.
+folder). See tools/bench.py and tools/server.py.
 """
 from __future__ import annotations
 
@@ -29,20 +28,6 @@ def _plan(ctx: StepContext, step: PlanStep) -> MeasurePlan:
     return build_plan(ctx, step)[0]
 
 
-def _not_through(ctx: StepContext, plan: MeasurePlan, measure) -> StepOutcome:
-    """Executors with no way to reach a server they run from here cannot run the sweep."""
-    run = shlex.quote(str(ctx.run.path))
-    host = getattr(ctx.executor, "destination", "HOST")
-    how = (f"rsync -a {run}/ {host}:RUN_COPY/ && ssh {host} 'cd RUN_COPY && bash run_measure.sh' && "
-           f"rsync -a {host}:RUN_COPY/bench/ {run}/bench/")
-    why = (f"the benchmark step cannot run through the {ctx.executor.name} executor yet (server readiness, "
-           "accept-length snapshots and the bench results are read on this machine); run it by hand on the GPU "
-           f"host: {how}; then `dsv4-agent report {run}`")
-    return StepOutcome(kind="benchmark", status="failed", summary=why,
-                       data={"command": how, "executor": ctx.executor.name,
-                             "variants": [v.name for v in plan.variants]})
-
-
 def run(ctx: StepContext, step: PlanStep) -> StepOutcome:
     plan = _plan(ctx, step)
     measure = ctx.run.path / "run_measure.sh"
@@ -52,10 +37,6 @@ def run(ctx: StepContext, step: PlanStep) -> StepOutcome:
         return StepOutcome(kind="benchmark", status="planned", summary=how,
                            data={"command": f"bash {shlex.quote(str(measure))}",
                                  "variants": [v.name for v in plan.variants]})
-
-    if ctx.executor.name != "local" and not (hasattr(ctx.executor, "forward")
-                                             or hasattr(ctx.executor, "server_endpoint")):
-        return _not_through(ctx, plan, measure)
 
     def on_event(kind: str, data: dict) -> None:
         if kind == "progress":
