@@ -25,6 +25,15 @@ def require_binary(name: str) -> str:
     return path
 
 
+def service_running(pid_file: Path) -> bool:
+    """Whether the daemon whose pid file this is (started by .ci/run or a fixture) is alive."""
+    try:
+        os.kill(int(pid_file.read_text()), 0)
+        return True
+    except (FileNotFoundError, ValueError, ProcessLookupError):
+        return False
+
+
 @pytest.fixture(scope="session")
 def sglang_wheel_root() -> Path:
     from tools.sglang_source import ensure_wheel_source

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import require_binary
+from tests.conftest import require_binary, service_running
 from tools.base import ToolError
 from tools.jobs.factory import make_executor
 from tools.jobs.slurm import SlurmExecutor
@@ -55,18 +55,12 @@ class Slurm:
         subprocess.run(["slurmd", "-f", str(self.base / "slurm.conf")], env=self.env, check=True, timeout=60)
 
 
-def _live(pid_file: Path) -> bool:
-    try:
-        os.kill(int(pid_file.read_text()), 0)
-        return True
-    except (FileNotFoundError, ValueError, ProcessLookupError):
-        return False
 
 
 @pytest.fixture(scope="session")
 def slurm(tmp_path_factory) -> Slurm:
     shared = Path("/tmp/dsv4-test-services/slurm")
-    if _live(shared / "slurmctld.pid") and _live(shared / "slurmd.pid"):
+    if service_running(shared / "slurmctld.pid") and service_running(shared / "slurmd.pid"):
         yield Slurm(shared)
         return
     for binary in ("munged", "slurmctld", "slurmd", "sbatch"):

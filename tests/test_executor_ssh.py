@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import require_binary
+from tests.conftest import require_binary, service_running
 from tools.base import ToolError
 from tools.jobs.factory import make_executor
 from tools.jobs.local import LocalExecutor
@@ -50,19 +50,13 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _live(pid_file: Path) -> bool:
-    try:
-        os.kill(int(pid_file.read_text()), 0)
-        return True
-    except (FileNotFoundError, ValueError, ProcessLookupError):
-        return False
 
 
 @pytest.fixture(scope="session")
 def sshd(tmp_path_factory) -> Sshd:
     require_binary("ssh")
     shared = Path("/tmp/dsv4-test-services/sshd")
-    if _live(shared / "sshd.pid"):
+    if service_running(shared / "sshd.pid"):
         yield Sshd(shared, int(os.environ.get("DSV4_SSHD_PORT", "2222")))
         return
     require_binary("sshd")

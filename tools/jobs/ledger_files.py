@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 
 
@@ -42,3 +43,11 @@ def ledger_keys(root: Path) -> list[str]:
     if not root.is_dir():
         return []
     return [d.name for d in sorted(root.iterdir()) if (d / "job.json").exists()]
+
+
+def record_stop_request(folder: Path, grace_s: float | None) -> float:
+    """Write ``stop.json`` (so a dead job reads as stopped, not lost) and return the grace to use:
+    the caller's, else the job's own, else 10 s."""
+    job = read_json(folder / "job.json") or {}
+    write_json(folder / "stop.json", {"requested_at": time.time()})
+    return job.get("grace_s", 10.0) if grace_s is None else grace_s

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from tools.base import ToolError
-from tools.jobs.ledger_files import ledger_keys, read_json, tail_log, write_json
+from tools.jobs.ledger_files import ledger_keys, read_json, record_stop_request, tail_log, write_json
 from tools.jobs.ledger_state import SPAWN_WAIT_S, state_from_snapshot
 from tools.jobs.spec import JobSpec, JobState
 
@@ -146,9 +146,7 @@ class LocalExecutor:
         if state.done:
             return state
         folder = self.job_dir(key)
-        job = read_json(folder / "job.json") or {}
-        grace = job.get("grace_s", 10.0) if grace_s is None else grace_s
-        write_json(folder / "stop.json", {"requested_at": time.time()})
+        grace = record_stop_request(folder, grace_s)
         launch = read_json(folder / "launch.json") or {}
         wrapper = read_json(folder / "wrapper.json") or {}
         if self._wrapper_alive(launch, wrapper):  # only a process whose start time we recorded

@@ -33,7 +33,7 @@ from typing import Literal
 
 from tools.base import ToolError
 from tools.gpus import DetectGpusResult
-from tools.jobs.ledger_files import ledger_keys, read_json, tail_log, write_json
+from tools.jobs.ledger_files import ledger_keys, read_json, record_stop_request, tail_log, write_json
 from tools.jobs.ledger_state import with_exit
 from tools.jobs.slurm_probe import PROBE_WAIT_S, detect_partition_gpus, probe_shared_folder
 from tools.jobs.slurm_query import (PENDING, RUNNING, SLURM_COMMANDS, SlurmJobInfo, node_address, run_slurm,
@@ -275,12 +275,10 @@ class SlurmExecutor:
         if state.done:
             return state
         folder = self.job_dir(key)
-        job = read_json(folder / "job.json") or {}
-        grace = job.get("grace_s", 10.0) if grace_s is None else grace_s
-        write_json(folder / "stop.json", {"requested_at": time.time()})
+        grace = record_stop_request(folder, grace_s)
         job_id = (read_json(folder / "slurm.json") or {}).get("job_id")
         if job_id is None:
-            job_id = self._find_submitted(job)
+            job_id = self._find_submitted(read_json(folder / "job.json") or {})
         if job_id is None:
             return self.poll(key)
         if state.status == "running":
