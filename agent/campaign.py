@@ -18,7 +18,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from agent.budget import BudgetExhausted
+from agent.llm.budget import BudgetExhausted
 from agent.config import Settings
 from agent.live import LiveView
 from agent.runfolder import EXIT_CODES, RunFolder, RunFolderError

@@ -5,7 +5,7 @@
 
 Without an LLM the playbook plans and no LLM node runs. With one, each model turn (llm_turn) and
 each round of tool calls (dispatch_tools) is its own node, so each commits a checkpoint; the
-conversation lives in llm/conversation.jsonl (see agent/llm_nodes.py). The two lanes run in the
+conversation lives in llm/conversation.jsonl (see agent/llm/nodes.py). The two lanes run in the
 same superstep (LangGraph runs them on two threads), so research happens while the GPU jobs run.
 Every node is idempotent: after a hard kill LangGraph re-runs the nodes that had not committed,
 steps reuse recorded outcomes, jobs re-attach by key, and recorded LLM turns are not re-sent.
@@ -17,7 +17,8 @@ from typing import Callable
 
 from langgraph.graph import END, START, StateGraph
 
-from agent import llm_nodes as llm, nodes
+from agent import nodes
+from agent.llm import nodes as llm
 from agent.config import Settings
 from agent.runtime import Runtime
 from agent.state import CampaignState

@@ -1,7 +1,8 @@
 """Graph nodes: thin adapters from state to the functions that do the work."""
 from __future__ import annotations
 
-from agent import llm_research, planner
+from agent import planner
+from agent.llm import research as llm_research
 from agent.lanes import run_lane
 from agent.preflight import run_preflight
 from agent.runtime import Runtime
@@ -48,7 +49,7 @@ def research_lane(rt: Runtime, state: CampaignState) -> dict:
         accepted = llm_research.research(rt, state["goal"], preflight, {**outcomes, **done})
         steps = llm_research.with_research_flags(steps, accepted)
     done.update(run_lane(rt, steps, preflight, {**outcomes, **done}, ("write_scripts",)))
-    import agent.report  # noqa: F401  warm the report's imports (matplotlib, ~0.5 s) while GPU jobs run
+    import agent.report.build  # noqa: F401  warm the report's imports (matplotlib, ~0.5 s) while GPU jobs run
     return {"outcomes": done, "lanes_done": {"research": True}}
 
 
@@ -66,8 +67,8 @@ def report(rt: Runtime, state: CampaignState) -> dict:
     outcomes = state.get("outcomes", {})
     statuses = {v["status"] for v in outcomes.values()}
     status = "failed" if "failed" in statuses else "planned" if "planned" in statuses else "finished"
-    from agent.report import build_report  # matplotlib: imported only when a report is built
-    from agent.report_sections import campaign_sections
+    from agent.report.build import build_report  # matplotlib: imported only when a report is built
+    from agent.report.sections import campaign_sections
 
     for path in build_report(rt.run.path, extra_sections=campaign_sections(rt.run.path)):
         rt.trace.emit("artifact_written", "control", path=str(path.relative_to(rt.run.path)))

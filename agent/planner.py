@@ -28,6 +28,6 @@ def render_plan_md(goal: str, steps: list[PlanStep], ignored: list[str], preflig
 
 
 def make_plan(rt: Runtime, goal: str, preflight: dict) -> tuple[list[PlanStep], str]:
-    """The deterministic playbook's plan (the LLM planner is its own graph nodes: agent/llm_nodes.py)."""
+    """The deterministic playbook's plan (the LLM planner is its own graph nodes: agent/llm/nodes.py)."""
     steps, ignored = plan_goal(goal, pull=rt.settings.pull, measure=rt.settings.measure_params())
     return steps, render_plan_md(goal, steps, ignored, preflight, "deterministic playbook")

@@ -13,9 +13,9 @@ from tools.gpus import DetectGpusArgs, GpuInfo, detect_gpus
 
 def _resolve_sglang(settings: Settings) -> tuple[dict | None, str]:
     try:
-        from tools.sglang_source import ResolveSourceArgs, resolve_source
+        from tools.source.resolve import ResolveSourceArgs, resolve_source
     except ImportError:  # the evidence engine's resolver is absent: fall back to the wheel cache
-        from tools.sglang_source import ensure_wheel_source
+        from tools.source.resolve import ensure_wheel_source
 
         if settings.sglang_src:
             return {"kind": "explicit", "root": settings.sglang_src}, ""

@@ -12,7 +12,7 @@ def merge(left: dict | None, right: dict | None) -> dict:
 class LlmLoop(TypedDict, total=False):
     """The LLM planning loop's counters; the conversation itself is the file at ``conversation``."""
     conversation: str                        # run-folder-relative path of llm/conversation.jsonl
-    phase: str                               # replied | observed | submitted (see agent/llm_nodes.py)
+    phase: str                               # replied | observed | submitted (see agent/llm/nodes.py)
     turns: int
     tokens: int
     seconds: float

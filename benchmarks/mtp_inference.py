@@ -1,6 +1,6 @@
 """Full `mtp` inference for DeepSeek-V4-Flash over the whole sglang wheel; prints medians (goal < 2 s, cold).
 
-Cold = a fresh process's first inference: the parsed-tree cache (tools/pysource.py) and the model
+Cold = a fresh process's first inference: the parsed-tree cache (tools/source/pysource.py) and the model
 class cache are cleared before each cold round. Warm = the same inference again in the process
 (what a campaign's sync step or a second question pays). References measured in the same process
 and rounds, so a loaded machine shows in both: one raw `rg -l speculative` pass over the tree (the
@@ -14,11 +14,11 @@ import statistics
 import subprocess
 import time
 
-from tools import pysource
-from tools.mtp import InferMtpArgs, infer_mtp
-from tools.mtp_arch import model_classes
-from tools.search import find_rg
-from tools.sglang_source import ensure_wheel_source
+from tools.source import pysource
+from tools.mtp.infer import InferMtpArgs, infer_mtp
+from tools.mtp.arch import model_classes
+from tools.source.search import find_rg
+from tools.source.resolve import ensure_wheel_source
 
 ROUNDS = 5
 

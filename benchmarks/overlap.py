@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from agent.replay.timeline import intersect, measure, union  # noqa: E402
 from agent.trace import read_trace  # noqa: E402
 from tests.campaign_fixtures import campaign_args, campaign_env  # noqa: E402
-from tools.sglang_source import ensure_wheel_source  # noqa: E402
+from tools.source.resolve import ensure_wheel_source  # noqa: E402
 
 AGENT = str(Path(sys.executable).with_name("dsv4-agent"))
 

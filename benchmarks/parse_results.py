@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tools.results import compare, parse_jsonl  # noqa: E402
+from tools.measure.results import compare, parse_jsonl  # noqa: E402
 
 N = 10_000
 RUNS = 5

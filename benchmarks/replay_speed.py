@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from agent.replay.driver import replay_run  # noqa: E402
-from agent.replay.timeline_view import render_terminal, timeline_for_run, write_png  # noqa: E402
+from agent.report.timeline_view import render_terminal, timeline_for_run, write_png  # noqa: E402
 from agent.trace import read_trace  # noqa: E402
 
 GOLDEN = ROOT / "tests" / "golden" / "playbook-mtp-tune"

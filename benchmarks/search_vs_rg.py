@@ -11,8 +11,8 @@ import statistics
 import subprocess
 import time
 
-from tools.search import SearchArgs, find_rg, rg_command, search
-from tools.sglang_source import ensure_wheel_source
+from tools.source.search import SearchArgs, find_rg, rg_command, search
+from tools.source.resolve import ensure_wheel_source
 
 QUERIES = ["speculative_eagle_topk", r"def \w+_hook", "DeepseekV4ForCausalLM", r"--speculative-[a-z-]+"]
 ROUNDS = 9

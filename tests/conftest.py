@@ -36,6 +36,6 @@ def service_running(pid_file: Path) -> bool:
 
 @pytest.fixture(scope="session")
 def sglang_wheel_root() -> Path:
-    from tools.sglang_source import ensure_wheel_source
+    from tools.source.resolve import ensure_wheel_source
 
     return ensure_wheel_source(SGLANG_TEST_VERSION)

@@ -26,9 +26,9 @@ import pytest
 from tests.campaign_fixtures import DOUBLES, GPU_NAME, campaign_args
 from tests.cli_helpers import agent, only_run
 from tests.conftest import require_binary
-from tools.bench import run_sweep
+from tools.measure.bench import run_sweep
 from tools.jobs.factory import make_executor
-from tools.results import parse_jsonl
+from tools.measure.results import parse_jsonl
 from tools.scripts import MeasurePlan
 from tools.tuning.configs import parse_config_file_name
 

@@ -16,12 +16,12 @@ from pathlib import Path
 from tests.campaign_fixtures import DOUBLES, MODEL, campaign_args
 from tests.cli_helpers import agent, only_run
 from tests.test_executor_slurm import slurm  # noqa: F401  (the session's one-node cluster)
-from tools.bench import run_sweep
-from tools.jobs.slurm import SlurmExecutor
-from tools.results import parse_jsonl
+from tools.measure.bench import run_sweep
+from tools.jobs.slurm.executor import SlurmExecutor
+from tools.measure.results import parse_jsonl
 from tools.scripts import MeasurePlan
 from tools.scripts.models import ServeVariant
-from tools.server import launch_server, probe_ready, stop_server
+from tools.measure.server import launch_server, probe_ready, stop_server
 
 
 def _node_address(slurm_env: dict[str, str]) -> str:

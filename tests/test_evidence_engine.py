@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 
 from tools.base import ToolError
-from tools.constraints import ExtractConstraintsArgs, extract_constraints
-from tools.mtp import InferMtpArgs, infer_mtp
+from tools.constraints.extract import ExtractConstraintsArgs, extract_constraints
+from tools.mtp.infer import InferMtpArgs, infer_mtp
 from tools.recipes import ExtractRecipesArgs, extract_recipes
-from tools.search import SearchArgs, search
-from tools.sglang_source import ResolveSourceArgs, resolve_source
-from tools.source_read import ReadSourceFileArgs, read_source_file
-from tools.spec_catalog import SpecCatalogArgs, spec_catalog
+from tools.source.search import SearchArgs, search
+from tools.source.resolve import ResolveSourceArgs, resolve_source
+from tools.source.read import ReadSourceFileArgs, read_source_file
+from tools.source.spec_catalog import SpecCatalogArgs, spec_catalog
 
 FIXTURE = Path(__file__).parent / "fixtures" / "evidence" / "checkout"
 REPO = Path(__file__).resolve().parents[1]

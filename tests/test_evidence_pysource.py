@@ -1,4 +1,4 @@
-"""The evidence engine's parse cache, GC pause and launcher line index (tools/pysource.py), on real files.
+"""The evidence engine's parse cache, GC pause and launcher line index (tools/source/pysource.py), on real files.
 
 The line index only lets the engine skip walking code that cannot hold a server launch; these
 tests pin the cases where text and tree could disagree (decorators, non-ASCII identifiers, lone
@@ -12,7 +12,7 @@ import os
 
 import pytest
 
-from tools import pysource
+from tools.source import pysource
 from tools.recipes import ExtractRecipesArgs, extract_recipes
 from tools.recipes.modules import LAUNCHER
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import require_binary
-from tools.search import SearchArgs, find_rg, search
+from tools.source.search import SearchArgs, find_rg, search
 
 # names where the order of a directory walk and the order of path strings disagree:
 # "pkg/b.py" comes after "pkg.py" and "pkg-x.py" as strings ('.' and '-' sort before '/') but a walk

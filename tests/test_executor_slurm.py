@@ -25,7 +25,7 @@ import pytest
 from tests.conftest import require_binary, service_running
 from tools.base import ToolError
 from tools.jobs.factory import make_executor
-from tools.jobs.slurm import SlurmExecutor
+from tools.jobs.slurm.executor import SlurmExecutor
 from tools.jobs.spec import JobSpec
 
 SERVICES = Path(__file__).parent / "services"
@@ -144,7 +144,7 @@ def test_agent_killed_and_restarted_reattaches(slurm, tmp_path):
     argv = ["bash", "-c", "echo unit-start-marker; sleep 2"]
     agent_code = textwrap.dedent(f"""
         import json, os, time
-        from tools.jobs.slurm import SlurmExecutor
+        from tools.jobs.slurm.executor import SlurmExecutor
         from tools.jobs.spec import JobSpec
         ex = SlurmExecutor({str(jobs_root)!r}, env=dict(os.environ, SLURM_CONF={slurm.env['SLURM_CONF']!r}))
         ex.launch(JobSpec(key="long", argv={argv!r}))

@@ -25,7 +25,7 @@ from tools.base import ToolError
 from tools.jobs.factory import make_executor
 from tools.jobs.local import LocalExecutor
 from tools.jobs.spec import JobSpec
-from tools.jobs.ssh import SshExecutor
+from tools.jobs.ssh.executor import SshExecutor
 
 SERVICES = Path(__file__).parent / "services"
 REPO = Path(__file__).parent.parent
@@ -138,7 +138,7 @@ def test_agent_killed_and_restarted_reattaches_instead_of_starting_again(sshd, t
     marker = "job-start-marker"
     agent_code = textwrap.dedent(f"""
         import json, sys, time
-        from tools.jobs.ssh import SshExecutor
+        from tools.jobs.ssh.executor import SshExecutor
         from tools.jobs.spec import JobSpec
         ex = SshExecutor("ssh://dsv4-test", {str(jobs_root)!r}, ssh_options={sshd.options!r})
         state = ex.launch(JobSpec(key="long", argv=["bash", "-c", "echo {marker}; sleep 3; echo finished"]))

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from agent import llm_nodes
+from agent.llm import nodes as llm_nodes
 from agent.campaign import start
 from agent.config import Settings
-from agent.llm_conversation import CONVERSATION_FILE, Conversation
+from agent.llm.conversation import CONVERSATION_FILE, Conversation
 from agent.runfolder import RunFolder
 from agent.runtime import Runtime
 from agent.trace import TraceWriter, read_trace

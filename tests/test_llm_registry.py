@@ -6,8 +6,8 @@ import json
 import pytest
 from pydantic import BaseModel, Field
 
-from agent.dispatch import dispatch
-from agent.tool_registry import WITHHELD, RegistryError, build_registry
+from agent.llm.dispatch import dispatch
+from agent.llm.registry import WITHHELD, RegistryError, build_registry
 from agent.trace import TraceWriter, read_trace
 from tools.base import Tool, ToolError
 
@@ -60,7 +60,7 @@ def test_real_tools_register_with_descriptions_and_bound_context(bindings):
 
 
 def test_missing_modules_are_reported_not_faked(bindings):
-    registry = build_registry(bindings, capabilities={"search": (("tools.search",), None),
+    registry = build_registry(bindings, capabilities={"search": (("tools.source.search",), None),
                                                       "telepathy": (("tools.telepathy",), None)})
     assert list(registry.tools) == ["search"]
     assert "tools.telepathy" in registry.missing["telepathy"]

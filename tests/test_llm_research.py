@@ -18,8 +18,8 @@ import pytest
 
 from agent.campaign import start
 from agent.config import Settings
-from agent.llm_conversation import Conversation
-from agent.llm_research import OUTCOME_FILE, RESEARCH_FILE
+from agent.llm.conversation import Conversation
+from agent.llm.research import OUTCOME_FILE, RESEARCH_FILE
 from agent.replay.driver import EXIT_REPRODUCED, replay_run
 from agent.trace import read_trace
 from tests.cli_helpers import AGENT, clean_env, start_agent, wait_for

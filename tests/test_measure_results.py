@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 import math
 
-from agent.report import build_report
-from tools.results import CompareResultsArgs, compare, compare_results, parse_jsonl
+from agent.report.build import build_report
+from tools.measure.results import CompareResultsArgs, compare, compare_results, parse_jsonl
 
 NEW = {"tag": "mtp-c8", "backend": "sglang", "max_concurrency": 8, "median_ttft_ms": 50.0, "p99_ttft_ms": 90.0,
        "median_tpot_ms": 10.0, "p99_tpot_ms": 14.0, "median_itl_ms": 9.0, "p99_itl_ms": 30.0,
@@ -46,7 +46,7 @@ def write_snapshots(folder, variant: str, items: list[dict], extra: str = "") ->
 
 
 def test_point_accept_length_from_counters_first_point_or_not_isolated():
-    from tools.accept_snapshots import Snapshot, point_accept_length
+    from tools.measure.accept_snapshots import Snapshot, point_accept_length
 
     def pal(before, after):
         return point_accept_length(Snapshot(**before) if before else None, Snapshot(**after) if after else None)
@@ -116,7 +116,7 @@ def test_ratios_are_against_the_baseline_at_the_same_concurrency(tmp_path):
 
 
 def test_later_record_of_a_point_wins():
-    from tools.results import record_from_dict
+    from tools.measure.results import record_from_dict
 
     rows = compare([record_from_dict({**NEW, "median_tpot_ms": 1.0}, "mtp"), record_from_dict(NEW, "mtp")])
     assert len(rows) == 1 and rows[0].values["median_tpot_ms"] == 10.0

@@ -107,7 +107,7 @@ def test_run_measure_runs_every_variant_and_records_a_failed_point(tmp_path):
                        tokenizer=str(tok), input_len=8, output_len=8, min_prompts=4, warmup_requests=1,
                        ready_timeout_s=30)
     render_scripts(RenderScriptsArgs(out_dir=str(tmp_path), plan=plan, sglang_python=str(DOUBLES / "sglang_python")))
-    port = __import__("tools.server", fromlist=["free_port"]).free_port()
+    port = __import__("tools.measure.server", fromlist=["free_port"]).free_port()
     run = subprocess.run(["bash", str(tmp_path / "run_measure.sh")], capture_output=True, text=True, timeout=120,
                          env={**os.environ, "PORT": str(port), "DSV4_DOUBLE_REAL_PYTHON": sys.executable})
     assert run.returncode == 1, run.stdout + run.stderr
@@ -122,14 +122,14 @@ def test_run_measure_runs_every_variant_and_records_a_failed_point(tmp_path):
 def test_run_measure_snapshots_each_point_so_the_report_isolates_accept_length(tmp_path):
     """run_measure.sh records server snapshots around every point (same code as the sweep); the parser
     differences them: two points on one speculative server each get the double's 3 tokens/step."""
-    from tools.results import parse_jsonl
+    from tools.measure.results import parse_jsonl
 
     tok = build_tokenizer(tmp_path / "tok")
     mtp = ServeVariant(name="mtp", model_path=str(tok), flags=[FlagChoice(flag="--speculative-algorithm", value="EAGLE")])
     plan = MeasurePlan(variants=[mtp], concurrency=[1, 2], tokenizer=str(tok), input_len=4, output_len=9,
                        min_prompts=3, warmup_requests=1, ready_timeout_s=30)
     render_scripts(RenderScriptsArgs(out_dir=str(tmp_path), plan=plan, sglang_python=str(DOUBLES / "sglang_python")))
-    port = __import__("tools.server", fromlist=["free_port"]).free_port()
+    port = __import__("tools.measure.server", fromlist=["free_port"]).free_port()
     run = subprocess.run(["bash", str(tmp_path / "run_measure.sh")], capture_output=True, text=True, timeout=120,
                          env={**os.environ, "PORT": str(port), "DSV4_DOUBLE_REAL_PYTHON": sys.executable})
     assert run.returncode == 0, run.stdout + run.stderr

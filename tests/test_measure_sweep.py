@@ -15,7 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from agent.config import load_settings
-from agent.report import build_report
+from agent.report.build import build_report
 from agent.runfolder import RunFolder
 from agent.steps import benchmark as benchmark_step
 from agent.steps import write_scripts as write_scripts_step
@@ -26,9 +26,9 @@ from tests.doubles.tokenizer import build_tokenizer
 from tools.base import ToolError
 from tools.gpus import GpuInfo
 from tools.jobs import LocalExecutor
-from tools.results import parse_jsonl
+from tools.measure.results import parse_jsonl
 from tools.scripts import EnvChoice, FlagChoice, ServeVariant
-from tools.server import base_url, free_port, launch_server, probe_ready, stop_server
+from tools.measure.server import base_url, free_port, launch_server, probe_ready, stop_server
 
 SGLANG_PYTHON = str(Path(__file__).parent / "doubles" / "sglang_python")
 SMALL = {"input_len": 8, "output_len": 24, "prompts_per_concurrency": 2, "min_prompts": 4,
@@ -183,7 +183,7 @@ def test_port_in_use_is_refused_and_a_free_port_works(tmp_path):
 
 
 def test_a_crashing_bench_client_is_a_failed_point_and_the_sweep_goes_on(tmp_path):
-    from tools.bench import run_sweep
+    from tools.measure.bench import run_sweep
     from tools.scripts import MeasurePlan
 
     tok = build_tokenizer(tmp_path / "tok")
@@ -201,7 +201,7 @@ def test_a_crashing_bench_client_is_a_failed_point_and_the_sweep_goes_on(tmp_pat
 def test_each_point_gets_its_own_accept_length_on_a_shared_server(tmp_path):
     """Two points on ONE server whose (double's) accept length changes between them: the client's
     cumulative figure mixes them, the snapshot difference gives each point its own value."""
-    from tools.bench import run_point
+    from tools.measure.bench import run_point
     from tools.scripts import MeasurePlan
 
     tok = build_tokenizer(tmp_path / "tok")
@@ -234,7 +234,7 @@ def test_each_point_gets_its_own_accept_length_on_a_shared_server(tmp_path):
 def test_without_metrics_a_later_point_is_flagged_not_isolated(tmp_path):
     """A server without /metrics (older build, or --enable-metrics dropped): the first point's average is
     its own, the second point's cannot be separated and is flagged instead of reported."""
-    from tools.accept_snapshots import snapshot_file, take_snapshot
+    from tools.measure.accept_snapshots import snapshot_file, take_snapshot
 
     port = free_port()
     server = subprocess.Popen([SGLANG_PYTHON, "-m", "sglang.launch_server", "--model-path", "/m", "--port", str(port),

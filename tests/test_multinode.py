@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from tools.multinode import RENDER_MULTINODE_SERVE, MultinodeServeArgs, node_argv, render_multinode_serve
+from tools.scripts.multinode import RENDER_MULTINODE_SERVE, MultinodeServeArgs, node_argv, render_multinode_serve
 
 HOSTILE_MODEL = "/models/DeepSeek V4 'flash' $(touch PWNED) `touch PWNED2`"
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from agent.report import build_report
-from agent.report_sections import campaign_sections
+from agent.report.build import build_report
+from agent.report.sections import campaign_sections
 
 
 def test_flag_verdicts_and_research_notes_reach_the_report(tmp_path: Path):

@@ -117,7 +117,7 @@ def test_campaign_step_diffs_against_the_previous_runs_mtp_json(sglang_wheel_roo
     from agent.steps.sync import run as run_sync_step
     from agent.trace import TraceWriter
     from tools.jobs.local import LocalExecutor
-    from tools.mtp import InferMtpArgs, infer_mtp
+    from tools.mtp.infer import InferMtpArgs, infer_mtp
 
     upstream = Upstream(tmp_path, sglang_tree(sglang_wheel_root))
     clone = upstream.clone(tmp_path / "sglang")

@@ -22,7 +22,7 @@ from tests.test_tuning_step import _context, _double_env, _fake_gpus
 from tests.tuning_fixtures import config_dir, make_checkout, triton_config
 from tools.jobs import LocalExecutor
 from tools.scripts.models import ServeVariant
-from tools.server import launch_server, stop_server
+from tools.measure.server import launch_server, stop_server
 from tools.tuning.configs import config_file_name
 from tools.tuning.prove import proof_section
 from tools.tuning.shapes import mine_log

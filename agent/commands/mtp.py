@@ -21,7 +21,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Infer --speculative-* (MTP) flags from SGLang's tests, fixtures and hooks, every value cited."""
         from tools.base import ToolError
-        from tools.mtp import InferMtpArgs, infer_mtp
+        from tools.mtp.infer import InferMtpArgs, infer_mtp
 
         try:
             answer = infer_mtp(InferMtpArgs(sglang=sglang, model=model, arch=arch, gpu=gpu, gpus=gpus,

@@ -4,7 +4,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from tools.mtp import MtpAnswer
+from tools.mtp.infer import MtpAnswer
 
 MAX_ROWS = 25
 

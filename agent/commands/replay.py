@@ -52,7 +52,7 @@ def _replay(path, keep) -> int:
 
 
 def _timeline(path) -> None:
-    from agent.replay.timeline_view import publish
+    from agent.report.timeline_view import publish
 
     _tl, png, text = publish(path)
     typer.echo(text.rstrip())

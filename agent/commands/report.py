@@ -11,8 +11,8 @@ def register(app: typer.Typer) -> None:
         runs_dir: str = typer.Option("runs", "--runs-dir", help="Where run folders live"),
     ) -> None:
         """Rebuild the comparison report of a run from its folder alone (bench/, steps/, plan.md)."""
-        from agent.report import build_report
-        from agent.report_sections import campaign_sections
+        from agent.report.build import build_report
+        from agent.report.sections import campaign_sections
         from agent.runfolder import RunFolder, RunFolderError
 
         try:

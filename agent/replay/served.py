@@ -12,7 +12,7 @@ import json
 import shutil
 from collections import deque
 
-from agent.llm import LLMError, new_input
+from agent.llm.client import LLMError, new_input
 from agent.replay.checker import Divergence, ReplayDivergence, ReplayStop
 from agent.replay.record import Recording, classify, step_results
 from agent.runtime import Runtime
@@ -47,7 +47,7 @@ class ReplaySource:
 
     def research_result(self, rt: Runtime, tool: str) -> dict:
         """The recorded ``tool_result`` of a span the orchestration runs outside the plan's steps
-        (the LLM research, ``agent.llm_research``), with its recorded files copied in."""
+        (the LLM research, ``agent.llm.research``), with its recorded files copied in."""
         queue = self._results.get(tool)
         if not queue:
             raise ReplayStop(f"the record has no result for {tool}: "

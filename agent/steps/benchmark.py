@@ -9,7 +9,7 @@ jobs re-attach by key (``serve-<variant>``, ``bench-<variant>-c<k>``).
 Executors: local; SSH (server and bench client run on the host, probes and snapshots go through
 an ``ssh -L`` forward, each point's JSONL comes back); Slurm (server and bench clients are batch
 jobs, probes and snapshots go to the server node's address, the JSONL lands in the shared run
-folder). See tools/bench.py and tools/server.py.
+folder). See tools/measure/bench.py and tools/measure/server.py.
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import shlex
 
 from agent.steps.base import PlanStep, StepContext, StepOutcome
 from agent.steps.write_scripts import PLAN_FILE, build_plan
-from tools.bench import run_sweep
+from tools.measure.bench import run_sweep
 from tools.scripts import MeasurePlan
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from agent.steps.base import PlanStep, StepContext, StepOutcome
 from tools.base import ToolError
-from tools.mtp import InferMtpArgs, infer_mtp
-from tools.mtp_render import evidence_markdown
+from tools.mtp.infer import InferMtpArgs, infer_mtp
+from tools.mtp.render import evidence_markdown
 
 
 def run(ctx: StepContext, step: PlanStep) -> StepOutcome:

@@ -40,7 +40,7 @@ from pathlib import Path
 
 from agent.steps.base import PlanStep, StepContext, StepOutcome
 from tools.base import ToolError, cap_lines
-from tools.sglang_source import cache_dir
+from tools.source.resolve import cache_dir
 from tools.tuning.configs import find_config_dir, installed_package_parent
 from tools.tuning.discovery import DiscoveryResult, discovery_variant, run_discovery
 from tools.tuning.engagement import FINAL_BASES

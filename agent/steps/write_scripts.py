@@ -88,7 +88,7 @@ def _multinode(ctx: StepContext, plan: MeasurePlan):
     s = ctx.settings
     if s.nodes <= 1:
         return None
-    from tools.multinode_variants import render_variants_multinode
+    from tools.scripts.multinode_variants import render_variants_multinode
 
     partition = s.executor.partition(":")[2] or None if s.executor.startswith("slurm") else None
     written = render_variants_multinode(ctx.run.path, plan.variants, s.nodes, s.sglang_python, plan.port, s.tp,

@@ -18,7 +18,7 @@ stubbed, each one listed here:
 
 Everything else the client imports is real (aiohttp, msgspec, numpy, orjson, requests, tqdm,
 transformers, pybase64, PIL, psutil, pyzmq: the ``test`` extra pins them). The wheel folder is
-``$DSV4_SGLANG_WHEEL_ROOT`` or the cache of ``tools/sglang_source.py``.
+``$DSV4_SGLANG_WHEEL_ROOT`` or the cache of ``tools/source/resolve.py``.
 """
 from __future__ import annotations
 

@@ -61,13 +61,13 @@ def make_executor(spec: str, jobs_root: Path, *, ssh_options: list[str] | None =
         claim_ledger(spec, jobs_root)
         return LocalExecutor(jobs_root)
     if spec.startswith("ssh://"):
-        from tools.jobs.ssh import SshExecutor, parse_ssh_target
+        from tools.jobs.ssh.executor import SshExecutor, parse_ssh_target
 
         parse_ssh_target(spec)  # a malformed URL is named before anything on disk changes
         claim_ledger(spec, jobs_root)
         return SshExecutor(spec, jobs_root, ssh_options=ssh_options, nvidia_smi=nvidia_smi)
     if spec == "slurm" or spec.startswith("slurm:"):
-        from tools.jobs.slurm import SlurmExecutor
+        from tools.jobs.slurm.executor import SlurmExecutor
 
         partition = spec.partition(":")[2] or None
         if spec.endswith(":"):

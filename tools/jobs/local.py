@@ -20,8 +20,8 @@ import time
 from pathlib import Path
 
 from tools.base import ToolError
-from tools.jobs.ledger_files import ledger_keys, read_json, record_stop_request, tail_log, write_json
-from tools.jobs.ledger_state import SPAWN_WAIT_S, state_from_snapshot
+from tools.jobs.ledger.files import ledger_keys, read_json, record_stop_request, tail_log, write_json
+from tools.jobs.ledger.state import SPAWN_WAIT_S, state_from_snapshot
 from tools.jobs.spec import JobSpec, JobState
 
 WRAPPER = Path(__file__).with_name("wrapper.py")

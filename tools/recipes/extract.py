@@ -12,12 +12,12 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from tools.base import Tool, ToolError
-from tools.pysource import gc_paused
+from tools.source.pysource import gc_paused
 from tools.recipes.launches import RecipeBuilder
 from tools.recipes.model import Recipe
 from tools.recipes.modules import ModuleIndex
 from tools.recipes.values import Evaluator
-from tools.search import SearchArgs, search
+from tools.source.search import SearchArgs, search
 
 MAX_FILES = 3000
 
@@ -65,7 +65,7 @@ def _files(folders: list[Path], pattern: str) -> list[Path]:
 
 
 def extract_recipes(args: ExtractRecipesArgs) -> RecipesResult:
-    with gc_paused():  # parse-heavy: see tools/pysource.py
+    with gc_paused():  # parse-heavy: see tools/source/pysource.py
         return _extract_recipes(args)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from tools.evidence_model import Origin
+from tools.source.origin import Origin
 from tools.recipes.calls import interpret, launches_in
 from tools.recipes.hardware import hardware_hint
 from tools.recipes.model import Recipe

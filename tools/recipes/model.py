@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from tools.evidence_model import Origin
+from tools.source.origin import Origin
 
 
 class Recipe(BaseModel):

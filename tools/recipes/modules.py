@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tools.pysource import LineIndex, parse_file
+from tools.source.pysource import LineIndex, parse_file
 
 # a server-launch call is one whose name says so (launch_server, popen_launch_server, ...)
 LAUNCHER = re.compile(r"launch\w*server|server\w*launch", re.I)

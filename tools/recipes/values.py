@@ -11,7 +11,7 @@ import ast
 from dataclasses import dataclass, field
 from typing import Any
 
-from tools.evidence_model import Origin
+from tools.source.origin import Origin
 from tools.recipes.modules import ClassInfo, ModuleIndex, ParsedModule
 
 MAX_DEPTH = 40  # name chains and calls nested deeper than this are left unresolved

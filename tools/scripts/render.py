@@ -15,7 +15,7 @@ from pathlib import Path
 import jinja2
 from pydantic import BaseModel, Field
 
-from tools.accept_snapshots import SNAPSHOT_PY
+from tools.measure.accept_snapshots import SNAPSHOT_PY
 from tools.base import Tool, ToolError
 from tools.scripts.models import (
     BenchPoint, EnvChoice, FlagChoice, MeasurePlan, ServeVariant, bench_args,

@@ -1,4 +1,4 @@
-"""Run the evidence engine (``tools.mtp``) on a tree, or say plainly why it could not answer."""
+"""Run the evidence engine (``tools.mtp.infer``) on a tree, or say plainly why it could not answer."""
 from __future__ import annotations
 
 import json
@@ -8,7 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from tools.base import ToolError
-from tools.mtp import InferMtpArgs, infer_mtp
+from tools.mtp.infer import InferMtpArgs, infer_mtp
 
 EvidenceStatus = Literal["ok", "failed", "skipped"]
 

@@ -27,7 +27,7 @@ from pydantic import BaseModel, Field
 from tools.base import ToolError
 from tools.jobs import Executor, JobSpec, JobState
 from tools.scripts.models import EnvChoice, FlagChoice, ServeVariant
-from tools.server import ServerHandle, base_url, free_port, stop_server, wait_ready
+from tools.measure.server import ServerHandle, base_url, free_port, stop_server, wait_ready
 
 DISCOVERY_KEY = "discovery"
 DISCOVERY_KIND = "discovery"

@@ -1,0 +1,232 @@
+"""Injection defence for server flags the model proposes.
+
+The model reads repository text, and repository text can say "add --foo". So no proposed flag
+is trusted because the model cites something: each one is looked up in the SGLang source's own
+server-argument definitions (the typed fields in ``srt/arg_groups/fields/*.py`` — the Spec
+catalog among them — and ``add_argument`` calls in ``srt/server_args.py`` for older trees),
+read statically with ``ast``. A flag defined there is *supported*, cited to its definition
+(``path:line``). Anything else is reported in ``flag_review.json`` and plan.md and is NOT
+passed on, unless the user gave ``--accept-unsupported-flags`` (origin ``user-accepted``).
+
+A defined flag can still be wrong for the model: the evidence engine's constraints
+(``tools/constraints/extract.py``, read from SGLang's argument hooks, e.g. "DeepSeek-V4: only EAGLE or
+DSPARK, topk 1") are checked against the proposed values for the model's architecture (its
+config.json, else guessed from the model id via ``tools/mtp/arch.py``), with SGLang's algorithm
+aliases resolved first. The proposal is checked as one set, as written. A flag that breaks an
+enforced rule is rejected with the rule's citation, under the same acceptance option.
+"""
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from tools.base import ToolError
+from tools.constraints.extract import ExtractConstraintsArgs, Rule, extract_constraints
+from tools.mtp.arch import from_tree
+from tools.mtp.pick import ALGO, TOKENS, check, flag as field_flag
+
+FIELD_FILES_GLOB = "srt/arg_groups/fields/*.py"
+ARGPARSE_FILE = "srt/server_args.py"
+_FLAG = re.compile(r"^--[a-z0-9][a-z0-9-]*$")
+# The scripts set these themselves (see tools/scripts/models.RESERVED_FLAGS).
+RESERVED = frozenset({"--model-path", "--model", "--host", "--port", "--tp", "--tp-size"})
+
+
+class FlagProposal(BaseModel):
+    flag: str = Field(description="Server flag, e.g. '--mem-fraction-static'")
+    value: str = Field("", description="Its value as a string; '' for a switch")
+    evidence: str = Field("", description="Where the SGLang source defines or uses it, as 'path:line'")
+    why: str = Field("", description="Why this flag serves the goal")
+
+
+class FlagVerdict(BaseModel):
+    flag: str
+    value: str
+    claimed_evidence: str = Field(description="What the model cited (not trusted)")
+    verdict: Literal["supported", "accepted_by_user", "rejected"]
+    origin: str | None = Field(description="Verified 'path:line' of the definition, 'user-accepted', or None")
+    reason: str
+    violates: list[str] = Field(default_factory=list,
+                                description="Constraints from SGLang's hooks this value breaks, each with 'path:line'")
+
+
+class FlagReview(BaseModel):
+    verdicts: list[FlagVerdict] = Field(default_factory=list)
+    catalog_size: int = Field(0, description="Server flags found in the SGLang source")
+    catalog_from: list[str] = Field(default_factory=list, description="Files the flags were read from")
+    architecture: str | None = Field(None, description="Architecture the constraints were checked for")
+    constraints: str = Field("", description="How the values were checked against SGLang's hook constraints")
+
+    @property
+    def accepted(self) -> dict[str, dict[str, str]]:
+        """flag → {value, origin}: what the write_scripts step receives as ``extra_flags``."""
+        return {v.flag: {"value": v.value, "origin": v.origin or ""} for v in self.verdicts
+                if v.verdict != "rejected"}
+
+    @property
+    def rejected(self) -> list[FlagVerdict]:
+        return [v for v in self.verdicts if v.verdict == "rejected"]
+
+
+def _keyword(call: ast.Call, name: str) -> ast.AST | None:
+    return next((kw.value for kw in call.keywords if kw.arg == name), None)
+
+
+def _field_flags(stmt: ast.AnnAssign) -> list[str]:
+    """CLI flags of one typed field (``name: A[T, Arg(...)] = default``); none if no_cli/private."""
+    if not isinstance(stmt.target, ast.Name) or stmt.target.id.startswith("_"):
+        return []
+    flags = ["--" + stmt.target.id.replace("_", "-")]
+    ann = stmt.annotation
+    if isinstance(ann, ast.Subscript) and isinstance(ann.slice, ast.Tuple) and len(ann.slice.elts) >= 2:
+        meta = ann.slice.elts[1]
+        if isinstance(meta, ast.Call):
+            no_cli = _keyword(meta, "no_cli")
+            if isinstance(no_cli, ast.Constant) and no_cli.value:
+                return []
+            aliases = _keyword(meta, "aliases")
+            for elt in getattr(aliases, "elts", []):
+                if isinstance(elt, ast.Constant) and isinstance(elt.value, str) and elt.value.startswith("--"):
+                    flags.append(elt.value)
+    return flags
+
+
+def server_flag_catalog(package_dir: Path | None, root: Path | None) -> tuple[dict[str, str], list[str]]:
+    """flag → 'path:line' of its definition, and the files read. Empty when there is no source."""
+    if package_dir is None or root is None:
+        return {}, []
+    catalog: dict[str, str] = {}
+    files = sorted(package_dir.glob(FIELD_FILES_GLOB)) + [package_dir / ARGPARSE_FILE]
+    read: list[str] = []
+    for path in files:
+        if not path.is_file():
+            continue
+        try:
+            tree = ast.parse(path.read_text(errors="replace"))
+        except SyntaxError:
+            continue  # a damaged file gives no evidence; its flags stay unsupported
+        rel = path.relative_to(root).as_posix()
+        read.append(rel)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                for stmt in node.body:
+                    if isinstance(stmt, ast.AnnAssign):
+                        for flag in _field_flags(stmt):
+                            catalog.setdefault(flag, f"{rel}:{stmt.lineno}")
+            elif isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "add_argument":
+                for arg in node.args:
+                    if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and arg.value.startswith("--"):
+                        catalog.setdefault(arg.value, f"{rel}:{node.lineno}")
+    return catalog, read
+
+
+def _verdict(p: FlagProposal, catalog: dict[str, str], accept_unsupported: bool, seen: set[str]) -> FlagVerdict:
+    def rejected(reason: str) -> FlagVerdict:
+        return FlagVerdict(flag=p.flag, value=p.value, claimed_evidence=p.evidence, verdict="rejected",
+                           origin=None, reason=reason)
+
+    if not _FLAG.match(p.flag):
+        return rejected("not a server flag name (expected --lower-case-words)")
+    if p.flag in RESERVED:
+        return rejected("set by the scripts themselves; the campaign decides it")
+    if any(c in p.value for c in "\x00\n\r"):
+        return rejected("the value contains a line break or NUL byte")
+    if p.flag in seen:
+        return rejected("proposed twice; the first proposal stands")
+    seen.add(p.flag)
+    origin = catalog.get(p.flag)
+    if origin is not None:
+        return FlagVerdict(flag=p.flag, value=p.value, claimed_evidence=p.evidence, verdict="supported",
+                           origin=origin, reason=f"defined by SGLang at {origin}")
+    if accept_unsupported:
+        return FlagVerdict(flag=p.flag, value=p.value, claimed_evidence=p.evidence, verdict="accepted_by_user",
+                           origin="user-accepted", reason="no definition found in the SGLang source; "
+                           "passed on because --accept-unsupported-flags was given")
+    cited = f"; the cited {p.evidence[:120]!r} is not a definition" if p.evidence else ""
+    return rejected(f"no definition of {p.flag} in the SGLang source's server arguments{cited}; not written "
+                    "into scripts (pass --accept-unsupported-flags to override)")
+
+
+def _violations(flags: dict[str, str], rules: list[Rule], arch: str | None) -> dict[str, list[str]]:
+    """flag → the enforced rules its value breaks ('what (rule at path:line)'), aliases resolved first."""
+    aliases = {src: r.values[0] for r in rules if r.kind == "alias" and r.values for src in r.values[1:]}
+    checked = dict(flags)
+    if ALGO in checked:
+        checked[ALGO] = aliases.get(checked[ALGO], checked[ALGO])
+    found: dict[str, list[str]] = {}
+    for problem, rule in check(checked, rules, arch):
+        if rule.kind == "allowed_algorithms":
+            named = [ALGO]
+        elif rule.kind == "topk1_draft_tokens":
+            named = [TOKENS]
+        elif rule.kind == "all_or_none":
+            named = [field_flag(f) for f in rule.values if field_flag(f) in flags]
+        else:
+            named = [field_flag(rule.field)] if rule.field else []
+        for name in named:
+            found.setdefault(name, []).append(f"{problem}: {rule.rule} ({rule.origin.cite()})")
+    return found
+
+
+def _constraints(package_dir: Path, root: Path, model: str, architecture: str | None) -> tuple[list[Rule], str | None, str]:
+    """The hook rules, the architecture, and a line saying how (or why not) values were checked."""
+    arch, how = architecture, "from the model's config.json"
+    if arch is None:
+        guessed = from_tree(model, str(root), str(package_dir))
+        arch, how = (guessed[0], f"guessed from the model id ({guessed[1].cite()})") if guessed else (None, "")
+    try:
+        rules = extract_constraints(ExtractConstraintsArgs(root=str(root), package_dir=str(package_dir))).rules
+    except ToolError as err:
+        return [], arch, f"values not checked against constraints: {err}"
+    if not rules:
+        return [], arch, "values not checked against constraints: SGLang's argument hooks hold no rule we can read"
+    scope = f"architecture {arch} ({how})" if arch else "no known architecture (only general rules apply)"
+    return rules, arch, f"values checked against {len(rules)} rules from SGLang's argument hooks for {scope}"
+
+
+def _constrained(v: FlagVerdict, problems: list[str], accept_unsupported: bool) -> FlagVerdict:
+    if not problems or v.verdict == "rejected":
+        return v
+    if accept_unsupported:
+        return v.model_copy(update={"verdict": "accepted_by_user", "violates": problems, "reason": (
+            f"breaks {'; '.join(problems)}; passed on because --accept-unsupported-flags was given")})
+    return v.model_copy(update={"verdict": "rejected", "origin": None, "violates": problems, "reason": (
+        f"{v.value!r} breaks {'; '.join(problems)}; not written into scripts "
+        "(pass --accept-unsupported-flags to override)")})
+
+
+def review_flags(proposals: list[FlagProposal], package_dir: Path | None, root: Path | None,
+                 accept_unsupported: bool, model: str = "", architecture: str | None = None) -> FlagReview:
+    catalog, read = server_flag_catalog(package_dir, root)
+    seen: set[str] = set()
+    verdicts = [_verdict(p, catalog, accept_unsupported, seen) for p in proposals]
+    review = FlagReview(verdicts=verdicts, catalog_size=len(catalog), catalog_from=read)
+    proposed = {v.flag: v.value for v in verdicts if v.verdict != "rejected"}
+    if not proposed:
+        return review
+    if package_dir is None or root is None:
+        review.constraints = "values not checked against constraints: no SGLang source"
+        return review
+    rules, review.architecture, review.constraints = _constraints(package_dir, root, model, architecture)
+    problems = _violations(proposed, rules, review.architecture)
+    review.verdicts = [_constrained(v, problems.get(v.flag, []), accept_unsupported) for v in verdicts]
+    return review
+
+
+def review_markdown(review: FlagReview) -> str:
+    if not review.verdicts:
+        return "## Extra flags\n\nThe model proposed no extra server flags.\n"
+    lines = ["## Extra flags proposed by the model", "",
+             f"Checked against {review.catalog_size} server flags defined in the SGLang source"
+             + (f"; {review.constraints}." if review.constraints else "."), "",
+             "| flag | value | verdict | evidence | reason |", "|---|---|---|---|---|"]
+    for v in review.verdicts:
+        cells = [v.flag, v.value, v.verdict, v.origin or "none", v.reason]
+        lines.append("| " + " | ".join(c.replace("|", "\\|").replace("\n", " ") for c in cells) + " |")
+    if review.rejected:
+        lines += ["", f"{len(review.rejected)} flag(s) rejected and NOT written into any script."]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,198 @@
+"""The LLM planning loop as graph nodes, so every model turn is its own checkpoint.
+
+    llm_start → llm_turn → after_turn → dispatch_tools → after_dispatch ┬→ llm_turn   (observations sent back)
+                                                                       └→ llm_plan   (a valid submit_plan)
+
+- ``llm_start`` writes ``llm_tools.json`` and the prompt (first line of ``llm/conversation.jsonl``).
+- ``llm_turn`` makes ONE model call and appends the reply; the budget is checked first and ends the
+  run with ``BudgetExhausted``.
+- ``dispatch_tools`` runs the reply's tool calls (validate → call → capped, quoted observation →
+  trace events, see ``agent.llm.dispatch``), checks a ``submit_plan`` against its schema, and appends
+  all observations of the turn as one line.
+- ``llm_plan`` reviews the proposed flags and writes plan.json / plan.md.
+
+The state holds only counters and the conversation's path (``LlmLoop``); the messages live in the
+file. Nodes are idempotent against the file: after a hard kill LangGraph re-runs the node that had
+not committed, and it finds its own line already written (reply or observations) and reuses it,
+so an answered request is never sent again and a dispatched tool never runs twice.
+"""
+from __future__ import annotations
+
+import time
+from typing import Literal
+
+from agent.llm.budget import Budget
+from agent.llm.dispatch import dispatch, traced_args
+from agent.llm.conversation import CONVERSATION_FILE, Conversation
+from agent.llm.planner import (
+    STEP_ORDER, SUBMIT, PlanAnswer, client, finish_plan, make_registry, parse_answer, submit_schema,
+)
+from agent.planner import render_plan_md
+from agent.llm.prompts import render
+from agent.runtime import Runtime
+from agent.state import CampaignState
+from agent.llm.registry import Registry
+
+
+class RouteError(Exception):
+    """The graph reached a state its routers cannot continue from: a bug, never the user's fault."""
+
+
+def uses_llm(rt: Runtime) -> bool:
+    return bool(rt.settings.llm_base_url) or "llm" in rt.extras  # a configured endpoint, or a replay client
+
+
+def route_planner(rt: Runtime):
+    def route(state: CampaignState) -> Literal["plan", "llm_start"]:
+        if "preflight" not in state:
+            raise RouteError("planner route reached without a preflight result")
+        return "llm_start" if uses_llm(rt) else "plan"
+
+    return route
+
+
+def after_turn(state: CampaignState) -> Literal["dispatch_tools"]:
+    loop = state.get("llm") or {}
+    if loop.get("phase") != "replied" or loop.get("turns", 0) < 1:
+        raise RouteError(f"after llm_turn the loop must hold a recorded reply; it is in phase "
+                         f"{loop.get('phase')!r} after {loop.get('turns', 0)} turns")
+    return "dispatch_tools"
+
+
+def after_dispatch(state: CampaignState) -> Literal["llm_turn", "llm_plan"]:
+    loop = state.get("llm") or {}
+    phase = loop.get("phase")
+    if phase == "observed":
+        return "llm_turn"
+    if phase == "submitted" and loop.get("answered"):
+        return "llm_plan"
+    raise RouteError(f"after dispatch_tools the loop must be 'observed' or 'submitted' with an answer; "
+                     f"it is in phase {phase!r} (answered={loop.get('answered')!r})")
+
+
+def _conversation(rt: Runtime) -> Conversation:
+    return Conversation.load(rt.run.file(CONVERSATION_FILE))
+
+
+def _registry(rt: Runtime, preflight: dict) -> Registry:
+    # Built once per process: importing the tool modules is the cost; the bindings never change in a run.
+    if "llm_registry" not in rt.extras:
+        rt.extras["llm_registry"] = make_registry(rt, preflight)
+    return rt.extras["llm_registry"]
+
+
+def _budget(rt: Runtime, conversation: Conversation) -> Budget:
+    s = rt.settings
+    return Budget(max_steps=s.max_llm_steps, max_tokens=s.llm_max_tokens, max_seconds=s.llm_max_seconds,
+                  steps=conversation.turns, tokens=conversation.tokens, seconds=conversation.seconds)
+
+
+def _loop(conversation: Conversation, phase: str) -> dict:
+    return {"llm": {"conversation": CONVERSATION_FILE, "phase": phase, "turns": conversation.turns,
+                    "tokens": conversation.tokens, "seconds": conversation.seconds,
+                    "answered": conversation.answer is not None}}
+
+
+def llm_start(rt: Runtime, state: CampaignState) -> dict:
+    preflight = state["preflight"]
+    registry = _registry(rt, preflight)
+    rt.run.write_json("llm_tools.json", registry.report())
+    conversation = _conversation(rt)
+    if conversation.started:  # a resumed attempt continues the recorded conversation
+        rt.trace.emit("progress", "llm", message=f"continuing the recorded conversation after "
+                                                 f"{conversation.turns} turns", budget=_budget(rt, conversation).snapshot())
+        return _loop(conversation, "observed")
+    model_config = preflight.get("model_config") or {}
+    messages = [
+        {"role": "system", "content": render("planner_system", model=rt.settings.model, step_kinds=STEP_ORDER,
+                                             sglang_version=rt.settings.sglang_version,
+                                             max_steps=rt.settings.max_llm_steps)},
+        {"role": "user", "content": render(
+            "planner_goal", goal=state["goal"], notes=preflight.get("notes", []),
+            gpus=", ".join(g.get("name", "?") for g in preflight.get("gpus", [])) or "none",
+            sglang_root=preflight.get("sglang_root") or "unresolved",
+            model_config=model_config.get("architectures") or "not given", tool_names=sorted(registry.tools),
+            missing=[f"{k} ({v})" for k, v in registry.missing.items()])},
+    ]
+    conversation.append({"kind": "prompt", "messages": messages})
+    return _loop(conversation, "observed")
+
+
+def llm_turn(rt: Runtime, state: CampaignState) -> dict:
+    conversation = _conversation(rt)
+    last = conversation.last
+    if last is not None and last["kind"] == "reply":  # answered before a kill; the checkpoint lagged
+        rt.trace.emit("progress", "llm", message=f"turn {last['turn']}: reply already recorded, not sent again")
+        return _loop(conversation, "replied")
+    budget = _budget(rt, conversation)
+    budget.before_turn()
+    registry = _registry(rt, state["preflight"])
+    turn = conversation.turns + 1
+    started = time.monotonic()
+    reply = client(rt).chat(conversation.messages(), registry.schemas() + [submit_schema()], call=turn)
+    calls = reply.get("tool_calls") or []
+    message = {"role": "assistant", "content": reply.get("content"), **({"tool_calls": calls} if calls else {})}
+    conversation.append({"kind": "reply", "turn": turn, "message": message, "usage": reply.get("usage") or {},
+                         "seconds": round(time.monotonic() - started, 3)})
+    return _loop(conversation, "replied")
+
+
+def _submit(rt: Runtime, call: dict, answered: bool) -> tuple[str, dict | None]:
+    raw = call["function"].get("arguments", "")
+    rt.trace.emit("tool_call", "llm", tool=SUBMIT, call_id=call.get("id", ""), args=traced_args(raw))
+    if answered:
+        text, answer = "status: error\nsubmit_plan was already called in this turn; only the first plan counts", None
+    else:
+        parsed, text = parse_answer(raw)
+        answer = parsed.model_dump(mode="json") if parsed else None
+    rt.trace.emit("tool_result", "llm", tool=SUBMIT, call_id=call.get("id", ""),
+                  status="ok" if answer else "bad_arguments", summary=text.splitlines()[-1] if answer else "bad_arguments")
+    return text, answer
+
+
+def dispatch_tools(rt: Runtime, state: CampaignState) -> dict:
+    conversation = _conversation(rt)
+    last = conversation.last
+    if last is not None and last["kind"] == "observations":  # dispatched before a kill; not run again
+        rt.trace.emit("progress", "llm", message=f"turn {last['turn']}: observations already recorded, tools not run again")
+        return _loop(conversation, "submitted" if conversation.answer else "observed")
+    if last is None or last["kind"] != "reply":
+        raise RouteError(f"dispatch_tools needs a recorded reply as the last line of {conversation.path}")
+    registry = _registry(rt, state["preflight"])
+    started = time.monotonic()
+    calls = last["message"].get("tool_calls") or []
+    messages: list[dict] = []
+    answer = None
+    for call in calls:
+        if call["function"]["name"] == SUBMIT:
+            text, found = _submit(rt, call, answered=answer is not None)
+            answer = answer or found
+        else:
+            text = dispatch(registry, call, rt.trace).text
+        messages.append({"role": "tool", "tool_call_id": call.get("id", ""), "content": text})
+    if not calls:
+        turns_left = max(0, rt.settings.max_llm_steps - conversation.turns)
+        messages.append({"role": "user", "content": render("plan_reminder", step_kinds=STEP_ORDER,
+                                                           turns_left=turns_left)})
+    conversation.append({"kind": "observations", "turn": last["turn"], "messages": messages, "answer": answer,
+                         "seconds": round(time.monotonic() - started, 3)})
+    if answer is not None:
+        rt.trace.emit("progress", "llm", message="plan submitted", budget=_budget(rt, conversation).snapshot())
+    return _loop(conversation, "submitted" if answer is not None else "observed")
+
+
+def llm_plan(rt: Runtime, state: CampaignState) -> dict:
+    conversation = _conversation(rt)
+    if conversation.answer is None:
+        raise RouteError(f"llm_plan reached but {conversation.path} holds no accepted plan")
+    answer = PlanAnswer.model_validate(conversation.answer)
+    preflight = state["preflight"]
+    steps, sections = finish_plan(rt, preflight, answer, _registry(rt, preflight))
+    model = getattr(rt.extras.get("llm"), "model", None) or rt.settings.llm_model or "replay"
+    who = f"LLM ({model} at {rt.settings.llm_base_url or 'replay'})"
+    plan_md = render_plan_md(state["goal"], steps, [], preflight, who) + "\n" + sections
+    dumps = [s.model_dump(mode="json") for s in steps]
+    rt.run.write_json("plan.json", dumps)
+    rt.run.write_text("plan.md", plan_md)
+    rt.trace.emit("artifact_written", "control", path="plan.md", bytes=len(plan_md.encode()))
+    return {"steps": dumps}

@@ -1,0 +1,127 @@
+"""The LLM planner's contract: the ``submit_plan`` answer schema, the tools, and turning an answer into steps.
+
+The model researches with read-only tools, then answers with ``submit_plan`` (the loop itself is
+graph nodes: ``agent/llm/nodes.py``).
+
+The answer is typed: steps from the closed set of step kinds with closed params, plus optional
+extra server flags. Every flag goes through the flag guard; only accepted flags reach the
+write_scripts step (``params["extra_flags"]``). The client comes from ``rt.extras["llm"]``
+(a replay client can be put there) and is built from settings only when absent.
+Artifacts: ``llm_tools.json`` (what the model could call and what is missing),
+``flag_review.json``, and the plan itself (written by the plan node).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from agent.llm.flag_guard import FlagProposal, review_flags, review_markdown
+from agent.llm.run_tools import make_run_tools
+from agent.runtime import Runtime
+from agent.steps.base import PlanStep
+from agent.llm.registry import Registry, build_registry
+
+STEP_ORDER = ("sync", "tune_kernels", "infer_mtp", "write_scripts", "benchmark")
+STEP_LANES = {"sync": "control", "tune_kernels": "gpu", "infer_mtp": "research", "write_scripts": "research",
+              "benchmark": "gpu"}
+SUBMIT = "submit_plan"
+
+
+class StepParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")  # the model cannot smuggle in params a step would trust
+    shapes: list[str] | None = Field(None, description="tune_kernels only: FP8 GEMM shapes 'N,K'")
+    concurrency: list[int] | None = Field(None, description="benchmark only: concurrency levels, e.g. [1, 8, 16]")
+
+
+class ProposedStep(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    kind: Literal["sync", "tune_kernels", "infer_mtp", "write_scripts", "benchmark"] = Field(
+        description="Step kind, from the closed set")
+    why: str = Field(description="Why this step serves the goal, in one sentence")
+    params: StepParams = Field(default_factory=StepParams, description="Step parameters (most steps take none)")
+
+
+class PlanAnswer(BaseModel):
+    """Submit the campaign plan. Call exactly once, when research is done."""
+
+    model_config = ConfigDict(extra="forbid")
+    steps: list[ProposedStep] = Field(min_length=1, description="Steps to run; order is fixed by the campaign")
+    extra_flags: list[FlagProposal] = Field(default_factory=list,
+                                            description="Optional extra server flags, each with cited evidence")
+    rationale: str = Field("", description="Short explanation of the plan for the user")
+
+
+def submit_schema() -> dict:
+    params = PlanAnswer.model_json_schema()
+    params.pop("title", None)
+    return {"type": "function", "function": {"name": SUBMIT, "description": PlanAnswer.__doc__.strip(),
+                                             "parameters": params}}
+
+
+def client(rt: Runtime):
+    """The run's LLM client: ``rt.extras["llm"]`` (a replay puts its client there), else built from settings."""
+    llm = rt.extras.get("llm")
+    if llm is None:
+        from agent.llm.client import LLMClient
+
+        llm = rt.extras["llm"] = LLMClient(rt.settings, rt.trace, stream=rt.settings.llm_stream)
+    return llm
+
+
+def make_registry(rt: Runtime, preflight: dict) -> Registry:
+    source = preflight.get("sglang_source") or {}
+    bindings = {"root": preflight.get("sglang_root"), "sglang_root": preflight.get("sglang_root"),
+                "package_dir": source.get("package_dir"), "model_path": rt.settings.model_path,
+                "log_files": [], "nvidia_smi": "nvidia-smi", "sglang": preflight.get("sglang_root"),
+                "sglang_src": preflight.get("sglang_root"), "sglang_python": rt.settings.sglang_python,
+                "version": rt.settings.sglang_version}
+    return build_registry(bindings, [("job status/logs", t) for t in make_run_tools(rt.executor)])
+
+
+def parse_answer(raw_text: str) -> tuple[PlanAnswer | None, str]:
+    try:
+        return PlanAnswer.model_validate_json(raw_text or "{}"), "status: ok\nplan received"
+    except ValidationError as err:
+        problems = "\n".join(f"- {'.'.join(str(p) for p in e['loc']) or '(arguments)'}: {e['msg']}"
+                             for e in err.errors()[:10])
+        return None, f"status: bad_arguments\nThe plan does not fit the submit_plan schema:\n{problems}"
+
+
+def to_steps(answer: PlanAnswer, extra_flags: dict[str, dict[str, str]]) -> list[PlanStep]:
+    chosen: dict[str, ProposedStep] = {}
+    for step in answer.steps:
+        chosen.setdefault(step.kind, step)  # one step per kind, as the lanes run them
+    steps = []
+    for kind in STEP_ORDER:
+        proposed = chosen.get(kind)
+        if proposed is None and kind == "write_scripts" and extra_flags:
+            proposed = ProposedStep(kind=kind, why="carries the accepted extra flags into the scripts")
+        if proposed is None:
+            continue
+        params = proposed.params.model_dump(exclude_none=True)
+        if kind == "write_scripts":
+            params["extra_flags"] = extra_flags
+        steps.append(PlanStep(kind=kind, lane=STEP_LANES[kind], why=proposed.why, params=params))
+    return steps
+
+
+def finish_plan(rt: Runtime, preflight: dict, answer: PlanAnswer, registry: Registry) -> tuple[list[PlanStep], str]:
+    """The steps and the plan.md sections this planner adds (flag review, tools, rationale)."""
+    source = preflight.get("sglang_source") or {}
+    package_dir = Path(source["package_dir"]) if source.get("package_dir") else None
+    root = Path(preflight["sglang_root"]) if preflight.get("sglang_root") else None
+    architecture = (((preflight.get("model_config") or {}).get("architectures")) or [None])[0]
+    review = review_flags(answer.extra_flags, package_dir, root, rt.settings.accept_unsupported_flags,
+                          model=rt.settings.model, architecture=architecture)
+    rt.run.write_json("flag_review.json", {**review.model_dump(mode="json"), "accepted": review.accepted})
+    rt.trace.emit("artifact_written", "control", path="flag_review.json", rejected=[v.flag for v in review.rejected])
+    for verdict in review.rejected:
+        rt.say(f"[llm] flag {verdict.flag} rejected: {verdict.reason}")
+    steps = to_steps(answer, review.accepted)
+    missing = "".join(f"- {k}: {v}\n" for k, v in registry.missing.items()) or "- none\n"
+    sections = (f"## Model's rationale\n\n{answer.rationale.strip() or '(none given)'}\n\n{review_markdown(review)}\n"
+                f"## Tools the model could call\n\n{', '.join(sorted(registry.tools)) or 'none'}\n\n"
+                f"Missing from this build:\n\n{missing}")
+    return steps, sections

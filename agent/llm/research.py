@@ -1,0 +1,234 @@
+"""The LLM research lane: while the GPU jobs run, the model investigates what the evidence engine left open.
+
+Runs in the research lane between ``infer_mtp`` and ``write_scripts``, only when an LLM is
+configured and the plan has ``infer_mtp`` (without an LLM nothing here runs). The model gets the
+evidence answer as quoted, attributed data and read-only tools (search, file read, recipes,
+constraints, spec catalog), and answers with ``submit_notes`` (``agent.llm.research_notes``):
+
+- ``research_notes.md`` keeps only claims whose ``path:line`` citations a recorded tool result
+  showed; dropped claims are listed with the reason.
+- Flag proposals go through the flag guard; only accepted flags reach ``write_scripts`` (after the
+  planner's own, which win on a clash), rejected ones are reported. The model never edits a script.
+
+The conversation is ``llm/research.jsonl`` (same format as the planner's) and is the truth a
+resumed run continues from: a recorded reply is not sent again, recorded observations are not
+re-run. The budget is the planner's: turns, tokens and seconds of both conversations count.
+Requests and responses are traced in lane ``llm`` by the client. The whole research is one span
+(``tool_call``/``tool_result`` of tool ``llm_research`` in lane ``research``) whose outcome is
+``llm/research.json``; a replay serves that span from the record, as it serves step outcomes.
+"""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from agent.llm.budget import Budget, BudgetExhausted
+from agent.llm.dispatch import MAX_CHARS, dispatch, traced_args
+from agent.llm.flag_guard import review_flags
+from agent.llm.conversation import CONVERSATION_FILE, Conversation
+from agent.llm.nodes import uses_llm
+from agent.llm.planner import client, make_registry
+from agent.llm.research_notes import (
+    SUBMIT_NOTES, ResearchAnswer, check_claims, notes_markdown, seen_in, submit_notes_schema,
+)
+from agent.llm.prompts import quote_untrusted, render
+from agent.runtime import Runtime
+from agent.steps.base import PlanStep
+from agent.llm.registry import Registry
+
+TOOL = "llm_research"
+LANE = "research"
+RESEARCH_FILE = "llm/research.jsonl"
+OUTCOME_FILE = "llm/research.json"
+NOTES_FILE = "research_notes.md"
+CAPABILITIES = ("search", "bounded file read", "recipe extraction", "constraints", "spec flag catalog")
+REUSABLE = ("done", "skipped")
+
+
+def wanted(rt: Runtime, steps: list[PlanStep]) -> bool:
+    return uses_llm(rt) and any(s.kind == "infer_mtp" for s in steps)
+
+
+def research_registry(rt: Runtime, preflight: dict) -> Registry:
+    """The planner's registry cut down to the read-only research capabilities."""
+    if "llm_research_registry" not in rt.extras:
+        full = make_registry(rt, preflight)
+        kept = {n: t for n, t in full.tools.items() if t.capability in CAPABILITIES}
+        withheld = {**full.withheld, **{n: "not a research tool" for n in full.tools if n not in kept}}
+        rt.extras["llm_research_registry"] = Registry(
+            tools=kept, missing={k: v for k, v in full.missing.items() if k in CAPABILITIES}, withheld=withheld)
+    return rt.extras["llm_research_registry"]
+
+
+def shared_budget(rt: Runtime, research: Conversation) -> Budget:
+    """One budget for the planner and the research: both recorded conversations count."""
+    planner = Conversation.load(rt.run.file(CONVERSATION_FILE))
+    s = rt.settings
+    return Budget(max_steps=s.max_llm_steps, max_tokens=s.llm_max_tokens, max_seconds=s.llm_max_seconds,
+                  steps=planner.turns + research.turns, tokens=planner.tokens + research.tokens,
+                  seconds=planner.seconds + research.seconds, purpose="research notes")
+
+
+def with_research_flags(steps: list[PlanStep], accepted: dict[str, dict]) -> list[PlanStep]:
+    """write_scripts gets the guard-accepted research flags after the planner's (the planner's value wins)."""
+    if not accepted:
+        return steps
+    out = []
+    for step in steps:
+        if step.kind == "write_scripts":
+            planner = step.params.get("extra_flags") or {}
+            merged = {**planner, **{f: v for f, v in accepted.items() if f not in planner}}
+            step = step.model_copy(update={"params": {**step.params, "extra_flags": merged}})
+        out.append(step)
+    return out
+
+
+def research(rt: Runtime, goal: str, preflight: dict, outcomes: dict[str, dict]) -> dict[str, dict]:
+    """Run (or reuse, or serve in replay) the research span; the guard-accepted flags it yields."""
+    path = rt.run.file(OUTCOME_FILE)
+    if path.exists():
+        previous = json.loads(path.read_text())
+        if previous.get("status") in REUSABLE:
+            rt.trace.emit("progress", LANE, message=f"{TOOL}: reusing recorded outcome ({previous['status']})")
+            return previous.get("accepted_flags") or {}
+    registry = research_registry(rt, preflight)
+    rt.trace.emit("tool_call", LANE, tool=TOOL, args={"conversation": RESEARCH_FILE, "tools": sorted(registry.tools)})
+    started = time.monotonic()
+    replay = rt.extras.get("replay")
+    if replay is not None:  # re-driving a recorded run: the record serves the span and its files
+        event = replay.research_result(rt, TOOL)
+        outcome = json.loads(path.read_text()) if path.exists() else {
+            "status": event["status"], "summary": event.get("summary", ""), "artifacts": event.get("artifacts", [])}
+    else:
+        outcome = _investigate(rt, goal, preflight, outcomes, registry)
+        rt.run.write_json(OUTCOME_FILE, outcome)
+    rt.trace.emit("tool_result", LANE, tool=TOOL, status=outcome["status"], summary=outcome["summary"],
+                  artifacts=outcome.get("artifacts", []), seconds=round(time.monotonic() - started, 3))
+    rt.say(f"[{LANE}] {TOOL}: {outcome['status']} — {outcome['summary']}")
+    return outcome.get("accepted_flags") or {}
+
+
+def _evidence(rt: Runtime, outcomes: dict[str, dict]) -> str:
+    step = outcomes.get("infer_mtp") or {}
+    shown: dict = {"step_status": step.get("status"), "summary": step.get("summary", "")}
+    answer = rt.run.file("mtp.json")
+    if answer.exists():
+        shown["answer"] = json.loads(answer.read_text())
+    text = json.dumps(shown, indent=1, default=str)
+    if len(text) > MAX_CHARS * 2:
+        text = text[:MAX_CHARS * 2] + f"\n[... {len(text) - MAX_CHARS * 2} more characters cut; read mtp.json's " \
+                                       "origins with the tools]"
+    return quote_untrusted(text, "mtp.json and steps/infer_mtp.json (the infer_mtp step's answer)")
+
+
+def _start(rt: Runtime, goal: str, outcomes: dict[str, dict], registry: Registry, conversation: Conversation) -> None:
+    budget = shared_budget(rt, conversation)
+    messages = [
+        {"role": "system", "content": render("research_system", model=rt.settings.model,
+                                             sglang_version=rt.settings.sglang_version, turns_left=budget.steps_left)},
+        {"role": "user", "content": render("research_task", goal=goal, evidence=_evidence(rt, outcomes),
+                                           tool_names=sorted(registry.tools),
+                                           missing=[f"{k} ({v})" for k, v in registry.missing.items()])},
+    ]
+    conversation.append({"kind": "prompt", "messages": messages})
+
+
+def _submit(rt: Runtime, call: dict, answered: bool) -> tuple[str, dict | None]:
+    raw = call["function"].get("arguments", "")
+    rt.trace.emit("tool_call", "llm", tool=SUBMIT_NOTES, call_id=call.get("id", ""), args=traced_args(raw))
+    answer, text = None, "status: error\nsubmit_notes was already called in this turn; only the first counts"
+    if not answered:
+        try:
+            answer = ResearchAnswer.model_validate_json(raw or "{}").model_dump(mode="json")
+            text = "status: ok\nnotes received"
+        except ValidationError as err:
+            problems = "\n".join(f"- {'.'.join(str(p) for p in e['loc']) or '(arguments)'}: {e['msg']}"
+                                 for e in err.errors()[:10])
+            text = f"status: bad_arguments\nThe notes do not fit the submit_notes schema:\n{problems}"
+    rt.trace.emit("tool_result", "llm", tool=SUBMIT_NOTES, call_id=call.get("id", ""),
+                  status="ok" if answer else text.split("\n")[0].removeprefix("status: "))
+    return text, answer
+
+
+def _turn(rt: Runtime, conversation: Conversation, registry: Registry) -> None:
+    budget = shared_budget(rt, conversation)
+    budget.before_turn()
+    started = time.monotonic()
+    reply = client(rt).chat(conversation.messages(), registry.schemas() + [submit_notes_schema()],
+                            call=budget.steps + 1)  # numbered after the planner's turns: one count
+    calls = reply.get("tool_calls") or []
+    message = {"role": "assistant", "content": reply.get("content"), **({"tool_calls": calls} if calls else {})}
+    conversation.append({"kind": "reply", "turn": conversation.turns + 1, "message": message,
+                         "usage": reply.get("usage") or {}, "seconds": round(time.monotonic() - started, 3)})
+
+
+def _observe(rt: Runtime, conversation: Conversation, registry: Registry) -> None:
+    last = conversation.last
+    started = time.monotonic()
+    messages, answer = [], None
+    calls = last["message"].get("tool_calls") or []
+    for call in calls:
+        if call["function"]["name"] == SUBMIT_NOTES:
+            text, found = _submit(rt, call, answered=answer is not None)
+            answer = answer or found
+        else:
+            text = dispatch(registry, call, rt.trace).text
+        messages.append({"role": "tool", "tool_call_id": call.get("id", ""), "content": text})
+    if not calls:
+        turns_left = shared_budget(rt, conversation).steps_left
+        messages.append({"role": "user", "content": render("research_reminder", turns_left=turns_left)})
+    conversation.append({"kind": "observations", "turn": last["turn"], "messages": messages, "answer": answer,
+                         "seconds": round(time.monotonic() - started, 3)})
+
+
+def _investigate(rt: Runtime, goal: str, preflight: dict, outcomes: dict[str, dict], registry: Registry) -> dict:
+    from agent.llm.client import LLMError  # imports openai: only on the LLM path
+
+    conversation = Conversation.load(rt.run.file(RESEARCH_FILE))
+    if not conversation.started:
+        _start(rt, goal, outcomes, registry, conversation)
+    elif conversation.turns:
+        rt.trace.emit("progress", LANE, message=f"{TOOL}: continuing the recorded conversation after "
+                                                f"{conversation.turns} turns")
+    ended = "the model submitted its notes"
+    try:
+        while conversation.answer is None:
+            if conversation.last["kind"] == "reply":  # replied before a kill: its tools run now, once
+                _observe(rt, conversation, registry)
+            else:
+                _turn(rt, conversation, registry)
+    except BudgetExhausted as err:
+        ended = f"stopped early: {err}"
+    except LLMError as err:
+        return {"status": "failed", "summary": f"research stopped: {err}", "artifacts": [RESEARCH_FILE, OUTCOME_FILE],
+                "accepted_flags": {}}
+    return _finish(rt, preflight, conversation, ended)
+
+
+def _finish(rt: Runtime, preflight: dict, conversation: Conversation, ended: str) -> dict:
+    answer = ResearchAnswer.model_validate(conversation.answer or {})
+    source = preflight.get("sglang_source") or {}
+    root = Path(preflight["sglang_root"]) if preflight.get("sglang_root") else None
+    package_dir = Path(source["package_dir"]) if source.get("package_dir") else None
+    checked = check_claims(answer.claims, seen_in(conversation.messages()), root)
+    architecture = (((preflight.get("model_config") or {}).get("architectures")) or [None])[0]
+    review = review_flags(answer.flag_proposals, package_dir, root, rt.settings.accept_unsupported_flags,
+                          model=rt.settings.model, architecture=architecture)
+    for verdict in review.rejected:
+        rt.say(f"[{LANE}] research flag {verdict.flag} rejected: {verdict.reason}")
+    model = getattr(rt.extras.get("llm"), "model", None) or rt.settings.llm_model or "the LLM"
+    text = notes_markdown(f"the LLM ({model})", checked, review, answer.open_questions, ended)
+    rt.run.write_text(NOTES_FILE, text)
+    rt.trace.emit("artifact_written", LANE, path=NOTES_FILE, bytes=len(text.encode()))
+    kept = sum(1 for c in checked if c.kept)
+    dropped = len(checked) - kept
+    status = "skipped" if conversation.turns == 0 else "done"
+    summary = (f"{kept} cited claim(s) kept, {dropped} uncited dropped; flags: {len(review.accepted)} accepted, "
+               f"{len(review.rejected)} rejected" + ("" if conversation.answer else f"; {ended}"))
+    return {"status": status, "summary": summary, "artifacts": [NOTES_FILE, RESEARCH_FILE, OUTCOME_FILE],
+            "accepted_flags": review.accepted, "rejected_flags": [v.flag for v in review.rejected],
+            "claims_kept": kept, "claims_dropped": dropped,
+            "flag_review": review.model_dump(mode="json")}

@@ -1,0 +1,2 @@
+"""Reports built from a run folder alone: report.md / report.html, their sections, plots and the
+timeline view."""

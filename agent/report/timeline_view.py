@@ -1,0 +1,136 @@
+"""Shows a ``Timeline``: in the terminal (rich), as ``timeline.png`` (matplotlib Agg Gantt chart),
+and as a ``(title, markdown, html)`` section for ``agent.report.build.build_report``.
+
+The PNG carries the figures it shows in its ``dsv4-timeline`` text chunk (JSON), so a reader or a
+test can check the drawn numbers against the ones computed from the events.
+"""
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+from pathlib import Path
+
+from agent.replay.timeline import Bar, Timeline
+
+BAR_WIDTH = 40
+MAX_ROWS_LISTED = 5
+PNG_META_KEY = "dsv4-timeline"
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1f}%"
+
+
+def figures(tl: Timeline) -> dict:
+    """The numbers the views show, rounded as shown."""
+    return {"overlap_pct": None if tl.overlap_pct is None else round(tl.overlap_pct, 1),
+            "gpu_idle_pct": None if tl.gpu_idle_pct is None else round(tl.gpu_idle_pct, 1),
+            "span_s": round(tl.span, 3), "gpus": tl.gpus, "basis": tl.basis,
+            "critical_path": [[n, round(s, 3)] for n, s in tl.critical_path]}
+
+
+def summary_lines(tl: Timeline) -> list[str]:
+    path = " → ".join(f"{n} {s:.2f}s" for n, s in tl.critical_path) or "no graph nodes recorded"
+    lines = [f"run span {tl.span:.2f}s; GPUs {', '.join(map(str, tl.gpus)) or 'none'}",
+             f"research under GPU work: {_pct(tl.overlap_pct)} (GPU work = {tl.basis})",
+             f"GPU idle: {_pct(tl.gpu_idle_pct)} of GPU-seconds",
+             f"critical path: {path}"]
+    if tl.slack:
+        lines.append("slack: " + ", ".join(f"{n} waited {s:.2f}s" for n, s in tl.slack))
+    slow = tl.slowest(MAX_ROWS_LISTED)
+    if slow:
+        lines.append("slowest: " + ", ".join(f"{b.label} ({b.lane}) {b.seconds:.2f}s" for b in slow))
+    return lines + [f"note: {n}" for n in tl.notes]
+
+
+def _row(bars: list[Bar], span: float, width: int = BAR_WIDTH) -> str:
+    cells = [" "] * width
+    for bar in bars:
+        lo = int(bar.start / span * width) if span > 0 else 0
+        hi = max(lo + 1, int(bar.end / span * width + 0.999)) if span > 0 else 1
+        for i in range(lo, min(hi, width)):
+            cells[i] = "█"
+    return "".join(cells)
+
+
+def render_terminal(tl: Timeline, width: int = 120) -> str:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"timeline (0 → {tl.span:.2f}s)", show_lines=False)
+    for name in ("lane", "activity", "busy s", "items"):
+        table.add_column(name, justify="right" if name == "busy s" else "left", no_wrap=True)
+    for lane in tl.lanes():
+        bars = [b for b in tl.bars if b.lane == lane]
+        labels = ", ".join(dict.fromkeys(b.label for b in bars))
+        labels = labels if len(labels) <= 28 else labels[:27] + "…"
+        busy = sum(b.seconds for b in bars)
+        table.add_row(lane, _row(bars, tl.span), f"{busy:.2f}", labels)
+    console = Console(file=io.StringIO(), width=width, color_system=None, force_terminal=False)
+    console.print(table)
+    for line in summary_lines(tl):
+        console.print(line, markup=False, highlight=False)
+    return console.file.getvalue()
+
+
+def write_png(tl: Timeline, path: Path | str) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    lanes = tl.lanes()
+    fig = Figure(figsize=(10, 1.2 + 0.45 * max(1, len(lanes))))
+    ax = fig.add_subplot()
+    colors = {"failed": "#d62728", "running at end": "#ff7f0e"}
+    for row, lane in enumerate(lanes):
+        spans = [(b.start, max(b.seconds, tl.span / 500 or 0.001)) for b in tl.bars if b.lane == lane]
+        shade = [colors.get(b.status, "#1f77b4" if not lane.startswith("node") else "#9aa7b8")
+                 for b in tl.bars if b.lane == lane]
+        ax.broken_barh(spans, (row - 0.35, 0.7), facecolors=shade)
+    ax.set_yticks(range(len(lanes)), labels=lanes)
+    ax.invert_yaxis()
+    ax.set_xlabel("seconds since run start")
+    ax.set_xlim(0, max(tl.span, 1e-3))
+    ax.set_title(f"research under GPU work {_pct(tl.overlap_pct)} · GPU idle {_pct(tl.gpu_idle_pct)}")
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, format="png", dpi=100, metadata={PNG_META_KEY: json.dumps(figures(tl))})
+    return path
+
+
+def report_section(tl: Timeline, png: Path | None) -> tuple[str, str, str]:
+    """The report's Timeline section; the PNG is embedded in the HTML so the page stands alone."""
+    lines = summary_lines(tl)
+    md = "\n".join(f"- {line}" for line in lines)
+    body = "<ul>" + "".join(f"<li>{html.escape(line)}</li>" for line in lines) + "</ul>"
+    if png is not None and png.exists():
+        md += f"\n\n![timeline]({png.name})"
+        data = base64.b64encode(png.read_bytes()).decode()
+        body += f'<figure><img alt="timeline" src="data:image/png;base64,{data}"></figure>'
+    return "Timeline", md, body
+
+
+def timeline_for_run(run_dir: Path | str) -> tuple[Timeline, str | None]:
+    """The run's timeline from its good events, and why reading stopped early (None: whole trace)."""
+    from agent.replay.record import read_events
+    from agent.replay.timeline import build_timeline
+
+    run_dir = Path(run_dir)
+    events, stop = read_events(run_dir / "trace.jsonl")
+    preflight = run_dir / "preflight.json"
+    known = [g["index"] for g in json.loads(preflight.read_text()).get("gpus", [])] if preflight.exists() else []
+    return build_timeline(events, known), stop
+
+
+def publish(run_dir: Path | str) -> tuple[Timeline, Path, str]:
+    """Write timeline.png, add the Timeline section to the report; return the terminal view too."""
+    from agent.report.build import build_report
+    from agent.report.sections import campaign_sections, run_timeline
+
+    run_dir = Path(run_dir)
+    tl, png = run_timeline(run_dir)
+    build_report(run_dir, extra_sections=campaign_sections(run_dir, timeline=(tl, png)))
+    return tl, png, render_terminal(tl)

@@ -1,0 +1,332 @@
+"""SshExecutor: jobs on another host through the system ``ssh``, ledger kept on that host.
+
+Every operation is one ``ssh HOST python3 -c <remote_ledger.py> OP`` call with a JSON request on
+stdin (see ``remote_ledger.py``). ``launch`` copies the job spec and the standalone ``wrapper.py``
+into ``<remote_root>/<key>/`` and starts it detached there (new session, SIGHUP ignored), so the
+job outlives both the agent and the SSH connection. The remote ledger is the truth: a restarted
+agent (or one on another laptop holding the same run folder) re-attaches by key and never starts
+a second copy. ``poll`` mirrors ``log.txt`` into the local ``job_dir(key)`` incrementally and, once
+the job has ended, fetches the whole remote job folder (exit.json, result files) once.
+
+Files: the run has a folder of its own on the host (``~/.dsv4-agent/runs/<run>-<tag>``, ledger in
+its ``jobs/``). Paths of the local run folder in a job's argv/env/cwd are rewritten to that copy,
+the job's inputs are mirrored there before it starts and its outputs fetched back after it ended;
+settings paths (SGLang checkout, model, SGLang python) are taken as paths on the host. The exact
+rule is in ``ssh_paths.py``. ``detect_gpus`` asks the host's ``nvidia-smi``.
+
+Which remote folder a run uses is fixed the first time and written to ``<jobs_root>/executor.json``;
+authentication is the user's own (ssh-agent, ~/.ssh/config) plus ``ssh_options``; ``BatchMode`` is
+always on so that a missing key fails fast instead of prompting.
+"""
+from __future__ import annotations
+
+import base64
+import io
+import json
+import os
+import secrets
+import shlex
+import subprocess
+import tarfile
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from tools.base import ToolError
+from tools.gpus import DetectGpusResult
+from tools.jobs.ledger.state import state_from_snapshot
+from tools.jobs.remote_gpus import parse_nvidia_smi
+from tools.jobs.spec import JobSpec, JobState
+from tools.jobs.ssh.forward import PortForward
+from tools.jobs.ssh.paths import RunPathMap
+
+HERE = Path(__file__).parent
+WRAPPER_SOURCE = (HERE.parent / "wrapper.py").read_text()
+LEDGER_SOURCE = (HERE / "remote_ledger.py").read_text()
+_OP_TIMEOUT_S = 60.0  # a ledger operation is quick; stop adds the job's grace on top
+
+
+def parse_ssh_target(url: str) -> tuple[str, int | None]:
+    """``ssh://user@host[:port]`` → (``user@host`` or ``host``, port or None)."""
+    parts = urlsplit(url)
+    if parts.scheme != "ssh" or not parts.hostname or parts.path not in ("", "/"):
+        raise ToolError(f"bad SSH executor {url!r}; write it as ssh://user@host[:port] (or ssh://alias from ~/.ssh/config)")
+    try:
+        port = parts.port
+    except ValueError as err:
+        raise ToolError(f"bad port in {url!r} ({err}); write it as ssh://user@host:22") from err
+    host = parts.hostname if ":" not in parts.hostname else f"[{parts.hostname}]"
+    return (f"{parts.username}@{host}" if parts.username else host), port
+
+
+def _classify_ssh_failure(where: str, stderr: str) -> ToolError:
+    """Name the problem and the fix for ssh's own failures (exit status 255)."""
+    text = stderr.strip().splitlines()
+    last = text[-1] if text else "ssh failed without a message"
+    low = stderr.lower()
+    if "permission denied" in low:
+        fix = ("the host refused our keys: load the right key into ssh-agent, or set IdentityFile for "
+               "this host in ~/.ssh/config")
+    elif "connection refused" in low or "no route to host" in low or "timed out" in low:
+        fix = "the host is unreachable: check the host name and port, and that sshd runs there"
+    elif "could not resolve hostname" in low:
+        fix = "the host name does not resolve: check the spelling or add a Host entry to ~/.ssh/config"
+    elif "host key verification failed" in low:
+        fix = "the host key is unknown or changed: connect once with `ssh` to check and accept it"
+    else:
+        fix = "run the same `ssh` by hand to see what it needs"
+    return ToolError(f"ssh to {where} failed: {last} — {fix}")
+
+
+class SshExecutor:
+    name = "ssh"
+
+    def __init__(self, url: str, jobs_root: Path | str, *, ssh_options: list[str] | None = None,
+                 remote_root: str | None = None, remote_python: str = "python3",
+                 connect_timeout_s: int = 10, nvidia_smi: str = "nvidia-smi"):
+        self.url = url
+        self.destination, self.port = parse_ssh_target(url)
+        self.root = Path(jobs_root)
+        self.ssh_options = list(ssh_options or [])
+        self.remote_python = remote_python
+        self.connect_timeout_s = connect_timeout_s
+        self.nvidia_smi = nvidia_smi
+        self.remote_root = self._remote_root(remote_root)
+        self._paths: RunPathMap | None = None
+        self._last_job: dict[str, dict] = {}  # job.json as last seen remotely (for the stop grace)
+        self._forwards: dict[str, PortForward] = {}  # job key -> our ssh -L to that (server) job
+
+    def _remote_root(self, wanted: str | None) -> str:
+        """The remote ledger folder of this run: fixed once, remembered in executor.json."""
+        record_path = self.root / "executor.json"
+        try:
+            record = json.loads(record_path.read_text())
+        except FileNotFoundError:
+            record = None
+        except json.JSONDecodeError as err:
+            raise ToolError(f"{record_path} is not valid JSON ({err}); restore it from the run folder's copy") from err
+        if record is not None:
+            if record.get("kind") != "ssh" or record.get("url") != self.url:
+                raise ToolError(
+                    f"this run's jobs were launched with executor {record.get('url') or record.get('kind')!r}, "
+                    f"not {self.url!r}; resume with that --executor or start a new run"
+                )
+            if wanted is not None and wanted != record["remote_root"]:
+                raise ToolError(f"this run's remote ledger is {record['remote_root']!r}, not {wanted!r}; "
+                                "drop the remote root option to re-attach")
+            self.remote_run = record.get("remote_run") or record["remote_root"].rstrip("/") + "-run"
+            return record["remote_root"]
+        run_name = self.root.resolve().parent.name or "run"
+        self.remote_run = f".dsv4-agent/runs/{run_name}-{secrets.token_hex(4)}"
+        root = wanted or f"{self.remote_run}/jobs"
+        self._write_record({"kind": "ssh", "url": self.url, "remote_root": root, "remote_run": self.remote_run})
+        return root
+
+    def _write_record(self, record: dict) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        record_path = self.root / "executor.json"
+        tmp = record_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(record, indent=1))
+        os.replace(tmp, record_path)
+
+    def paths(self) -> RunPathMap:
+        """Local run folder -> its copy on the host (absolute there: jobs change directory)."""
+        if self._paths is None:
+            record = json.loads((self.root / "executor.json").read_text())
+            if not record.get("remote_run_abs"):
+                record["remote_run"] = self.remote_run
+                record["remote_run_abs"] = self._call("put", {"run": self.remote_run, "files": []})["run"]
+                self._write_record(record)
+            self._paths = RunPathMap(self.root.resolve().parent, record["remote_run_abs"])
+        return self._paths
+
+    # -- transport -------------------------------------------------------------------------
+    def _ssh_prefix(self) -> list[str]:
+        argv = ["ssh", *self.ssh_options, "-o", "BatchMode=yes",
+                "-o", f"ConnectTimeout={self.connect_timeout_s}"]
+        return argv + (["-p", str(self.port)] if self.port is not None else [])
+
+    def _ssh_argv(self, remote_command: str) -> list[str]:
+        return [*self._ssh_prefix(), "--", self.destination, remote_command]
+
+    def _call(self, op: str, request: dict, timeout_s: float = _OP_TIMEOUT_S, raw: bool = False):
+        request = {"root": self.remote_root, **request}
+        remote_command = " ".join(shlex.quote(w) for w in (self.remote_python, "-c", LEDGER_SOURCE, op))
+        try:
+            done = subprocess.run(self._ssh_argv(remote_command), input=json.dumps(request).encode(),
+                                  capture_output=True, timeout=timeout_s + self.connect_timeout_s)
+        except FileNotFoundError as err:
+            raise ToolError("the `ssh` program is not installed here; install OpenSSH's client "
+                            "(Debian: openssh-client)") from err
+        except subprocess.TimeoutExpired as err:
+            raise ToolError(f"ssh to {self.url} did not answer {op!r} within {timeout_s:g} s; "
+                            "check the connection and retry (jobs keep running remotely)") from err
+        stderr = done.stderr.decode("utf-8", errors="replace")
+        if done.returncode == 255:
+            raise _classify_ssh_failure(self.url, stderr)
+        if done.returncode == 127:
+            raise ToolError(f"{self.remote_python!r} was not found on {self.url}; install python3 there "
+                            "or give the remote python's path")
+        if done.returncode != 0:
+            tail = "\n".join(stderr.strip().splitlines()[-5:])
+            raise ToolError(f"remote ledger operation {op!r} on {self.url} failed (exit {done.returncode}): {tail}")
+        if raw:
+            return done.stdout
+        answer = json.loads(done.stdout)
+        if "error" in answer:
+            raise ToolError(answer["error"])
+        return answer
+
+    # -- the Executor interface ------------------------------------------------------------
+    def job_dir(self, key: str) -> Path:
+        return self.root / key
+
+    def detect_gpus(self) -> DetectGpusResult:
+        """The GPUs of the host, from its own ``nvidia-smi`` (ssh failures raise ToolError)."""
+        answer = self._call("gpus", {"nvidia_smi": self.nvidia_smi})
+        where = f"{self.nvidia_smi} on {self.url}"
+        if answer.get("missing"):
+            return DetectGpusResult(gpus=[], note=f"{where} not found: no NVIDIA GPU on that host "
+                                                  "(or give its path with the nvidia_smi setting)")
+        if answer["returncode"] != 0:
+            first = (answer["stderr"] or answer["stdout"]).strip().splitlines()[:1]
+            return DetectGpusResult(gpus=[], note=f"{where} failed (exit {answer['returncode']}): {' '.join(first)}")
+        gpus = parse_nvidia_smi(answer["stdout"])
+        return DetectGpusResult(gpus=gpus, note="" if gpus else f"{where} listed no GPUs")
+
+    def launch(self, spec: JobSpec) -> JobState:
+        paths = self.paths()
+        job = spec.model_dump()
+        job["env"] = spec.child_env()
+        job = paths.rewrite(job)
+        answer = self._call("launch", {"key": spec.key, "job": job, "wrapper_source": WRAPPER_SOURCE,
+                                       "run": paths.remote_run, "inputs": paths.inputs(spec),
+                                       "folders": paths.folders(spec)})
+        self.job_dir(spec.key).mkdir(parents=True, exist_ok=True)
+        local_record = self.job_dir(spec.key) / "job.json"
+        if not local_record.exists():  # what was run (host paths), readable here while the job runs
+            local_record.write_text(json.dumps(answer["snapshot"].get("job") or job, indent=1))
+        state = self._sync(spec.key, answer["snapshot"])
+        state.attached = answer["attached"]
+        return state
+
+    def poll(self, key: str) -> JobState:
+        return self._poll_many([key])[0]
+
+    def _poll_many(self, keys: list[str]) -> list[JobState]:
+        offsets = {k: self._local_log_size(k) for k in keys}
+        answer = self._call("poll", {"keys": offsets})
+        states = []
+        for key in keys:
+            entry = answer["jobs"][key]
+            if entry["snapshot"]["job"] is None:
+                raise ToolError(f"no job {key!r} in the remote ledger {self.remote_root} on {self.url}; "
+                                "`dsv4-agent jobs RUN` lists the run's jobs")
+            self._append_log(key, entry["log_offset"], base64.b64decode(entry["log"]))
+            states.append(self._sync(key, entry["snapshot"]))
+        return states
+
+    def _local_log_size(self, key: str) -> int:
+        try:
+            return (self.job_dir(key) / "log.txt").stat().st_size
+        except FileNotFoundError:
+            return 0
+
+    def _append_log(self, key: str, offset: int, data: bytes) -> None:
+        folder = self.job_dir(key)
+        folder.mkdir(parents=True, exist_ok=True)
+        with open(folder / "log.txt", "r+b" if (folder / "log.txt").exists() else "wb") as f:
+            f.truncate(offset)  # offset < local size only when the remote log was replaced
+            f.seek(offset)
+            f.write(data)
+
+    def _sync(self, key: str, snap: dict) -> JobState:
+        """State from the snapshot; once the job has ended, fetch its whole folder (once)."""
+        self._last_job[key] = snap.get("job") or {}
+        state = state_from_snapshot(key, snap, str(self.job_dir(key) / "log.txt"))
+        if state.done and not (self.job_dir(key) / "fetched.json").exists():
+            self._fetch(key, (snap.get("job") or {}).get("cwd"))
+        return state
+
+    def _fetch(self, key: str, remote_cwd: str | None) -> None:
+        folder = self.job_dir(key)
+        blob = self._call("pack", {"key": key}, raw=True)
+        with tarfile.open(fileobj=io.BytesIO(blob), mode="r:gz") as tar:
+            tar.extractall(folder, filter="data")  # refuses absolute paths, links out, devices
+        outputs = self._fetch_outputs(remote_cwd)
+        (folder / "fetched.json").write_text(json.dumps({"from": self.url, "remote_dir": f"{self.remote_root}/{key}",
+                                                         "outputs": outputs}))
+
+    def _fetch_outputs(self, remote_cwd: str | None) -> str | None:
+        """The job's working folder, when it is in the run folder: subfolders (outputs) come back,
+        top-level files only when missing here (they are the inputs we sent)."""
+        paths = self.paths()
+        prefix = paths.remote_run + "/"
+        if not remote_cwd or not remote_cwd.startswith(prefix):
+            return None
+        relative = remote_cwd[len(prefix):]
+        local = paths.local_run / relative
+        if paths.relative(str(local)) is None:
+            return None
+        blob = self._call("pack_dir", {"run": paths.remote_run, "path": relative}, raw=True)
+        with tarfile.open(fileobj=io.BytesIO(blob), mode="r:gz") as tar:
+            members = [m for m in tar.getmembers() if "/" in m.name or m.isdir() or not (local / m.name).exists()]
+            tar.extractall(local, members=members, filter="data")
+        return relative
+
+    def read_log(self, key: str, max_chars: int = 4000) -> str:
+        self.poll(key)  # brings the local mirror up to date
+        with open(self.job_dir(key) / "log.txt", "rb") as f:
+            size = f.seek(0, os.SEEK_END)
+            f.seek(max(0, size - max_chars))
+            return f.read().decode("utf-8", errors="replace")
+
+    def jobs(self) -> list[JobState]:
+        keys = self._call("list", {})["keys"]
+        return self._poll_many(keys) if keys else []
+
+    # -- reaching what jobs serve or write on the host ---------------------------------------
+    def free_port(self, host: str = "127.0.0.1") -> int:
+        """A port free right now on the host (for a server job that runs there)."""
+        return int(self._call("port", {"host": host})["port"])
+
+    def forward(self, key: str, host: str, port: int) -> str:
+        """A local URL reaching ``host:port`` as seen from the SSH host (``ssh -L``, ours to stop);
+        closed by ``stop(key)`` or ``close_forward(key)``."""
+        current = self._forwards.get(key)
+        if current is not None and current.alive() and (current.remote_host, current.remote_port) == (host, port):
+            return current.url
+        self.close_forward(key)
+        self._forwards[key] = PortForward(self._ssh_prefix(), self.destination, host, port, self.job_dir(key))
+        return self._forwards[key].url
+
+    def close_forward(self, key: str) -> None:
+        forward = self._forwards.pop(key, None)
+        if forward is not None:
+            forward.close()
+
+    def fetch_run_file(self, local_path: Path) -> bool:
+        """Copy one run-folder file a job wrote on the host to the same path here (False: not there)."""
+        paths = self.paths()
+        rel = paths.relative(str(local_path))
+        if rel is None:
+            raise ToolError(f"{local_path} is not inside the run folder {paths.local_run}; only run-folder files "
+                            "come back from the GPU host")
+        answer = self._call("get", {"run": paths.remote_run, "path": str(rel)})
+        if answer.get("missing"):
+            return False
+        target = paths.local_run / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{target.name}.fetch.tmp")
+        tmp.write_bytes(base64.b64decode(answer["data"]))
+        os.replace(tmp, target)
+        return True
+
+    def stop(self, key: str, grace_s: float | None = None) -> JobState:
+        """SIGTERM the remote wrapper (it ends the command's group), SIGKILL after the grace."""
+        self.close_forward(key)
+        state = self.poll(key)
+        if state.done:
+            return state
+        grace = self._last_job.get(key, {}).get("grace_s", 10.0) if grace_s is None else grace_s
+        answer = self._call("stop", {"key": key, "grace_s": grace}, timeout_s=_OP_TIMEOUT_S + grace)
+        return self._sync(key, answer["snapshot"])

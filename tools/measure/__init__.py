@@ -1,0 +1,2 @@
+"""Measurement: SGLang server lifecycle, benchmark sweeps with SGLang's own client, result parsing and
+comparison, and per-point accept length from server counter snapshots."""

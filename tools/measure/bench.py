@@ -1,0 +1,218 @@
+"""Benchmark sweep with SGLang's own client (``python -m sglang.bench_serving``), never our own
+load generator.
+
+Per variant a fresh server (``/server_info``'s accept length accumulates since the server
+started), then one bench job per concurrency level, appending to ``<results_dir>/<variant>.jsonl``.
+A point whose tagged line is already in that file is finished and is not run again (a re-run
+after a crash picks up where it stopped). A failed point - client exit, no result line, server
+never ready - goes to ``<variant>.failures.jsonl`` with its reason and the sweep goes on.
+
+Several points share one server, and SGLang's accept length is cumulative since server start, so
+each point is bracketed by server snapshots (``snapshots/<variant>.jsonl``, tools/measure/accept_snapshots.py)
+from which the results parser computes the point's own accept length.
+
+Through an executor whose jobs run on another host (SSH): the server and the bench client are
+jobs there; the client's ``--output-file`` is the run-folder path, which the executor maps to the
+host's copy of the run folder (the local JSONL is copied there before each point, so the client
+appends to the same lines) and ``fetch_run_file`` brings the file back after each point. The
+snapshots are taken here through the server handle's port forward with this interpreter (the
+snapshot script is stdlib-only; the SGLang python is a path on the host).
+
+Through the Slurm executor: the server and each bench client are batch jobs; the run folder is
+shared with the compute nodes, so the client appends to the JSONL in place (absolute path), and the
+snapshots are taken here at the server node's address (tools/measure/server.py).
+"""
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+from pydantic import BaseModel, Field
+
+from tools.measure.accept_snapshots import snapshot_file, take_snapshot
+from tools.base import Tool, ToolError, cap_text
+from tools.jobs import Executor, JobSpec, JobState, LocalExecutor
+from tools.measure.results import parse_jsonl
+from tools.scripts.models import BenchPoint, MeasurePlan, ServeVariant, point_args
+from tools.measure.server import ServerHandle, launch_server, stop_server
+
+EventSink = Callable[[str, dict], None]  # (trace event type, data)
+
+
+class PointFailure(BaseModel):
+    variant: str
+    concurrency: int
+    reason: str
+    log: str = ""
+
+
+class SweepResult(BaseModel):
+    results: dict[str, str] = Field(default_factory=dict, description="variant -> JSONL path")
+    server_logs: dict[str, str] = Field(default_factory=dict, description="variant -> server log path")
+    done: list[str] = Field(default_factory=list, description="Points measured, as <variant>-c<k>")
+    skipped: list[str] = Field(default_factory=list, description="Points already in the JSONL")
+    failures: list[PointFailure] = Field(default_factory=list)
+
+
+def finished_points(results_file: Path, variant: str) -> set[int]:
+    """Concurrency levels that already have a result line for this variant."""
+    if not results_file.exists():
+        return set()
+    return {r.concurrency for r in parse_jsonl(results_file, variant).records
+            if r.concurrency is not None and (r.tag is None or r.tag == f"{variant}-c{r.concurrency}")}
+
+
+def _record_failure(results_dir: Path, failure: PointFailure) -> None:
+    with open(results_dir / f"{failure.variant}.failures.jsonl", "a") as f:
+        f.write(json.dumps(failure.model_dump()) + "\n")
+
+
+def _wait(executor: Executor, key: str, poll_s: float = 0.3) -> JobState:
+    while True:
+        state = executor.poll(key)
+        if state.done:
+            return state
+        time.sleep(poll_s)
+
+
+def _server_key(executor: Executor, variant: str) -> str:
+    """``serve-<variant>``, or a new numbered key when that server already ended (fresh server)."""
+    for attempt in range(1, 100):
+        key = f"serve-{variant}" if attempt == 1 else f"serve-{variant}-r{attempt}"
+        try:
+            state = executor.poll(key)
+        except ToolError:
+            return key  # not in the ledger yet
+        if not state.done:
+            return key  # still running: re-attach
+    raise ToolError(f"100 server attempts for {variant!r} in this run; start a new run")
+
+
+def _bench_job_known(executor: Executor, key: str) -> bool:
+    try:
+        executor.poll(key)
+    except ToolError:
+        return False  # not in the ledger yet
+    return True
+
+
+def _pending_befores(path: Path) -> set[str]:
+    """Tags whose last snapshot is a 'before' with no 'after' yet."""
+    if not path.exists():
+        return set()
+    pending: set[str] = set()
+    for line in path.read_text(errors="replace").splitlines():
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # a torn line: load_pairs reports it
+        if isinstance(item, dict) and isinstance(item.get("tag"), str):
+            (pending.add if item.get("phase") == "before" else pending.discard)(item["tag"])
+    return pending
+
+
+def run_point(executor: Executor, plan: MeasurePlan, variant: ServeVariant, point: BenchPoint,
+              python: str, server: ServerHandle, results_file: Path, env: dict[str, str],
+              timeout_s: float | None) -> PointFailure | None:
+    key = f"bench-{variant.name}-c{point.concurrency}"
+    tag = point.tag(variant.name)
+    snapshots = snapshot_file(results_file.parent, variant.name)
+    remote = hasattr(executor, "fetch_run_file")  # the client writes on the executor's host
+    cluster = hasattr(executor, "server_endpoint")  # Slurm: the client is a job on some node, same run folder
+    snapshot_python = sys.executable if remote or cluster else python  # the SGLang python may exist only there
+    if not _bench_job_known(executor, key) or tag not in _pending_befores(snapshots):
+        # A re-attached bench job keeps the 'before' taken when it was first launched.
+        take_snapshot(snapshot_python, server.url, tag, "before", snapshots)
+    # absolute: mapped to the host's copy (SSH); a Slurm job starts in its own job folder
+    output = str(results_file.resolve()) if remote or cluster else str(results_file)
+    argv = [python, *point_args(plan, variant.name, point, server.host, server.port, output)]
+    state = executor.launch(JobSpec(key=key, argv=argv, kind="bench", lane="gpu", env=env,
+                                    gpus=[], timeout_s=timeout_s, grace_s=5.0))
+    state = _wait(executor, key)
+    if remote:
+        executor.fetch_run_file(results_file)  # the host's copy: ours plus this point's line
+    if state.status == "succeeded":
+        take_snapshot(snapshot_python, server.url, tag, "after", snapshots)
+    tail = cap_text(executor.read_log(key, 4000), 2000).text
+    if state.status != "succeeded":
+        return PointFailure(variant=variant.name, concurrency=point.concurrency, log=state.log_path,
+                            reason=f"bench client {state.status}: {state.reason}; log tail:\n{tail}")
+    if point.concurrency not in finished_points(results_file, variant.name):
+        return PointFailure(variant=variant.name, concurrency=point.concurrency, log=state.log_path,
+                            reason=f"bench client wrote no result line (all metrics empty?); log tail:\n{tail}")
+    return None
+
+
+def run_sweep(executor: Executor, plan: MeasurePlan, python: str, results_dir: Path,
+              env: dict[str, str] | None = None, on_event: EventSink | None = None,
+              ready_timeout_s: float | None = None, point_timeout_s: float | None = 3600.0) -> SweepResult:
+    """Blocking: every variant, every point; returns what was measured and what failed."""
+    emit = on_event or (lambda _type, _data: None)
+    results_dir.mkdir(parents=True, exist_ok=True)
+    bench_env = dict(env or {})
+    if plan.tokenizer:
+        bench_env.setdefault("HF_HUB_OFFLINE", "1")  # a local tokenizer: never wait on the hub
+    out = SweepResult()
+    for variant in plan.variants:
+        results_file = results_dir / f"{variant.name}.jsonl"
+        out.results[variant.name] = str(results_file)
+        finished = finished_points(results_file, variant.name)
+        todo = [p for p in plan.points() if p.concurrency not in finished]
+        out.skipped += [p.tag(variant.name) for p in plan.points() if p.concurrency in finished]
+        if not todo:
+            emit("progress", {"message": f"{variant.name}: every point already measured"})
+            continue
+        key = _server_key(executor, variant.name)
+        emit("job_launched", {"key": key, "kind": "serve", "variant": variant.name})
+        try:
+            server = launch_server(executor, variant, python, key=key, extra_env=env,
+                                   ready_timeout_s=ready_timeout_s or plan.ready_timeout_s)
+        except ToolError as err:
+            out.server_logs[variant.name] = str(executor.job_dir(key) / "log.txt")
+            for point in todo:
+                failure = PointFailure(variant=variant.name, concurrency=point.concurrency,
+                                       reason=f"server was not ready: {err}", log=out.server_logs[variant.name])
+                _record_failure(results_dir, failure)
+                out.failures.append(failure)
+            emit("error", {"message": f"{variant.name}: server failed", "key": key})
+            continue
+        out.server_logs[variant.name] = server.log_path
+        emit("progress", {"message": f"{variant.name}: server ready at {server.url}", "key": key})
+        try:
+            for point in todo:
+                emit("progress", {"message": f"{variant.name}: concurrency {point.concurrency}, "
+                                             f"{point.num_prompts} prompts"})
+                failure = run_point(executor, plan, variant, point, python, server, results_file,
+                                    bench_env, point_timeout_s)
+                if failure is None:
+                    out.done.append(point.tag(variant.name))
+                    emit("job_finished", {"key": f"bench-{point.tag(variant.name)}", "status": "succeeded"})
+                else:
+                    _record_failure(results_dir, failure)
+                    out.failures.append(failure)
+                    emit("job_finished", {"key": f"bench-{point.tag(variant.name)}", "status": "failed",
+                                          "reason": failure.reason.splitlines()[0]})
+        finally:
+            state = stop_server(executor, server.key)
+            emit("job_finished", {"key": server.key, "status": state.status})
+    return out
+
+
+class RunSweepArgs(BaseModel):
+    """Benchmark every variant at every concurrency with SGLang's bench client, a fresh server per
+    variant, results appended to <results_dir>/<variant>.jsonl. Blocks until done."""
+
+    jobs_dir: str = Field(description="Job ledger folder (the run folder's jobs/)")
+    results_dir: str = Field(description="Where <variant>.jsonl and <variant>.failures.jsonl go")
+    plan: MeasurePlan = Field(description="Variants and sweep settings")
+    sglang_python: str = Field("python3", description="Interpreter that has SGLang installed")
+
+
+def run_sweep_tool(args: RunSweepArgs) -> SweepResult:
+    return run_sweep(LocalExecutor(Path(args.jobs_dir)), args.plan, args.sglang_python, Path(args.results_dir))
+
+
+RUN_SWEEP = Tool(name="run_benchmark_sweep", args=RunSweepArgs, run=run_sweep_tool)

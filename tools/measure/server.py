@@ -1,0 +1,212 @@
+"""SGLang server lifecycle through the job manager: launch, wait until ready, stop.
+
+The server is ``<sglang python> -m sglang.launch_server ...`` run as a job (its own process
+group, log in the job folder). Readiness is ``GET /health`` (or ``/v1/models`` on builds without
+/health) answering 200. On a timeout or an early exit the message carries the log tail and the
+server is stopped; only the job's own process group is ever signalled (the executor checks).
+
+Where the server is: through an executor that runs jobs on another host and can forward ports
+(the SSH executor: ``free_port`` / ``forward``), the port is picked free *on that host* and the
+handle's ``url`` is the agent's ``ssh -L`` forward to it, while ``host``/``port`` stay what jobs on
+that host use (the bench client connects there). Locally both are the same address.
+
+Through the Slurm executor (``serve_argv`` / ``server_endpoint``) the server is a batch job on a
+compute node unknown until it starts: it listens on every interface of that node (``--host
+0.0.0.0``) on a port the node picks free at start (tools/jobs/slurm/serve.py records it in the shared
+run folder), and ``url``/``host`` are the node's address from ``scontrol`` — the agent and the bench
+client jobs connect there, so this machine must reach the compute nodes' ports.
+"""
+from __future__ import annotations
+
+import json
+import socket
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from tools.base import Tool, ToolError, cap_text
+from tools.jobs import Executor, JobSpec, JobState, LocalExecutor
+from tools.scripts.models import ServeVariant
+
+READY_PATHS = ("/health", "/v1/models")
+CLUSTER_BIND = "0.0.0.0"  # a Slurm server job: reachable from the login node and the other nodes
+CLUSTER_PORT = "DSV4_PORT"  # filled in on the node by tools/jobs/slurm/serve.py
+LOG_TAIL_CHARS = 3000
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A port nobody listens on right now (the kernel picks it)."""
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def port_in_use(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.settimeout(0.5)
+        return s.connect_ex((host, port)) == 0
+
+
+def base_url(host: str, port: int) -> str:
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+def probe_ready(url: str, timeout_s: float = 2.0) -> bool:
+    """True when the server answers 200 on one of the readiness paths."""
+    for path in READY_PATHS:
+        try:
+            with urllib.request.urlopen(url + path, timeout=timeout_s) as response:
+                if response.status == 200:
+                    return True
+        except urllib.error.HTTPError as err:
+            if err.code == 404:
+                continue  # no such route on this build: try the next path
+            return False  # 503 while loading
+        except (urllib.error.URLError, OSError):
+            return False
+    return False
+
+
+class ServerHandle(BaseModel):
+    variant: str
+    key: str = Field(description="Job key of the server")
+    url: str = Field(description="Where the agent reaches it (probes, snapshots): maybe a port forward")
+    host: str = Field("127.0.0.1", description="Address jobs on the server's host connect to")
+    port: int = Field(description="Port the server listens on, on its host")
+    log_path: str
+    attached: bool = Field(False, description="True when an already running server was re-attached")
+
+
+def _log_tail(executor: Executor, key: str) -> str:
+    capped = cap_text(executor.read_log(key, max_chars=LOG_TAIL_CHARS * 2), LOG_TAIL_CHARS)
+    return (capped.note + "\n" if capped.truncated else "") + capped.text
+
+
+def launch_server(executor: Executor, variant: ServeVariant, python: str, port: int | None = None,
+                  key: str | None = None, ready_timeout_s: float = 1800.0,
+                  extra_env: dict[str, str] | None = None) -> ServerHandle:
+    """Start (or re-attach to) the variant's server and block until it is ready."""
+    key = key or f"serve-{variant.name}"
+    if hasattr(executor, "server_endpoint"):
+        return _launch_on_cluster(executor, variant, python, key, ready_timeout_s, extra_env)
+    remote = hasattr(executor, "forward")  # the server runs on the executor's host, not here
+    recorded = _recorded_port(executor, key)
+    if recorded is None:
+        if port is None:
+            port = executor.free_port(variant.host) if remote else free_port(variant.host)
+        elif not remote and port_in_use(variant.host, port):
+            raise ToolError(f"port {port} on {variant.host} is already in use by another process; "
+                            "stop it, pick another port, or leave the port unset to use a free one")
+    else:
+        port = recorded  # a re-run after a crash: the same argv re-attaches to the same job
+    env = {k: v for k, v in variant.child_env().items() if k != "CUDA_VISIBLE_DEVICES"}
+    env.update(extra_env or {})
+    spec = JobSpec(key=key, argv=[python, *variant.launch_args(port)], kind="serve", lane="gpu",
+                   env=env, gpus=variant.gpus, grace_s=15.0)
+    state = executor.launch(spec)
+    try:
+        url = executor.forward(key, variant.host, port) if remote else base_url(variant.host, port)
+    except ToolError:
+        stop_server(executor, key)
+        raise
+    handle = ServerHandle(variant=variant.name, key=key, url=url, host=variant.host, port=port,
+                          log_path=state.log_path, attached=state.attached)
+    wait_ready(executor, handle, ready_timeout_s)
+    return handle
+
+
+def _launch_on_cluster(executor, variant: ServeVariant, python: str, key: str, ready_timeout_s: float,
+                       extra_env: dict[str, str] | None) -> ServerHandle:
+    """A Slurm server job: submit (or re-attach by key), wait for its node and port, then for readiness."""
+    _recorded_port(executor, key)  # a server job of this key that already ended is an error
+    env = {k: v for k, v in variant.child_env().items() if k != "CUDA_VISIBLE_DEVICES"}
+    env.update(extra_env or {})
+    bind = variant.model_copy(update={"host": CLUSTER_BIND})
+    argv = executor.serve_argv(key, [python, *bind.launch_args(CLUSTER_PORT)])
+    gpus = variant.gpus if variant.gpus is not None else list(range(variant.tp))  # Slurm reads the count only
+    state = executor.launch(JobSpec(key=key, argv=argv, kind="serve", lane="gpu", env=env, gpus=gpus, grace_s=15.0))
+    deadline = time.monotonic() + ready_timeout_s
+    while (endpoint := executor.server_endpoint(key)) is None:
+        polled = executor.poll(key)
+        if polled.done:
+            raise ToolError(f"server {variant.name!r} exited before it was ready ({polled.status}: {polled.reason}); "
+                            f"fix the flags or environment it names. Log tail ({state.log_path}):\n"
+                            f"{_log_tail(executor, key)}")
+        if time.monotonic() >= deadline:
+            stop_server(executor, key)
+            raise ToolError(f"server {variant.name!r} got no node and port within {ready_timeout_s:g} s "
+                            f"({polled.reason or polled.status}); it was cancelled. Raise the readiness timeout "
+                            "or pick a partition with free GPUs (--executor slurm:PARTITION)")
+        time.sleep(0.5)
+    node, port = endpoint
+    handle = ServerHandle(variant=variant.name, key=key, url=base_url(node, port), host=node, port=port,
+                          log_path=state.log_path, attached=state.attached)
+    wait_ready(executor, handle, max(deadline - time.monotonic(), 1.0))
+    return handle
+
+
+def _recorded_port(executor: Executor, key: str) -> int | None:
+    """The port of a server job already in the ledger and still running, else None."""
+    try:
+        state = executor.poll(key)
+    except ToolError:
+        return None
+    if state.done:
+        raise ToolError(f"server job {key!r} already ended ({state.status}: {state.reason}); "
+                        "use a new job key for a fresh server")
+    argv = _job_argv(executor, key)
+    value = argv[argv.index("--port") + 1] if "--port" in argv[:-1] else ""
+    return int(value) if value.isdigit() else None  # DSV4_PORT: a Slurm job's port is picked on its node
+
+
+def _job_argv(executor: Executor, key: str) -> list[str]:
+    try:
+        return json.loads((executor.job_dir(key) / "job.json").read_text()).get("argv", [])
+    except (FileNotFoundError, json.JSONDecodeError):
+        return []
+
+
+def wait_ready(executor: Executor, handle: ServerHandle, timeout_s: float, poll_s: float = 0.5) -> None:
+    """Block until ready; on early exit or timeout stop the server and raise with the log tail."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        state = executor.poll(handle.key)
+        if state.done:
+            raise ToolError(f"server {handle.variant!r} exited before it was ready ({state.status}: "
+                            f"{state.reason}); fix the flags or environment it names. Log tail "
+                            f"({handle.log_path}):\n{_log_tail(executor, handle.key)}")
+        if probe_ready(handle.url):
+            return
+        if time.monotonic() >= deadline:
+            stop_server(executor, handle.key)
+            raise ToolError(f"server {handle.variant!r} not ready at {handle.url} after {timeout_s:g} s; "
+                            f"it was stopped. Raise the readiness timeout if the model loads slowly. "
+                            f"Log tail ({handle.log_path}):\n{_log_tail(executor, handle.key)}")
+        time.sleep(poll_s)
+
+
+def stop_server(executor: Executor, key: str, grace_s: float | None = None) -> JobState:
+    """Stop the server job's process group (the executor only signals groups it started)."""
+    return executor.stop(key, grace_s=grace_s)
+
+
+class StartServerArgs(BaseModel):
+    """Start an SGLang server (python -m sglang.launch_server) as a background job on this
+    machine, on a free port unless one is given, and wait until /health answers."""
+
+    jobs_dir: str = Field(description="Job ledger folder (the run folder's jobs/)")
+    variant: ServeVariant = Field(description="Model path, flags, env and GPUs of the server")
+    sglang_python: str = Field("python3", description="Interpreter that has SGLang installed")
+    port: int | None = Field(None, ge=1, le=65535, description="Port; unset picks a free one")
+    ready_timeout_s: float = Field(1800.0, gt=0, description="Readiness timeout in seconds")
+
+
+def start_server(args: StartServerArgs) -> ServerHandle:
+    return launch_server(LocalExecutor(Path(args.jobs_dir)), args.variant, args.sglang_python,
+                         port=args.port, ready_timeout_s=args.ready_timeout_s)
+
+
+START_SERVER = Tool(name="start_server", args=StartServerArgs, run=start_server)

@@ -1,0 +1,37 @@
+"""Readable renderings of an MTP answer: a markdown evidence table (run folders) and rich tables (CLI)."""
+from __future__ import annotations
+
+from tools.mtp.infer import MtpAnswer
+
+
+def evidence_markdown(answer: MtpAnswer, max_constraints: int = 40) -> str:
+    src = answer.source
+    out = [f"# Speculative decoding evidence for {answer.model}", "",
+           f"- architecture: {answer.architecture or 'unknown'}",
+           f"- source: {src.kind} at {src.root} (version {src.version or '?'}, commit {src.commit or '-'})", ""]
+    rec = answer.recommended
+    out += ["## Recommended", ""]
+    if rec is None:
+        out += ["No recommendation: the tree holds no evidence for this model.", ""]
+    else:
+        out += ["| flag | value | cited |", "|---|---|---|"]
+        for name, value in rec.flags.items():
+            origin = rec.flag_origins.get(name, rec.origin)
+            out.append(f"| `{name}` | `{value or '(switch)'}` | {origin.cite()} |")
+        for name, value in rec.env.items():
+            out.append(f"| env `{name}` | `{value}` | {rec.origin.cite()} |")
+        out += ["", "Why:", *[f"- {line}" for line in rec.rationale], ""]
+    out += ["## Candidates (recipes found)", ""]
+    if not answer.candidates:
+        out.append("None.")
+    for cand in answer.candidates:
+        flags = " ".join(f"{k} {v}".strip() for k, v in cand.flags.items())
+        out.append(f"- {cand.model} on {cand.hardware or 'unspecified hardware'}: `{flags}` ({cand.origin.cite()})")
+    shown = answer.constraints[:max_constraints]
+    out += ["", f"## Constraints ({len(answer.constraints)})", ""]
+    out += [f"- {c.rule} ({c.origin.cite()})" for c in shown]
+    if len(answer.constraints) > len(shown):
+        out.append(f"- [cut: {len(answer.constraints) - len(shown)} more; limit {max_constraints}; see mtp.json]")
+    if answer.unknowns:
+        out += ["", "## Unknowns", "", *[f"- {u}" for u in answer.unknowns]]
+    return "\n".join(out) + "\n"
