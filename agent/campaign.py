@@ -50,8 +50,7 @@ def _open_runtime(run: RunFolder, settings: Settings, goal: str, view: LiveView)
     except ToolError as err:  # e.g. resuming with an executor that cannot re-attach to the run's jobs
         run.unlock()
         raise CampaignError(str(err)) from None
-    return Runtime(settings=settings, run=run, trace=trace, executor=executor, goal=goal, say=view.say,
-                   extras={"view": view})
+    return Runtime(settings=settings, run=run, trace=trace, executor=executor, goal=goal, say=view.say, view=view)
 
 
 def _drive(rt: Runtime, thread_id: str, fresh: bool) -> int:
@@ -74,7 +73,8 @@ def _drive(rt: Runtime, thread_id: str, fresh: bool) -> int:
         running = [j.key for j in rt.executor.jobs() if not j.done]
         note = f"; jobs still running: {', '.join(running)}" if running else ""
         code = _finish(rt, "interrupted", f"interrupted by {why}{note}; `dsv4-agent resume {rt.run.path}` continues")
-        rt.extras["view"].__exit__(None, None, None)  # restore the terminal before the hard exit
+        if rt.view is not None:
+            rt.view.__exit__(None, None, None)  # restore the terminal before the hard exit
         sys.stdout.flush()
         os._exit(code)  # lane threads may be blocked on jobs; the jobs are detached and resumable
     except BudgetExhausted as why:

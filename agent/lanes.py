@@ -10,12 +10,10 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import time
-from pathlib import Path
-
+from agent.preflight import Preflight
 from agent.runtime import Runtime
 from agent.steps.base import PlanStep, StepContext, StepOutcome
 from tools.base import ToolError
-from tools.gpus import GpuInfo
 
 REUSABLE = ("done", "skipped")
 
@@ -35,14 +33,23 @@ def recorded_outcome(rt: Runtime, kind: str) -> StepOutcome | None:
     return StepOutcome.model_validate_json(path.read_text())
 
 
-def make_context(rt: Runtime, preflight: dict, outcomes: dict[str, dict], lane: str) -> StepContext:
-    root = preflight.get("sglang_root")
+def make_context(rt: Runtime, preflight: Preflight, outcomes: dict[str, dict], lane: str) -> StepContext:
     return StepContext(
-        settings=rt.settings, run=rt.run, trace=rt.trace, executor=rt.executor,
-        gpus=[GpuInfo.model_validate(g) for g in preflight.get("gpus", [])],
-        sglang_root=Path(root) if root else None,
-        outcomes={k: StepOutcome.model_validate(v) for k, v in outcomes.items()}, lane=lane,
+        settings=rt.settings, run=rt.run, trace=rt.trace, executor=rt.executor, gpus=list(preflight.gpus),
+        sglang_root=preflight.root, outcomes={k: StepOutcome.model_validate(v) for k, v in outcomes.items()},
+        lane=lane,
     )
+
+
+def _execute(step: PlanStep, ctx: StepContext) -> StepOutcome:
+    if not step_available(step.kind):
+        return StepOutcome(kind=step.kind, status="not_available",
+                           summary=f"{step.kind}: this capability is not available in this build")
+    module = importlib.import_module(step_module_name(step.kind))
+    try:
+        return module.run(ctx, step)
+    except ToolError as err:
+        return StepOutcome(kind=step.kind, status="failed", summary=f"{step.kind}: {err}")
 
 
 def run_step(rt: Runtime, step: PlanStep, ctx: StepContext) -> StepOutcome:
@@ -52,18 +59,7 @@ def run_step(rt: Runtime, step: PlanStep, ctx: StepContext) -> StepOutcome:
         return previous
     rt.trace.emit("tool_call", step.lane, tool=step.kind, args=step.params)
     started = time.monotonic()
-    replay = rt.extras.get("replay")  # re-driving a recorded run: the record serves the outcome
-    if replay is not None:
-        outcome = replay.step_outcome(rt, step)
-    elif not step_available(step.kind):
-        outcome = StepOutcome(kind=step.kind, status="not_available",
-                              summary=f"{step.kind}: this capability is not available in this build")
-    else:
-        module = importlib.import_module(step_module_name(step.kind))
-        try:
-            outcome = module.run(ctx, step)
-        except ToolError as err:
-            outcome = StepOutcome(kind=step.kind, status="failed", summary=f"{step.kind}: {err}")
+    outcome = rt.source.step_outcome(rt.run, step, lambda: _execute(step, ctx))
     rt.run.write_json(f"steps/{step.kind}.json", outcome.model_dump(mode="json"))
     rt.trace.emit("tool_result", step.lane, tool=step.kind, status=outcome.status, summary=outcome.summary,
                   artifacts=outcome.artifacts, seconds=round(time.monotonic() - started, 3))
@@ -71,7 +67,7 @@ def run_step(rt: Runtime, step: PlanStep, ctx: StepContext) -> StepOutcome:
     return outcome
 
 
-def run_lane(rt: Runtime, steps: list[PlanStep], preflight: dict, outcomes: dict[str, dict],
+def run_lane(rt: Runtime, steps: list[PlanStep], preflight: Preflight, outcomes: dict[str, dict],
              kinds: tuple[str, ...]) -> dict[str, dict]:
     """Run the plan's steps of these kinds in plan order; each sees the outcomes before it."""
     produced: dict[str, dict] = {}

@@ -4,7 +4,7 @@ from __future__ import annotations
 from agent import planner
 from agent.llm import research as llm_research
 from agent.lanes import run_lane
-from agent.preflight import run_preflight
+from agent.preflight import Preflight
 from agent.runtime import Runtime
 from agent.state import CampaignState
 from agent.steps.base import PlanStep
@@ -15,18 +15,18 @@ def _steps(state: CampaignState) -> list[PlanStep]:
 
 
 def preflight(rt: Runtime, state: CampaignState) -> dict:
-    replay = rt.extras.get("replay")  # re-driving a recorded run: the record serves preflight
-    found = replay.preflight() if replay is not None else run_preflight(rt.settings, rt.executor)
-    rt.run.write_json("preflight.json", found)
-    gpus = ", ".join(f"{g['index']}:{g['name']}" for g in found["gpus"]) or "none"
-    rt.say(f"[control] preflight: GPUs {gpus}; SGLang source {found['sglang_root'] or 'unresolved'}")
-    for note in found["notes"]:
+    found = rt.source.preflight(rt.settings, rt.executor)
+    dump = found.model_dump(mode="json")
+    rt.run.write_json("preflight.json", dump)
+    gpus = ", ".join(f"{g.index}:{g.name}" for g in found.gpus) or "none"
+    rt.say(f"[control] preflight: GPUs {gpus}; SGLang source {found.sglang_root or 'unresolved'}")
+    for note in found.notes:
         rt.say(f"[control] note: {note}")
-    return {"preflight": found}
+    return {"preflight": dump}
 
 
 def plan(rt: Runtime, state: CampaignState) -> dict:
-    steps, plan_md = planner.make_plan(rt, state["goal"], state["preflight"])
+    steps, plan_md = planner.make_plan(rt, state["goal"], Preflight.of(state))
     rt.run.write_json("plan.json", [s.model_dump(mode="json") for s in steps])
     rt.run.write_text("plan.md", plan_md)
     rt.trace.emit("artifact_written", "control", path="plan.md", bytes=len(plan_md.encode()))
@@ -34,16 +34,16 @@ def plan(rt: Runtime, state: CampaignState) -> dict:
 
 
 def sync(rt: Runtime, state: CampaignState) -> dict:
-    return {"outcomes": run_lane(rt, _steps(state), state["preflight"], state.get("outcomes", {}), ("sync",))}
+    return {"outcomes": run_lane(rt, _steps(state), Preflight.of(state), state.get("outcomes", {}), ("sync",))}
 
 
 def gpu_lane(rt: Runtime, state: CampaignState) -> dict:
-    done = run_lane(rt, _steps(state), state["preflight"], state.get("outcomes", {}), ("tune_kernels",))
+    done = run_lane(rt, _steps(state), Preflight.of(state), state.get("outcomes", {}), ("tune_kernels",))
     return {"outcomes": done, "lanes_done": {"gpu": True}}
 
 
 def research_lane(rt: Runtime, state: CampaignState) -> dict:
-    steps, preflight, outcomes = _steps(state), state["preflight"], state.get("outcomes", {})
+    steps, preflight, outcomes = _steps(state), Preflight.of(state), state.get("outcomes", {})
     done = run_lane(rt, steps, preflight, outcomes, ("infer_mtp",))
     if llm_research.wanted(rt, steps):  # with an LLM: it researches the evidence before scripts are written
         accepted = llm_research.research(rt, state["goal"], preflight, {**outcomes, **done})
@@ -60,7 +60,7 @@ def join(rt: Runtime, state: CampaignState) -> dict:
 
 
 def measure(rt: Runtime, state: CampaignState) -> dict:
-    return {"outcomes": run_lane(rt, _steps(state), state["preflight"], state.get("outcomes", {}), ("benchmark",))}
+    return {"outcomes": run_lane(rt, _steps(state), Preflight.of(state), state.get("outcomes", {}), ("benchmark",))}
 
 
 def report(rt: Runtime, state: CampaignState) -> dict:

@@ -3,12 +3,13 @@ from __future__ import annotations
 
 from agent.lanes import step_available
 from agent.playbook import plan_goal
+from agent.preflight import Preflight
 from agent.runtime import Runtime
 from agent.steps.base import PlanStep
 
 
-def render_plan_md(goal: str, steps: list[PlanStep], ignored: list[str], preflight: dict, planner: str) -> str:
-    has_gpu = bool(preflight.get("gpus"))
+def render_plan_md(goal: str, steps: list[PlanStep], ignored: list[str], preflight: Preflight, planner: str) -> str:
+    has_gpu = bool(preflight.gpus)
     lines = [f"# Plan: {goal}", "", f"Planner: {planner}.", ""]
     if ignored:
         lines += [f"Words the planner did not use: {', '.join(ignored)}.", ""]
@@ -21,13 +22,12 @@ def render_plan_md(goal: str, steps: list[PlanStep], ignored: list[str], preflig
         else:
             will = "run"
         lines.append(f"| {i} | {step.kind} | {step.lane} | {will} | {step.why} |")
-    notes = preflight.get("notes") or []
-    if notes:
-        lines += ["", "## Preflight notes", "", *[f"- {n}" for n in notes]]
+    if preflight.notes:
+        lines += ["", "## Preflight notes", "", *[f"- {n}" for n in preflight.notes]]
     return "\n".join(lines) + "\n"
 
 
-def make_plan(rt: Runtime, goal: str, preflight: dict) -> tuple[list[PlanStep], str]:
+def make_plan(rt: Runtime, goal: str, preflight: Preflight) -> tuple[list[PlanStep], str]:
     """The deterministic playbook's plan (the LLM planner is its own graph nodes: agent/llm/nodes.py)."""
     steps, ignored = plan_goal(goal, pull=rt.settings.pull, measure=rt.settings.measure_params())
     return steps, render_plan_md(goal, steps, ignored, preflight, "deterministic playbook")

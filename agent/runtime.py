@@ -3,12 +3,25 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable, Protocol
 
 from agent.config import Settings
+from agent.record_source import LiveSource, RecordSource
 from agent.runfolder import RunFolder
 from agent.trace import TraceWriter
 from tools.jobs import Executor
+
+if TYPE_CHECKING:
+    from agent.live import LiveView
+    from agent.llm.registry import Registry
+
+
+class ChatClient(Protocol):
+    """One model turn at a time: ``agent.llm.client.LLMClient``, or a replay's ``ReplayLLM``."""
+
+    model: str | None
+
+    def chat(self, messages: list[dict], tools: list[dict], call: int | None = None) -> dict: ...
 
 
 @dataclass
@@ -19,7 +32,11 @@ class Runtime:
     executor: Executor
     goal: str
     say: Callable[[str], None] = print          # one line for the person at the terminal
-    extras: dict = field(default_factory=dict)  # e.g. the LLM client, set by the LLM mode
+    view: LiveView | None = None                # the terminal view; restored before a hard exit
+    source: RecordSource = field(default_factory=LiveSource)  # the world, or a recorded run
+    llm: ChatClient | None = None               # built from settings on first use (agent.llm.planner.client)
+    planner_tools: Registry | None = None       # the tools the LLM planner may call, built once per process
+    research_tools: Registry | None = None      # the research lane's read-only subset
 
     @property
     def run_dir(self) -> Path:

@@ -85,7 +85,8 @@ def _runtime(tmp_path: Path, url: str, **settings) -> Runtime:
 
 
 def _preflight(root: Path) -> dict:
-    return {"sglang_root": str(root), "sglang_source": {"package_dir": str(root / "sglang")}, "gpus": [], "notes": []}
+    return {"sglang_root": str(root), "gpus": [], "notes": [],
+            "sglang_source": {"kind": "wheel", "root": str(root), "package_dir": str(root / "sglang")}}
 
 
 def test_a_recorded_reply_is_reused_and_recorded_observations_are_not_run_again(tmp_path, sglang_wheel_root):

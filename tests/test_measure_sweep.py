@@ -35,7 +35,7 @@ SMALL = {"input_len": 8, "output_len": 24, "prompts_per_concurrency": 2, "min_pr
          "warmup_requests": 1, "ready_timeout_s": 30}
 RECOMMENDED = {"flags": {"--speculative-algorithm": "EAGLE", "--speculative-num-steps": "2", "--tp": "8"},
                "env": {"SGLANG_ENABLE_SPEC_V2": "1"}, "rationale": ["DeepSeek-V4 accepts EAGLE with topk 1"],
-               "origin": {}, "flag_origins": {"--speculative-algorithm": {"path": "sglang/srt/hook.py", "line": 12}}}
+               "origin": {"path": "sglang/srt/hook.py", "line": 1}, "flag_origins": {"--speculative-algorithm": {"path": "sglang/srt/hook.py", "line": 12}}}
 
 
 def make_context(run_dir: Path, tok: Path, gpus: list[GpuInfo], recommended: dict | None) -> StepContext:

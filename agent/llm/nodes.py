@@ -28,6 +28,7 @@ from agent.llm.planner import (
     STEP_ORDER, SUBMIT, PlanAnswer, client, finish_plan, make_registry, parse_answer, submit_schema,
 )
 from agent.planner import render_plan_md
+from agent.preflight import Preflight
 from agent.llm.prompts import render
 from agent.runtime import Runtime
 from agent.state import CampaignState
@@ -39,7 +40,7 @@ class RouteError(Exception):
 
 
 def uses_llm(rt: Runtime) -> bool:
-    return bool(rt.settings.llm_base_url) or "llm" in rt.extras  # a configured endpoint, or a replay client
+    return bool(rt.settings.llm_base_url) or rt.llm is not None  # a configured endpoint, or a replay client
 
 
 def route_planner(rt: Runtime):
@@ -74,11 +75,11 @@ def _conversation(rt: Runtime) -> Conversation:
     return Conversation.load(rt.run.file(CONVERSATION_FILE))
 
 
-def _registry(rt: Runtime, preflight: dict) -> Registry:
+def _registry(rt: Runtime, preflight: Preflight) -> Registry:
     # Built once per process: importing the tool modules is the cost; the bindings never change in a run.
-    if "llm_registry" not in rt.extras:
-        rt.extras["llm_registry"] = make_registry(rt, preflight)
-    return rt.extras["llm_registry"]
+    if rt.planner_tools is None:
+        rt.planner_tools = make_registry(rt, preflight)
+    return rt.planner_tools
 
 
 def _budget(rt: Runtime, conversation: Conversation) -> Budget:
@@ -94,7 +95,7 @@ def _loop(conversation: Conversation, phase: str) -> dict:
 
 
 def llm_start(rt: Runtime, state: CampaignState) -> dict:
-    preflight = state["preflight"]
+    preflight = Preflight.of(state)
     registry = _registry(rt, preflight)
     rt.run.write_json("llm_tools.json", registry.report())
     conversation = _conversation(rt)
@@ -102,16 +103,15 @@ def llm_start(rt: Runtime, state: CampaignState) -> dict:
         rt.trace.emit("progress", "llm", message=f"continuing the recorded conversation after "
                                                  f"{conversation.turns} turns", budget=_budget(rt, conversation).snapshot())
         return _loop(conversation, "observed")
-    model_config = preflight.get("model_config") or {}
     messages = [
         {"role": "system", "content": render("planner_system", model=rt.settings.model, step_kinds=STEP_ORDER,
                                              sglang_version=rt.settings.sglang_version,
                                              max_steps=rt.settings.max_llm_steps)},
         {"role": "user", "content": render(
-            "planner_goal", goal=state["goal"], notes=preflight.get("notes", []),
-            gpus=", ".join(g.get("name", "?") for g in preflight.get("gpus", [])) or "none",
-            sglang_root=preflight.get("sglang_root") or "unresolved",
-            model_config=model_config.get("architectures") or "not given", tool_names=sorted(registry.tools),
+            "planner_goal", goal=state["goal"], notes=preflight.notes,
+            gpus=", ".join(g.name for g in preflight.gpus) or "none",
+            sglang_root=preflight.sglang_root or "unresolved",
+            model_config=(preflight.model_file.architectures if preflight.model_file else None) or "not given", tool_names=sorted(registry.tools),
             missing=[f"{k} ({v})" for k, v in registry.missing.items()])},
     ]
     conversation.append({"kind": "prompt", "messages": messages})
@@ -126,7 +126,7 @@ def llm_turn(rt: Runtime, state: CampaignState) -> dict:
         return _loop(conversation, "replied")
     budget = _budget(rt, conversation)
     budget.before_turn()
-    registry = _registry(rt, state["preflight"])
+    registry = _registry(rt, Preflight.of(state))
     turn = conversation.turns + 1
     started = time.monotonic()
     reply = client(rt).chat(conversation.messages(), registry.schemas() + [submit_schema()], call=turn)
@@ -158,7 +158,7 @@ def dispatch_tools(rt: Runtime, state: CampaignState) -> dict:
         return _loop(conversation, "submitted" if conversation.answer else "observed")
     if last is None or last["kind"] != "reply":
         raise RouteError(f"dispatch_tools needs a recorded reply as the last line of {conversation.path}")
-    registry = _registry(rt, state["preflight"])
+    registry = _registry(rt, Preflight.of(state))
     started = time.monotonic()
     calls = last["message"].get("tool_calls") or []
     messages: list[dict] = []
@@ -186,9 +186,9 @@ def llm_plan(rt: Runtime, state: CampaignState) -> dict:
     if conversation.answer is None:
         raise RouteError(f"llm_plan reached but {conversation.path} holds no accepted plan")
     answer = PlanAnswer.model_validate(conversation.answer)
-    preflight = state["preflight"]
+    preflight = Preflight.of(state)
     steps, sections = finish_plan(rt, preflight, answer, _registry(rt, preflight))
-    model = getattr(rt.extras.get("llm"), "model", None) or rt.settings.llm_model or "replay"
+    model = (rt.llm.model if rt.llm else None) or rt.settings.llm_model or "replay"
     who = f"LLM ({model} at {rt.settings.llm_base_url or 'replay'})"
     plan_md = render_plan_md(state["goal"], steps, [], preflight, who) + "\n" + sections
     dumps = [s.model_dump(mode="json") for s in steps]

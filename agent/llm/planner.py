@@ -5,20 +5,20 @@ graph nodes: ``agent/llm/nodes.py``).
 
 The answer is typed: steps from the closed set of step kinds with closed params, plus optional
 extra server flags. Every flag goes through the flag guard; only accepted flags reach the
-write_scripts step (``params["extra_flags"]``). The client comes from ``rt.extras["llm"]``
-(a replay client can be put there) and is built from settings only when absent.
+write_scripts step (``params["extra_flags"]``). The client is ``rt.llm`` (a replay puts its own
+there) and is built from settings only when absent.
 Artifacts: ``llm_tools.json`` (what the model could call and what is missing),
 ``flag_review.json``, and the plan itself (written by the plan node).
 """
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agent.llm.flag_guard import FlagProposal, review_flags, review_markdown
 from agent.llm.run_tools import make_run_tools
+from agent.preflight import Preflight
 from agent.runtime import Runtime
 from agent.steps.base import PlanStep
 from agent.llm.registry import Registry, build_registry
@@ -61,21 +61,20 @@ def submit_schema() -> dict:
 
 
 def client(rt: Runtime):
-    """The run's LLM client: ``rt.extras["llm"]`` (a replay puts its client there), else built from settings."""
-    llm = rt.extras.get("llm")
-    if llm is None:
+    """The run's LLM client: ``rt.llm`` (a replay puts its client there), else built from settings."""
+    if rt.llm is None:
         from agent.llm.client import LLMClient
 
-        llm = rt.extras["llm"] = LLMClient(rt.settings, rt.trace, stream=rt.settings.llm_stream)
-    return llm
+        rt.llm = LLMClient(rt.settings, rt.trace, stream=rt.settings.llm_stream)
+    return rt.llm
 
 
-def make_registry(rt: Runtime, preflight: dict) -> Registry:
-    source = preflight.get("sglang_source") or {}
-    bindings = {"root": preflight.get("sglang_root"), "sglang_root": preflight.get("sglang_root"),
-                "package_dir": source.get("package_dir"), "model_path": rt.settings.model_path,
-                "log_files": [], "nvidia_smi": "nvidia-smi", "sglang": preflight.get("sglang_root"),
-                "sglang_src": preflight.get("sglang_root"), "sglang_python": rt.settings.sglang_python,
+def make_registry(rt: Runtime, preflight: Preflight) -> Registry:
+    root = preflight.sglang_root
+    bindings = {"root": root, "sglang_root": root,
+                "package_dir": preflight.sglang_source.package_dir if preflight.sglang_source else None,
+                "model_path": rt.settings.model_path, "log_files": [], "nvidia_smi": "nvidia-smi", "sglang": root,
+                "sglang_src": root, "sglang_python": rt.settings.sglang_python,
                 "version": rt.settings.sglang_version}
     return build_registry(bindings, [("job status/logs", t) for t in make_run_tools(rt.executor)])
 
@@ -107,14 +106,12 @@ def to_steps(answer: PlanAnswer, extra_flags: dict[str, dict[str, str]]) -> list
     return steps
 
 
-def finish_plan(rt: Runtime, preflight: dict, answer: PlanAnswer, registry: Registry) -> tuple[list[PlanStep], str]:
+def finish_plan(rt: Runtime, preflight: Preflight, answer: PlanAnswer, registry: Registry
+                ) -> tuple[list[PlanStep], str]:
     """The steps and the plan.md sections this planner adds (flag review, tools, rationale)."""
-    source = preflight.get("sglang_source") or {}
-    package_dir = Path(source["package_dir"]) if source.get("package_dir") else None
-    root = Path(preflight["sglang_root"]) if preflight.get("sglang_root") else None
-    architecture = (((preflight.get("model_config") or {}).get("architectures")) or [None])[0]
-    review = review_flags(answer.extra_flags, package_dir, root, rt.settings.accept_unsupported_flags,
-                          model=rt.settings.model, architecture=architecture)
+    review = review_flags(answer.extra_flags, preflight.package_dir, preflight.root,
+                          rt.settings.accept_unsupported_flags, model=rt.settings.model,
+                          architecture=preflight.architecture)
     rt.run.write_json("flag_review.json", {**review.model_dump(mode="json"), "accepted": review.accepted})
     rt.trace.emit("artifact_written", "control", path="flag_review.json", rejected=[v.flag for v in review.rejected])
     for verdict in review.rejected:

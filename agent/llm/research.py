@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import time
-from pathlib import Path
 
 from pydantic import ValidationError
 
@@ -35,6 +34,7 @@ from agent.llm.research_notes import (
     SUBMIT_NOTES, ResearchAnswer, check_claims, notes_markdown, seen_in, submit_notes_schema,
 )
 from agent.llm.prompts import quote_untrusted, render
+from agent.preflight import Preflight
 from agent.runtime import Runtime
 from agent.steps.base import PlanStep
 from agent.llm.registry import Registry
@@ -52,15 +52,15 @@ def wanted(rt: Runtime, steps: list[PlanStep]) -> bool:
     return uses_llm(rt) and any(s.kind == "infer_mtp" for s in steps)
 
 
-def research_registry(rt: Runtime, preflight: dict) -> Registry:
+def research_registry(rt: Runtime, preflight: Preflight) -> Registry:
     """The planner's registry cut down to the read-only research capabilities."""
-    if "llm_research_registry" not in rt.extras:
+    if rt.research_tools is None:
         full = make_registry(rt, preflight)
         kept = {n: t for n, t in full.tools.items() if t.capability in CAPABILITIES}
         withheld = {**full.withheld, **{n: "not a research tool" for n in full.tools if n not in kept}}
-        rt.extras["llm_research_registry"] = Registry(
+        rt.research_tools = Registry(
             tools=kept, missing={k: v for k, v in full.missing.items() if k in CAPABILITIES}, withheld=withheld)
-    return rt.extras["llm_research_registry"]
+    return rt.research_tools
 
 
 def shared_budget(rt: Runtime, research: Conversation) -> Budget:
@@ -86,7 +86,7 @@ def with_research_flags(steps: list[PlanStep], accepted: dict[str, dict]) -> lis
     return out
 
 
-def research(rt: Runtime, goal: str, preflight: dict, outcomes: dict[str, dict]) -> dict[str, dict]:
+def research(rt: Runtime, goal: str, preflight: Preflight, outcomes: dict[str, dict]) -> dict[str, dict]:
     """Run (or reuse, or serve in replay) the research span; the guard-accepted flags it yields."""
     path = rt.run.file(OUTCOME_FILE)
     if path.exists():
@@ -97,14 +97,13 @@ def research(rt: Runtime, goal: str, preflight: dict, outcomes: dict[str, dict])
     registry = research_registry(rt, preflight)
     rt.trace.emit("tool_call", LANE, tool=TOOL, args={"conversation": RESEARCH_FILE, "tools": sorted(registry.tools)})
     started = time.monotonic()
-    replay = rt.extras.get("replay")
-    if replay is not None:  # re-driving a recorded run: the record serves the span and its files
-        event = replay.research_result(rt, TOOL)
-        outcome = json.loads(path.read_text()) if path.exists() else {
-            "status": event["status"], "summary": event.get("summary", ""), "artifacts": event.get("artifacts", [])}
-    else:
+
+    def investigate() -> dict:
         outcome = _investigate(rt, goal, preflight, outcomes, registry)
         rt.run.write_json(OUTCOME_FILE, outcome)
+        return outcome
+
+    outcome = rt.source.span_outcome(rt.run, TOOL, path, investigate)
     rt.trace.emit("tool_result", LANE, tool=TOOL, status=outcome["status"], summary=outcome["summary"],
                   artifacts=outcome.get("artifacts", []), seconds=round(time.monotonic() - started, 3))
     rt.say(f"[{LANE}] {TOOL}: {outcome['status']} — {outcome['summary']}")
@@ -184,7 +183,7 @@ def _observe(rt: Runtime, conversation: Conversation, registry: Registry) -> Non
                          "seconds": round(time.monotonic() - started, 3)})
 
 
-def _investigate(rt: Runtime, goal: str, preflight: dict, outcomes: dict[str, dict], registry: Registry) -> dict:
+def _investigate(rt: Runtime, goal: str, preflight: Preflight, outcomes: dict[str, dict], registry: Registry) -> dict:
     from agent.llm.client import LLMError  # imports openai: only on the LLM path
 
     conversation = Conversation.load(rt.run.file(RESEARCH_FILE))
@@ -208,18 +207,15 @@ def _investigate(rt: Runtime, goal: str, preflight: dict, outcomes: dict[str, di
     return _finish(rt, preflight, conversation, ended)
 
 
-def _finish(rt: Runtime, preflight: dict, conversation: Conversation, ended: str) -> dict:
+def _finish(rt: Runtime, preflight: Preflight, conversation: Conversation, ended: str) -> dict:
     answer = ResearchAnswer.model_validate(conversation.answer or {})
-    source = preflight.get("sglang_source") or {}
-    root = Path(preflight["sglang_root"]) if preflight.get("sglang_root") else None
-    package_dir = Path(source["package_dir"]) if source.get("package_dir") else None
-    checked = check_claims(answer.claims, seen_in(conversation.messages()), root)
-    architecture = (((preflight.get("model_config") or {}).get("architectures")) or [None])[0]
-    review = review_flags(answer.flag_proposals, package_dir, root, rt.settings.accept_unsupported_flags,
-                          model=rt.settings.model, architecture=architecture)
+    checked = check_claims(answer.claims, seen_in(conversation.messages()), preflight.root)
+    review = review_flags(answer.flag_proposals, preflight.package_dir, preflight.root,
+                          rt.settings.accept_unsupported_flags, model=rt.settings.model,
+                          architecture=preflight.architecture)
     for verdict in review.rejected:
         rt.say(f"[{LANE}] research flag {verdict.flag} rejected: {verdict.reason}")
-    model = getattr(rt.extras.get("llm"), "model", None) or rt.settings.llm_model or "the LLM"
+    model = (rt.llm.model if rt.llm else None) or rt.settings.llm_model or "the LLM"
     text = notes_markdown(f"the LLM ({model})", checked, review, answer.open_questions, ended)
     rt.run.write_text(NOTES_FILE, text)
     rt.trace.emit("artifact_written", LANE, path=NOTES_FILE, bytes=len(text.encode()))

@@ -97,12 +97,10 @@ def _replay_into(recording: Recording, work_dir: Path, say: Callable[[str], None
                                    "replay_of": str(recording.run_dir)})
     trace = TraceWriter(run.trace_path)
     rt = Runtime(settings=settings, run=run, trace=trace, executor=LocalExecutor(run.jobs_dir),
-                 goal=recording.goal, say=say)
-    rt.extras["view"] = LiveView(console=Console(file=io.StringIO()), force_plain=True)  # _drive restores it on ^C
+                 goal=recording.goal, say=say,
+                 view=LiveView(console=Console(file=io.StringIO()), force_plain=True),  # _drive restores it on ^C
+                 source=ReplaySource(recording), llm=ReplayLLM(recording, trace) if recording.uses_llm else None)
     checker = DecisionChecker(recording)
-    rt.extras["replay"] = ReplaySource(recording)
-    if recording.uses_llm:
-        rt.extras["llm"] = ReplayLLM(recording, trace)
     trace.listeners.append(checker.observe)
     first = recording.events[0]
     try:

@@ -1,23 +1,29 @@
 """What a replay serves from the record instead of running: preflight, step outcomes, LLM answers.
 
-``ReplaySource`` sits in ``rt.extras["replay"]``: ``agent.lanes.run_step`` asks it for a step's
-outcome instead of running the adapter (no GPU, no network, no jobs), and the preflight node asks
-it for the recorded preflight. ``ReplayLLM`` sits in ``rt.extras["llm"]`` with ``LLMClient.chat``'s
-signature: it checks each request against the recorded one and answers with the recorded reply,
-writing the same ``llm_request``/``llm_response`` events the real client wrote.
+``ReplaySource`` is the run's ``rt.source`` (``agent.record_source.RecordSource``): the preflight
+node gets the recorded preflight from it, ``agent.lanes.run_step`` a step's recorded outcome
+instead of running the step (no GPU, no network, no jobs), the research lane its recorded span.
+``ReplayLLM`` is the run's ``rt.llm``, with ``LLMClient.chat``'s signature: it checks each request
+against the recorded one and answers with the recorded reply, writing the same
+``llm_request``/``llm_response`` events the real client wrote.
 """
 from __future__ import annotations
 
 import json
 import shutil
 from collections import deque
+from pathlib import Path
+from typing import Callable
 
 from agent.llm.client import LLMError, new_input
 from agent.replay.checker import Divergence, ReplayDivergence, ReplayStop
 from agent.replay.record import Recording, classify, step_results
-from agent.runtime import Runtime
+from agent.config import Settings
+from agent.preflight import Preflight
+from agent.runfolder import RunFolder
 from agent.steps.base import PlanStep, StepOutcome
 from agent.trace import TraceWriter, redact
+from tools.jobs import Executor
 
 
 class ReplaySource:
@@ -25,12 +31,12 @@ class ReplaySource:
         self.recording = recording
         self._results = {kind: deque(events) for kind, events in step_results(recording.events).items()}
 
-    def preflight(self) -> dict:
+    def preflight(self, settings: Settings, executor: Executor) -> Preflight:
         if self.recording.preflight is None:
             raise ReplayStop("the record has no preflight.json (the run died before preflight finished)")
-        return self.recording.preflight
+        return Preflight.model_validate(self.recording.preflight)
 
-    def step_outcome(self, rt: Runtime, step: PlanStep) -> StepOutcome:
+    def step_outcome(self, run: RunFolder, step: PlanStep, execute: Callable[[], StepOutcome]) -> StepOutcome:
         queue = self._results.get(step.kind)
         if not queue:
             raise ReplayStop(f"the record has no result for step {step.kind}: "
@@ -42,27 +48,30 @@ class ReplaySource:
         if saved and (saved.get("status"), saved.get("summary")) == (outcome.status, outcome.summary):
             outcome = StepOutcome.model_validate(saved)  # the file also holds the step's data
         for relative in outcome.artifacts:
-            self._copy_artifact(rt, relative)
+            self._copy_artifact(run, relative)
         return outcome
 
-    def research_result(self, rt: Runtime, tool: str) -> dict:
+    def span_outcome(self, run: RunFolder, tool: str, outcome_file: Path, execute: Callable[[], dict]) -> dict:
         """The recorded ``tool_result`` of a span the orchestration runs outside the plan's steps
-        (the LLM research, ``agent.llm.research``), with its recorded files copied in."""
+        (the LLM research, ``agent.llm.research``), with its recorded files copied in; the outcome
+        is the recorded ``outcome_file`` when the record kept it, else what the event says."""
         queue = self._results.get(tool)
         if not queue:
             raise ReplayStop(f"the record has no result for {tool}: "
                              f"{self.recording.stop_reason or 'the run ended inside it'}")
         event = queue.popleft()
         for relative in event.get("artifacts", []):
-            self._copy_artifact(rt, relative)
-        return event
+            self._copy_artifact(run, relative)
+        if outcome_file.exists():
+            return json.loads(outcome_file.read_text())
+        return {"status": event["status"], "summary": event.get("summary", ""), "artifacts": event.get("artifacts", [])}
 
-    def _copy_artifact(self, rt: Runtime, relative: str) -> None:
+    def _copy_artifact(self, run: RunFolder, relative: str) -> None:
         # Later nodes (the report) read what steps wrote, so the replay folder gets the recorded files.
         source = (self.recording.run_dir / relative).resolve()
         if not source.is_relative_to(self.recording.run_dir.resolve()) or not source.exists():
             return  # a path outside the run or a file not kept: nothing to serve
-        target = rt.run.file(relative)
+        target = run.file(relative)
         target.parent.mkdir(parents=True, exist_ok=True)
         if source.is_dir():
             shutil.copytree(source, target, dirs_exist_ok=True)

@@ -1,12 +1,14 @@
 """Step adapter: infer the MTP flags for the campaign's model and record them in the run folder.
 
 Writes ``mtp.json`` (the MtpAnswer) and ``evidence.md``; idempotent (re-running overwrites both).
+The outcome's ``data["recommended"]`` is the ``Recommendation``'s dump; later steps read it back
+with ``recommendation(outcomes)``.
 """
 from __future__ import annotations
 
 from agent.steps.base import PlanStep, StepContext, StepOutcome
 from tools.base import ToolError
-from tools.mtp.infer import InferMtpArgs, infer_mtp
+from tools.mtp.infer import InferMtpArgs, Recommendation, infer_mtp
 from tools.mtp.render import evidence_markdown
 
 
@@ -26,14 +28,22 @@ def run(ctx: StepContext, step: PlanStep) -> StepOutcome:
                            data={"answer": None, "recommended": None})
     ctx.write_artifact("mtp.json", answer.model_dump_json(indent=2))
     ctx.write_artifact("evidence.md", evidence_markdown(answer))
-    recommended = answer.recommended.model_dump(mode="json") if answer.recommended else None
+    recommended = answer.recommended
     ctx.emit("tool_result", tool="infer_mtp", status="ok", architecture=answer.architecture,
              candidates=len(answer.candidates), constraints=len(answer.constraints),
-             recommended=recommended["flags"] if recommended else None)
+             recommended=recommended.flags if recommended else None)
     if recommended:
-        flags = " ".join(f"{k} {v}".strip() for k, v in answer.recommended.flags.items())  # type: ignore[union-attr]
+        flags = " ".join(f"{k} {v}".strip() for k, v in recommended.flags.items())
         summary = f"MTP for {answer.model} ({answer.architecture}): {flags}"
     else:
         summary = f"no MTP recommendation for {answer.model}: " + "; ".join(answer.unknowns[-2:])
     return StepOutcome(kind="infer_mtp", status="done", summary=summary, artifacts=["mtp.json", "evidence.md"],
-                       data={"answer": "mtp.json", "recommended": recommended})
+                       data={"answer": "mtp.json",
+                             "recommended": recommended.model_dump(mode="json") if recommended else None})
+
+
+def recommendation(outcomes: dict[str, StepOutcome]) -> Recommendation | None:
+    """The recommendation an earlier ``infer_mtp`` outcome carries (its data is JSON: validated here, once)."""
+    infer = outcomes.get("infer_mtp")
+    recommended = infer.data.get("recommended") if infer is not None else None
+    return Recommendation.model_validate(recommended) if recommended else None

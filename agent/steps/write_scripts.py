@@ -1,8 +1,7 @@
 """Step ``write_scripts``: serve_baseline.sh, serve_<variant>.sh, run_measure.sh into the run folder.
 
-Variants: ``baseline`` always; ``mtp`` when the ``infer_mtp`` outcome carries
-``data["recommended"] = {"flags": {flag: value}, "env": {...}, "rationale": [...],
-"flag_origins": {flag: {"path", "line"}}}``. The measure plan is also written as
+Variants: ``baseline`` always; ``mtp`` when the ``infer_mtp`` outcome carries a recommendation
+(``tools.mtp.infer.Recommendation``: flags, env, rationale, where each flag comes from). The measure plan is also written as
 ``measure_plan.json`` so the benchmark step runs exactly what was reviewed.
 
 Step params (all optional): input_len, output_len, prompts_per_concurrency, min_prompts,
@@ -14,6 +13,8 @@ from __future__ import annotations
 import os
 
 from agent.steps.base import PlanStep, StepContext, StepOutcome
+from agent.steps.infer_mtp import recommendation
+from tools.mtp.infer import Recommendation
 from tools.scripts import EnvChoice, FlagChoice, MeasurePlan, ServeVariant
 from tools.scripts.models import RESERVED_FLAGS
 from tools.scripts.render import render_measure_script, render_serve_script
@@ -23,25 +24,23 @@ _PLAN_PARAMS = ("input_len", "output_len", "prompts_per_concurrency", "min_promp
                 "ready_timeout_s", "port")
 
 
-def _source(origins: dict, flag: str) -> str:
-    origin = origins.get(flag) if isinstance(origins, dict) else None
-    if isinstance(origin, dict) and origin.get("path"):
-        return f"{origin['path']}:{origin.get('line', '?')}"
+def _source(recommended: Recommendation, flag: str) -> str:
+    origin = recommended.flag_origins.get(flag)
+    if origin is not None and origin.path:
+        return origin.cite()
     return "recommended by infer_mtp without a citation: check before use"
 
 
-def _mtp_variant(base: ServeVariant, recommended: dict) -> tuple[ServeVariant, list[str]]:
+def _mtp_variant(base: ServeVariant, recommended: Recommendation) -> tuple[ServeVariant, list[str]]:
     notes: list[str] = []
-    origins = recommended.get("flag_origins") or {}
     flags = []
-    for flag, value in (recommended.get("flags") or {}).items():
+    for flag, value in recommended.flags.items():
         if flag in RESERVED_FLAGS:
             notes.append(f"{flag} from the recommendation is left to the script's own setting")
             continue
-        flags.append(FlagChoice(flag=flag, value=str(value), source=_source(origins, flag)))
-    env = [EnvChoice(name=k, value=str(v), source="infer_mtp recommendation")
-           for k, v in (recommended.get("env") or {}).items()]
-    rationale = [str(r) for r in recommended.get("rationale") or []]
+        flags.append(FlagChoice(flag=flag, value=value, source=_source(recommended, flag)))
+    env = [EnvChoice(name=k, value=v, source="infer_mtp recommendation") for k, v in recommended.env.items()]
+    rationale = list(recommended.rationale)
     variant = base.model_copy(update={"name": "mtp", "flags": flags, "env": env, "rationale": rationale})
     return ServeVariant.model_validate(variant.model_dump()), notes  # re-validate names and values
 
@@ -71,8 +70,7 @@ def build_plan(ctx: StepContext, step: PlanStep) -> tuple[MeasurePlan, list[str]
     base = ServeVariant(name="baseline", model_path=model, tp=tp, gpus=gpus,
                         rationale=["SGLang defaults for this model: the reference every ratio is against"])
     variants, notes = [base], []
-    infer = ctx.outcomes.get("infer_mtp")
-    recommended = infer.data.get("recommended") if infer is not None else None
+    recommended = recommendation(ctx.outcomes)
     if recommended:
         mtp, notes = _mtp_variant(base, recommended)
         variants.append(mtp)

@@ -1,0 +1,44 @@
+"""Where a campaign's facts come from: the world (``LiveSource``) or a recorded run (``ReplaySource``).
+
+Three things touch the world: preflight, running a step, and the LLM research span. The graph's
+nodes and the lanes ask ``rt.source`` for each and never know which source they have; a replay
+(``agent.replay.served.ReplaySource``) serves all three from the record, so no GPU, network, model
+or job is used. The live source runs what it is handed.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Protocol
+
+from agent.config import Settings
+from agent.preflight import Preflight, run_preflight
+from agent.steps.base import PlanStep, StepOutcome
+from tools.jobs import Executor
+
+if TYPE_CHECKING:
+    from agent.runfolder import RunFolder
+
+
+class RecordSource(Protocol):
+    def preflight(self, settings: Settings, executor: Executor) -> Preflight:
+        """What this machine and configuration give the campaign."""
+
+    def step_outcome(self, run: "RunFolder", step: PlanStep, execute: Callable[[], StepOutcome]) -> StepOutcome:
+        """The outcome of ``step``; ``execute`` runs it for real."""
+
+    def span_outcome(self, run: "RunFolder", tool: str, outcome_file: Path, execute: Callable[[], dict]) -> dict:
+        """The outcome of a span the orchestration runs outside the plan's steps (tool ``tool``,
+        its outcome kept in ``outcome_file``); ``execute`` runs it for real and writes that file."""
+
+
+class LiveSource:
+    """The world as it is: preflight is detected, steps and spans run."""
+
+    def preflight(self, settings: Settings, executor: Executor) -> Preflight:
+        return run_preflight(settings, executor)
+
+    def step_outcome(self, run: "RunFolder", step: PlanStep, execute: Callable[[], StepOutcome]) -> StepOutcome:
+        return execute()
+
+    def span_outcome(self, run: "RunFolder", tool: str, outcome_file: Path, execute: Callable[[], dict]) -> dict:
+        return execute()
