@@ -22,6 +22,7 @@ from agent.llm import nodes as llm
 from agent.config import Settings
 from agent.runtime import Runtime
 from agent.state import CampaignState
+from agent.steps.table import node_lane
 
 
 def traced(rt: Runtime, name: str, lane: str, fn: Callable[[Runtime, CampaignState], dict]):
@@ -49,11 +50,12 @@ def build_graph(rt: Runtime, checkpointer):
     g.add_node("llm_turn", traced(rt, "llm_turn", "llm", llm.llm_turn))
     g.add_node("dispatch_tools", traced(rt, "dispatch_tools", "llm", llm.dispatch_tools))
     g.add_node("llm_plan", traced(rt, "llm_plan", "control", llm.llm_plan))
-    g.add_node("sync", traced(rt, "sync", "control", nodes.sync))
-    g.add_node("gpu_lane", traced(rt, "gpu_lane", "gpu", nodes.gpu_lane))
-    g.add_node("research_lane", traced(rt, "research_lane", "research", nodes.research_lane))
+    # the nodes that run steps work in their steps' lane (agent/steps/table.py)
+    g.add_node("sync", traced(rt, "sync", node_lane("sync"), nodes.sync))
+    g.add_node("gpu_lane", traced(rt, "gpu_lane", node_lane("gpu_lane"), nodes.gpu_lane))
+    g.add_node("research_lane", traced(rt, "research_lane", node_lane("research_lane"), nodes.research_lane))
     g.add_node("join", traced(rt, "join", "control", nodes.join))
-    g.add_node("measure", traced(rt, "measure", "gpu", nodes.measure))
+    g.add_node("measure", traced(rt, "measure", node_lane("measure"), nodes.measure))
     g.add_node("report", traced(rt, "report", "control", nodes.report))
     g.add_edge(START, "preflight")
     g.add_conditional_edges("preflight", llm.route_planner(rt))

@@ -1,29 +1,22 @@
-"""Runs plan steps for a lane: load the step's adapter, run it, record its outcome.
+"""Runs plan steps for a lane: take the step's runner from the step table, run it, record its outcome.
 
 Outcomes are files (``steps/<kind>.json``) as well as graph state, so a resumed or re-driven
-campaign reuses what finished (``done``/``skipped``) and re-runs the rest. A step whose adapter
-module does not exist reports ``not_available``; an expected failure (``ToolError``) is a
-``failed`` outcome; anything else propagates and ends the run as ``failed``.
+campaign reuses what finished (``done``/``skipped``) and re-runs the rest. An expected failure
+(``ToolError``) is a ``failed`` outcome; anything else propagates and ends the run as ``failed``.
+Whether the step really runs or its recorded outcome is served is the record source's business
+(``rt.source``).
 """
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import time
+
 from agent.preflight import Preflight
 from agent.runtime import Runtime
 from agent.steps.base import PlanStep, StepContext, StepOutcome
+from agent.steps.table import BY_KIND
 from tools.base import ToolError
 
 REUSABLE = ("done", "skipped")
-
-
-def step_module_name(kind: str) -> str:
-    return f"agent.steps.{kind}"
-
-
-def step_available(kind: str) -> bool:
-    return importlib.util.find_spec(step_module_name(kind)) is not None
 
 
 def recorded_outcome(rt: Runtime, kind: str) -> StepOutcome | None:
@@ -42,14 +35,10 @@ def make_context(rt: Runtime, preflight: Preflight, outcomes: dict[str, dict], l
 
 
 def _execute(step: PlanStep, ctx: StepContext) -> StepOutcome:
-    if not step_available(step.kind):
-        return StepOutcome(kind=step.kind, status="not_available",
-                           summary=f"{step.kind}: this capability is not available in this build")
-    module = importlib.import_module(step_module_name(step.kind))
     try:
-        return module.run(ctx, step)
+        return BY_KIND[step.kind].run(ctx, step)
     except ToolError as err:
-        return StepOutcome(kind=step.kind, status="failed", summary=f"{step.kind}: {err}")
+        return StepOutcome(kind=step.kind, status="failed", reason="tool_error", summary=f"{step.kind}: {err}")
 
 
 def run_step(rt: Runtime, step: PlanStep, ctx: StepContext) -> StepOutcome:

@@ -8,6 +8,7 @@ from agent.preflight import Preflight
 from agent.runtime import Runtime
 from agent.state import CampaignState
 from agent.steps.base import PlanStep
+from agent.steps.table import Node, kinds_at
 
 
 def _steps(state: CampaignState) -> list[PlanStep]:
@@ -33,22 +34,27 @@ def plan(rt: Runtime, state: CampaignState) -> dict:
     return {"steps": [s.model_dump(mode="json") for s in steps]}
 
 
+def _run_node(rt: Runtime, state: CampaignState, node: Node) -> dict:
+    """Run the plan's steps that the step table gives this node."""
+    return run_lane(rt, _steps(state), Preflight.of(state), state.get("outcomes", {}), kinds_at(node))
+
+
 def sync(rt: Runtime, state: CampaignState) -> dict:
-    return {"outcomes": run_lane(rt, _steps(state), Preflight.of(state), state.get("outcomes", {}), ("sync",))}
+    return {"outcomes": _run_node(rt, state, "sync")}
 
 
 def gpu_lane(rt: Runtime, state: CampaignState) -> dict:
-    done = run_lane(rt, _steps(state), Preflight.of(state), state.get("outcomes", {}), ("tune_kernels",))
-    return {"outcomes": done, "lanes_done": {"gpu": True}}
+    return {"outcomes": _run_node(rt, state, "gpu_lane"), "lanes_done": {"gpu": True}}
 
 
 def research_lane(rt: Runtime, state: CampaignState) -> dict:
     steps, preflight, outcomes = _steps(state), Preflight.of(state), state.get("outcomes", {})
-    done = run_lane(rt, steps, preflight, outcomes, ("infer_mtp",))
+    evidence, scripts = kinds_at("research_lane")  # the LLM research, when wanted, runs between them
+    done = run_lane(rt, steps, preflight, outcomes, (evidence,))
     if llm_research.wanted(rt, steps):  # with an LLM: it researches the evidence before scripts are written
         accepted = llm_research.research(rt, state["goal"], preflight, {**outcomes, **done})
         steps = llm_research.with_research_flags(steps, accepted)
-    done.update(run_lane(rt, steps, preflight, {**outcomes, **done}, ("write_scripts",)))
+    done.update(run_lane(rt, steps, preflight, {**outcomes, **done}, (scripts,)))
     import agent.report.build  # noqa: F401  warm the report's imports (matplotlib, ~0.5 s) while GPU jobs run
     return {"outcomes": done, "lanes_done": {"research": True}}
 
@@ -60,7 +66,7 @@ def join(rt: Runtime, state: CampaignState) -> dict:
 
 
 def measure(rt: Runtime, state: CampaignState) -> dict:
-    return {"outcomes": run_lane(rt, _steps(state), Preflight.of(state), state.get("outcomes", {}), ("benchmark",))}
+    return {"outcomes": _run_node(rt, state, "measure")}
 
 
 def report(rt: Runtime, state: CampaignState) -> dict:

@@ -1,7 +1,6 @@
 """Turns the goal into plan steps with the playbook, and renders plan.md for either planner."""
 from __future__ import annotations
 
-from agent.lanes import step_available
 from agent.playbook import plan_goal
 from agent.preflight import Preflight
 from agent.runtime import Runtime
@@ -15,9 +14,7 @@ def render_plan_md(goal: str, steps: list[PlanStep], ignored: list[str], preflig
         lines += [f"Words the planner did not use: {', '.join(ignored)}.", ""]
     lines += ["| # | step | lane | will | why |", "|---|---|---|---|---|"]
     for i, step in enumerate(steps, 1):
-        if not step_available(step.kind):
-            will = "not available in this build"
-        elif step.lane == "gpu" and not has_gpu:
+        if step.lane == "gpu" and not has_gpu:
             will = "planned (no GPU here): scripts written, not run"
         else:
             will = "run"

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 from agent.steps.base import PlanStep
+from agent.steps.table import plan_step
 
 # capability → the words that ask for it (lower case, matched as whole words or prefixes)
 CAPABILITIES: dict[str, tuple[str, ...]] = {
@@ -59,15 +60,13 @@ def plan_goal(goal: str, pull: bool = False, measure: dict | None = None) -> tup
         raise GoalError(f"the goal {goal!r} names no capability (did not understand {shown}); {WHAT_IT_CAN_DO}")
     steps: list[PlanStep] = []
     if "sync" in asked:
-        steps.append(PlanStep(kind="sync", lane="control", why="asked to sync/pull upstream"
-                              if not pull else "--pull given"))
+        steps.append(plan_step("sync", "asked to sync/pull upstream" if not pull else "--pull given"))
     if "tune" in asked:
-        steps.append(PlanStep(kind="tune_kernels", lane="gpu", why="goal asks to tune kernels"))
+        steps.append(plan_step("tune_kernels", "goal asks to tune kernels"))
     if "mtp" in asked:
-        steps.append(PlanStep(kind="infer_mtp", lane="research", why="goal asks for MTP / speculative decoding"))
+        steps.append(plan_step("infer_mtp", "goal asks for MTP / speculative decoding"))
     if asked & {"mtp", "measure"}:
-        steps.append(PlanStep(kind="write_scripts", lane="research", params=dict(measure or {}),
-                              why="serve and measurement scripts for review before anything runs"))
-        steps.append(PlanStep(kind="benchmark", lane="gpu",
-                              why="measure baseline vs variants at each concurrency"))
+        steps.append(plan_step("write_scripts", "serve and measurement scripts for review before anything runs",
+                               measure))
+        steps.append(plan_step("benchmark", "measure baseline vs variants at each concurrency"))
     return steps, unknown

@@ -73,7 +73,7 @@ class ToolCall(Envelope):
 class ToolResult(Envelope):
     type: Literal["tool_result"]
     tool: str = Field(description="Step kind or tool name")
-    status: str = Field(description="done | planned | skipped | failed | not_available (steps)")
+    status: str = Field(description="done | planned | skipped | failed (steps)")
     summary: str = Field("", description="One line for the reader")
     artifacts: list[str] = Field(default_factory=list, description="Files written, relative to the run folder")
     seconds: float | None = Field(None, description="Wall seconds the call took")

@@ -30,6 +30,7 @@ def test_step_writes_answer_and_evidence_and_is_rerunnable(tmp_path):
     first = run(ctx, step)
     second = run(ctx, step)  # idempotent: same answer, files overwritten
     assert first.status == second.status == "done" and first.data == second.data
+    assert first.reason == "recommended"
     answer = json.loads((ctx.run.path / "mtp.json").read_text())
     assert answer["recommended"]["flags"]["--speculative-num-steps"] == "3"  # the 4-gpu-h100 recipe
     assert first.data["recommended"]["flag_origins"]["--speculative-num-steps"]["path"].endswith("test_acme_h100.py")
@@ -41,5 +42,5 @@ def test_step_writes_answer_and_evidence_and_is_rerunnable(tmp_path):
 def test_step_without_evidence_is_done_with_unknowns(tmp_path):
     ctx = _ctx(tmp_path, "nobody/unknown-model")
     outcome = run(ctx, PlanStep(kind="infer_mtp", lane="research", why="enable MTP"))
-    assert outcome.status == "done" and outcome.data["recommended"] is None
+    assert outcome.status == "done" and outcome.reason == "no_recommendation" and outcome.data["recommended"] is None
     assert "no MTP recommendation" in outcome.summary

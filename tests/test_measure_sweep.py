@@ -67,7 +67,8 @@ def measured(tmp_path_factory):
 
 def test_write_scripts_step_uses_the_recommendation_with_citations(measured):
     ctx, _step, scripts, _ = measured
-    assert scripts.status == "done" and set(scripts.data["variants"]) == {"baseline", "mtp"}
+    assert scripts.status == "done" and scripts.reason == "scripts_written"
+    assert set(scripts.data["variants"]) == {"baseline", "mtp"}
     assert scripts.data["scripts"] == ["serve_baseline.sh", "serve_mtp.sh", "run_measure.sh"]
     serve = (ctx.run.path / "serve_mtp.sh").read_text()
     assert "# sglang/srt/hook.py:12\nargs+=(--speculative-algorithm EAGLE)" in serve
@@ -78,7 +79,7 @@ def test_write_scripts_step_uses_the_recommendation_with_citations(measured):
 
 def test_benchmark_step_measures_every_point_with_the_real_client(measured):
     ctx, _step, _scripts, outcome = measured
-    assert outcome.status == "done", outcome.summary
+    assert outcome.status == "done" and outcome.reason == "measured", outcome.summary
     assert sorted(outcome.data["done"]) == ["baseline-c1", "baseline-c4", "mtp-c1", "mtp-c4"]
     base = parse_jsonl(outcome.data["results"]["baseline"])
     mtp = parse_jsonl(outcome.data["results"]["mtp"])
@@ -148,7 +149,7 @@ def test_benchmark_step_without_gpus_is_planned(tmp_path):
     scripts = write_scripts_step.run(ctx, PlanStep(kind="write_scripts", lane="research", why="w"))
     assert scripts.data["scripts"] == ["serve_baseline.sh", "run_measure.sh"]
     outcome = benchmark_step.run(ctx, PlanStep(kind="benchmark", lane="gpu", why="b"))
-    assert outcome.status == "planned" and "run_measure.sh" in outcome.summary
+    assert outcome.status == "planned" and outcome.reason == "no_gpu" and "run_measure.sh" in outcome.summary
     assert not (tmp_path / "run" / "jobs").exists()
 
 

@@ -122,7 +122,8 @@ def test_step_refusal_is_failed_and_leaves_checkout(upstream: Upstream, clone: P
     before = snapshot(clone)
     ctx = make_context(tmp_path / "runs", str(clone))
     outcome = run_sync_step(ctx, STEP)
-    assert outcome.status == "failed" and "diverged" in outcome.summary and "continues" in outcome.summary
+    assert outcome.status == "failed" and outcome.reason == "sync_refused"
+    assert "diverged" in outcome.summary and "continues" in outcome.summary
     assert json.loads((ctx.run.path / "sync.json").read_text())["status"] == "refused"
     assert snapshot(clone) == before
 

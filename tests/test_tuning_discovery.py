@@ -69,7 +69,7 @@ def test_discovery_boot_tunes_the_logged_shapes_and_the_proof_sees_them_loaded(t
     _model_env(monkeypatch, checkout)
     ctx = _context(tmp_path, _fake_gpus(2), checkout, shapes=[], sglang_python=SGLANG_PYTHON)
     outcome = run(ctx, _step())
-    assert outcome.status == "done", outcome.summary
+    assert outcome.status == "done" and outcome.reason == "tuned", outcome.summary
     jobs = {j.key: j for j in ctx.executor.jobs()}
     assert jobs["discovery"].kind == "discovery" and jobs["discovery"].status == "stopped"
     assert outcome.data["discovery"]["key"] == "discovery"
@@ -128,12 +128,14 @@ def test_no_discovery_boot_when_the_triton_path_is_not_used_unless_forced(tmp_pa
     monkeypatch.setenv("DSV4_DOUBLE_STARTUP_S", "0.1")  # the "model" runs no Triton block-FP8 GEMM
     ctx = _context(tmp_path, _fake_gpus(1), checkout, shapes=[], sglang_python=SGLANG_PYTHON)
     outcome = run(ctx, _step(env={}))  # H200, DeepGEMM on by default
-    assert outcome.status == "skipped" and "would find nothing to tune" in outcome.summary
+    assert outcome.status == "skipped" and outcome.reason == "not_engaged_no_discovery"
+    assert "would find nothing to tune" in outcome.summary
     assert ctx.executor.jobs() == []
     (tmp_path / "f").mkdir()
     forced = _context(tmp_path / "f", _fake_gpus(1), checkout, shapes=[], sglang_python=SGLANG_PYTHON, force_tune=True)
     outcome = run(forced, _step(env={}))
-    assert outcome.status == "skipped" and "looked up no W8A8 Block FP8 config" in outcome.summary
+    assert outcome.status == "skipped" and outcome.reason == "discovery_found_nothing"
+    assert "looked up no W8A8 Block FP8 config" in outcome.summary
     assert [j.kind for j in forced.executor.jobs()] == ["discovery"]
 
 
@@ -143,7 +145,8 @@ def test_a_discovery_server_that_crashes_fails_the_step_and_the_next_run_boots_a
     _model_env(monkeypatch, checkout, shapes="4096,7168")
     ctx = _context(tmp_path, _fake_gpus(1), checkout, shapes=[], sglang_python=SGLANG_PYTHON)
     crashed = run(ctx, _step(env={**NO_DEEPGEMM, "DSV4_DOUBLE_EXIT_AT_START": "3"}))
-    assert crashed.status == "failed" and "discovery boot (job discovery) failed" in crashed.summary
+    assert crashed.status == "failed" and crashed.reason == "discovery_failed"
+    assert "discovery boot (job discovery) failed" in crashed.summary
     assert "CUDA out of memory (simulated" in crashed.summary and "--shapes" in crashed.summary
     fixed = run(ctx, _step())
     assert fixed.status == "done", fixed.summary

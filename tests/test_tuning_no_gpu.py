@@ -20,7 +20,7 @@ def test_default_campaign_on_a_laptop_plans_tuning_for_the_gpu_host(tmp_path):
     done = agent("enable MTP and tune kernels", cwd=tmp_path, timeout=240)
     assert done.returncode == 0, done.stderr[-2000:]
     outcome = json.loads((only_run(tmp_path) / "steps/tune_kernels.json").read_text())
-    assert outcome["status"] == "planned", outcome["summary"]
+    assert outcome["status"] == "planned" and outcome["reason"] == "no_shapes", outcome["summary"]
     assert "no GPU here" in outcome["summary"] and "discovery" in outcome["data"]["gpu_host_will"]
     assert "dsv4-agent resume" in outcome["summary"]
     assert "tune_kernels: planned" in done.stdout
@@ -29,7 +29,7 @@ def test_default_campaign_on_a_laptop_plans_tuning_for_the_gpu_host(tmp_path):
 def test_no_shapes_without_gpu_is_planned_not_skipped(tmp_path):
     ctx = _context(tmp_path, [], make_checkout(tmp_path / "sglang"), shapes=[])
     outcome = run(ctx, _step())
-    assert outcome.status == "planned" and "discovery job" in outcome.summary
+    assert outcome.status == "planned" and outcome.reason == "no_shapes" and "discovery job" in outcome.summary
     assert outcome.data["shapes"] == [] and not (ctx.run.path / "jobs").exists()  # nothing booted here
 
 
@@ -39,7 +39,8 @@ def test_a_model_without_block_fp8_weights_is_skipped_everywhere(tmp_path):
     (model / "config.json").write_text(json.dumps({**V4_FLASH_LIKE, "quantization_config": None}))
     ctx = _context(tmp_path, [], make_checkout(tmp_path / "sglang"), shapes=[], model_path=str(model))
     outcome = run(ctx, _step())
-    assert outcome.status == "skipped" and "no fp8 weight_block_size" in outcome.summary
+    assert outcome.status == "skipped" and outcome.reason == "no_block_fp8"
+    assert "no fp8 weight_block_size" in outcome.summary
 
 
 def test_not_engaged_by_an_explicit_flag_is_final_but_by_gpu_architecture_waits(tmp_path):
@@ -47,11 +48,11 @@ def test_not_engaged_by_an_explicit_flag_is_final_but_by_gpu_architecture_waits(
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
     flag = run(_context(tmp_path / "a", [], checkout), _step(server_args=["--fp8-gemm-backend", "deep_gemm"]))
-    assert flag.status == "skipped" and flag.data["engaged"]["verdict"] == "not_engaged"
+    assert flag.status == "skipped" and flag.reason == "not_engaged" and flag.data["engaged"]["verdict"] == "not_engaged"
     # The same verdict predicted from a GPU name and this machine's environment: the GPU host's decide.
     arch = run(_context(tmp_path / "b", [], checkout), _step(device_name="NVIDIA H200"))
     assert arch.data["engaged"]["verdict"] == "not_engaged"
-    assert arch.status == "planned" and "its GPU and environment" in arch.summary
+    assert arch.status == "planned" and arch.reason == "not_engaged" and "its GPU and environment" in arch.summary
 
 
 def test_all_configured_for_a_named_gpu_waits_for_the_server_sglang(tmp_path):
@@ -60,12 +61,13 @@ def test_all_configured_for_a_named_gpu_waits_for_the_server_sglang(tmp_path):
     checkout = make_checkout(tmp_path / "sglang", existing)
     outcome = run(_context(tmp_path, [], checkout), _step(device_name="NVIDIA A100-SXM4-80GB"))
     assert len(outcome.data["skipped_existing"]) == 3
-    assert outcome.status == "planned" and "config folder of the SGLang the server runs" in outcome.summary
+    assert outcome.status == "planned" and outcome.reason == "all_configured"
+    assert "config folder of the SGLang the server runs" in outcome.summary
 
 
 def test_wheel_source_without_gpu_is_planned_with_how_to_get_a_checkout(tmp_path, sglang_wheel_root):
     ctx = _context(tmp_path, [], sglang_wheel_root, shapes=["12345,678"])
     outcome = run(ctx, _step(batch_sizes=[1]))
-    assert outcome.status == "planned" and "--sglang-src" in outcome.summary
+    assert outcome.status == "planned" and outcome.reason == "no_tuning_script" and "--sglang-src" in outcome.summary
     assert "git clone https://github.com/sgl-project/sglang" in outcome.summary
     assert Path(ctx.run.path / "tuning/plan.txt").exists()

@@ -69,7 +69,7 @@ def test_fan_out_merge_install_prove_and_uninstall(tmp_path, monkeypatch):
     assert [g.index for g in gpus] == [0, 1, 2, 3]
     ctx = _context(tmp_path, gpus, checkout, retune=False)
     outcome = run(ctx, STEP)
-    assert outcome.status == "done", outcome.summary
+    assert outcome.status == "done" and outcome.reason == "tuned", outcome.summary
     assert outcome.data["skipped_existing"] == {"3072,1536": str(config_dir(checkout) / EXISTING)}
     assert outcome.data["engaged"]["verdict"] == "engaged"
     # every (shape x M) unit ran exactly once, each on a single GPU of its own job
@@ -135,7 +135,8 @@ def test_failing_twice_installs_nothing(tmp_path, monkeypatch):
     before = _snapshot(config_dir(checkout))
     ctx = _context(tmp_path, _fake_gpus(1), checkout)
     outcome = run(ctx, STEP)
-    assert outcome.status == "failed" and "after one retry" in outcome.summary and "Nothing was installed" in outcome.summary
+    assert outcome.status == "failed" and outcome.reason == "tuning_jobs_failed"
+    assert "after one retry" in outcome.summary and "Nothing was installed" in outcome.summary
     assert "CUDA out of memory" in json.dumps(outcome.data["log_tails"])
     assert _snapshot(config_dir(checkout)) == before and not (ctx.run.path / "tuning/manifest.json").exists()
 
@@ -177,7 +178,7 @@ def test_without_gpus_the_step_plans_reviewable_scripts(tmp_path):
     checkout = make_checkout(tmp_path / "sglang")
     ctx = _context(tmp_path, [], checkout, gpus=[0, 1])
     outcome = run(ctx, PlanStep(kind="tune_kernels", lane="gpu", why="t", params={}))
-    assert outcome.status == "planned" and "no GPU here" in outcome.summary
+    assert outcome.status == "planned" and outcome.reason == "no_gpu" and "no GPU here" in outcome.summary
     assert "bash " in outcome.summary and "tuning/tune_gpu1.sh" in outcome.summary
     assert outcome.data["scripts"] == {0: "tuning/tune_gpu0.sh", 1: "tuning/tune_gpu1.sh"}
     assert outcome.data["engaged"]["verdict"] == "unknown"  # no GPU: the architecture decides, said so
@@ -189,12 +190,13 @@ def test_h200_with_deepgemm_skips_tuning_unless_forced(tmp_path, monkeypatch):
     checkout = make_checkout(tmp_path / "sglang")
     ctx = _context(tmp_path, _fake_gpus(1), checkout)
     outcome = run(ctx, PlanStep(kind="tune_kernels", lane="gpu", why="t", params={"batch_sizes": [1]}))
-    assert outcome.status == "skipped" and "--force-tune" in outcome.summary
+    assert outcome.status == "skipped" and outcome.reason == "not_engaged" and "--force-tune" in outcome.summary
     assert any("SGLANG_ENABLE_JIT_DEEPGEMM" in e for e in outcome.data["engaged"]["evidence"])
 
 
 def test_wheel_source_without_the_script_explains_how_to_get_it(tmp_path, sglang_wheel_root):
     ctx = _context(tmp_path, _fake_gpus(1), sglang_wheel_root, shapes=["12345,678"], force_tune=True)
     outcome = run(ctx, PlanStep(kind="tune_kernels", lane="gpu", why="t", params={"batch_sizes": [1]}))
-    assert outcome.status == "skipped" and "git clone https://github.com/sgl-project/sglang" in outcome.summary
+    assert outcome.status == "skipped" and outcome.reason == "no_tuning_script"
+    assert "git clone https://github.com/sgl-project/sglang" in outcome.summary
     assert (ctx.run.path / "tuning/plan.txt").exists()

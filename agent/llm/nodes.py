@@ -25,12 +25,13 @@ from agent.llm.budget import Budget
 from agent.llm.dispatch import dispatch, traced_args
 from agent.llm.conversation import CONVERSATION_FILE, Conversation
 from agent.llm.planner import (
-    STEP_ORDER, SUBMIT, PlanAnswer, client, finish_plan, make_registry, parse_answer, submit_schema,
+    SUBMIT, PlanAnswer, client, finish_plan, make_registry, parse_answer, submit_schema,
 )
 from agent.planner import render_plan_md
 from agent.preflight import Preflight
 from agent.llm.prompts import render
 from agent.runtime import Runtime
+from agent.steps.table import STEP_ORDER
 from agent.state import CampaignState
 from agent.llm.registry import Registry
 

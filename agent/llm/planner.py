@@ -12,20 +12,16 @@ Artifacts: ``llm_tools.json`` (what the model could call and what is missing),
 """
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agent.llm.flag_guard import FlagProposal, review_flags, review_markdown
 from agent.llm.run_tools import make_run_tools
 from agent.preflight import Preflight
 from agent.runtime import Runtime
-from agent.steps.base import PlanStep
+from agent.steps.base import PlanStep, StepKind
+from agent.steps.table import STEP_ORDER, plan_step
 from agent.llm.registry import Registry, build_registry
 
-STEP_ORDER = ("sync", "tune_kernels", "infer_mtp", "write_scripts", "benchmark")
-STEP_LANES = {"sync": "control", "tune_kernels": "gpu", "infer_mtp": "research", "write_scripts": "research",
-              "benchmark": "gpu"}
 SUBMIT = "submit_plan"
 
 
@@ -37,8 +33,7 @@ class StepParams(BaseModel):
 
 class ProposedStep(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    kind: Literal["sync", "tune_kernels", "infer_mtp", "write_scripts", "benchmark"] = Field(
-        description="Step kind, from the closed set")
+    kind: StepKind = Field(description="Step kind, from the closed set")
     why: str = Field(description="Why this step serves the goal, in one sentence")
     params: StepParams = Field(default_factory=StepParams, description="Step parameters (most steps take none)")
 
@@ -102,7 +97,7 @@ def to_steps(answer: PlanAnswer, extra_flags: dict[str, dict[str, str]]) -> list
         params = proposed.params.model_dump(exclude_none=True)
         if kind == "write_scripts":
             params["extra_flags"] = extra_flags
-        steps.append(PlanStep(kind=kind, lane=STEP_LANES[kind], why=proposed.why, params=params))
+        steps.append(plan_step(kind, proposed.why, params))
     return steps
 
 

@@ -17,9 +17,18 @@ from agent.runfolder import RunFolder
 from agent.trace import Lane, TraceWriter
 from tools.gpus import GpuInfo
 from tools.jobs import Executor
+from tools.tuning.prepare import TuningReason
 
-StepKind = Literal["sync", "tune_kernels", "infer_mtp", "write_scripts", "benchmark"]
-StepStatus = Literal["done", "planned", "skipped", "failed", "not_available"]
+StepKind = Literal["sync", "tune_kernels", "infer_mtp", "write_scripts", "benchmark"]  # rows: agent/steps/table.py
+StepStatus = Literal["done", "planned", "skipped", "failed"]
+# Why a step ended as it did, as a code for programs (tests, the CLI); the summary says it for people.
+StepReason = Literal[
+    "tool_error",                                   # any step: a tool refused (the summary has its message)
+    "synced", "sync_refused",                       # sync
+    "recommended", "no_recommendation", "inference_failed",  # infer_mtp
+    "scripts_written",                              # write_scripts
+    "measured", "nothing_measured", "no_gpu",       # benchmark (no_gpu: planned, scripts to run by hand)
+] | TuningReason                                    # tune_kernels: tools/tuning/prepare.py
 
 
 class PlanStep(BaseModel):
@@ -33,6 +42,7 @@ class StepOutcome(BaseModel):
     kind: StepKind
     status: StepStatus
     summary: str
+    reason: StepReason | None = Field(None, description="Why it ended so; None only in runs recorded before codes")
     artifacts: list[str] = Field(default_factory=list, description="Paths relative to the run folder")
     data: dict[str, Any] = Field(default_factory=dict, description="Small, JSON-able facts for later steps")
 

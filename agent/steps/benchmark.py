@@ -34,7 +34,7 @@ def run(ctx: StepContext, step: PlanStep) -> StepOutcome:
     if not ctx.has_gpus:
         how = (f"no GPU here: on a GPU host run `SGLANG_PYTHON=/path/to/python bash {shlex.quote(str(measure))}`, "
                f"then `dsv4-agent report {shlex.quote(str(ctx.run.path))}`")
-        return StepOutcome(kind="benchmark", status="planned", summary=how,
+        return StepOutcome(kind="benchmark", status="planned", reason="no_gpu", summary=how,
                            data={"command": f"bash {shlex.quote(str(measure))}",
                                  "variants": [v.name for v in plan.variants]})
 
@@ -51,14 +51,14 @@ def run(ctx: StepContext, step: PlanStep) -> StepOutcome:
         ctx.lane = previous_lane
     measured = len(sweep.done) + len(sweep.skipped)
     total = len(plan.variants) * len(plan.concurrency)
-    status = "done" if measured else "failed"
+    status, reason = ("done", "measured") if measured else ("failed", "nothing_measured")
     summary = f"{measured}/{total} points measured ({len(sweep.skipped)} from before a restart)"
     if sweep.failures:
         first = sweep.failures[0]
         summary += (f"; {len(sweep.failures)} failed, first: {first.variant} c{first.concurrency}: "
                     f"{first.reason.splitlines()[0]}")
     results = {v: str(p) for v, p in sweep.results.items()}
-    return StepOutcome(kind="benchmark", status=status, summary=summary,
+    return StepOutcome(kind="benchmark", status=status, reason=reason, summary=summary,
                        artifacts=[f"bench/{v}.jsonl" for v in results],
                        data={"results": results, "server_logs": sweep.server_logs,
                              "failures": [f.model_dump() for f in sweep.failures],

@@ -24,7 +24,8 @@ def run(ctx: StepContext, step: PlanStep) -> StepOutcome:
         answer = infer_mtp(args)
     except ToolError as err:
         ctx.emit("tool_result", tool="infer_mtp", status="error", error=str(err))
-        return StepOutcome(kind="infer_mtp", status="failed", summary=f"MTP inference failed: {err}",
+        return StepOutcome(kind="infer_mtp", status="failed", reason="inference_failed",
+                           summary=f"MTP inference failed: {err}",
                            data={"answer": None, "recommended": None})
     ctx.write_artifact("mtp.json", answer.model_dump_json(indent=2))
     ctx.write_artifact("evidence.md", evidence_markdown(answer))
@@ -37,7 +38,8 @@ def run(ctx: StepContext, step: PlanStep) -> StepOutcome:
         summary = f"MTP for {answer.model} ({answer.architecture}): {flags}"
     else:
         summary = f"no MTP recommendation for {answer.model}: " + "; ".join(answer.unknowns[-2:])
-    return StepOutcome(kind="infer_mtp", status="done", summary=summary, artifacts=["mtp.json", "evidence.md"],
+    return StepOutcome(kind="infer_mtp", status="done", reason="recommended" if recommended else "no_recommendation",
+                       summary=summary, artifacts=["mtp.json", "evidence.md"],
                        data={"answer": "mtp.json",
                              "recommended": recommended.model_dump(mode="json") if recommended else None})
 

@@ -32,7 +32,8 @@ def _failed(ctx: StepContext, message: str) -> StepOutcome:
     summary = f"sync refused: {message} The campaign continues on the unchanged checkout."
     ctx.write_artifact("sync.json", json.dumps({"status": "refused", "message": message}, indent=2) + "\n")
     ctx.write_artifact("sync.md", f"# Sync refused\n\n{message}\n\nThe campaign continued on the unchanged checkout.\n")
-    return StepOutcome(kind="sync", status="failed", summary=summary, artifacts=["sync.json", "sync.md"])
+    return StepOutcome(kind="sync", status="failed", reason="sync_refused", summary=summary,
+                       artifacts=["sync.json", "sync.md"])
 
 
 def run(ctx: StepContext, step: PlanStep) -> StepOutcome:
@@ -64,7 +65,7 @@ def run(ctx: StepContext, step: PlanStep) -> StepOutcome:
     deps = result.dependencies
     if deps.reinstall:
         ctx.progress(f"sync: dependency pins moved; run in the SGLang environment: {deps.reinstall}")
-    return StepOutcome(kind="sync", status="done", summary=result.summary, artifacts=["sync.json", "sync.md"],
+    return StepOutcome(kind="sync", status="done", reason="synced", summary=result.summary, artifacts=["sync.json", "sync.md"],
                        data={"status": result.pull.status, "old_head": result.reported_from,
                              "new_head": result.pull.new_head, "commits": len(result.pull.commits),
                              "reinstall": deps.reinstall, "impact": len(result.impact),

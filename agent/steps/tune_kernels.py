@@ -49,7 +49,7 @@ from tools.tuning.install import MANIFEST, install_configs, load_manifest
 from tools.tuning.merge import merge_outputs
 from tools.tuning.plan import DEFAULT_BATCH_SIZES, make_units, plan_units
 from tools.tuning.remote_install import HOST_SCRIPT, install_on_host
-from tools.tuning.prepare import PrepareTuningArgs, TuningPreparation, prepare_tuning
+from tools.tuning.prepare import PrepareTuningArgs, TuningPreparation, TuningReason, prepare_tuning
 from tools.tuning.render import render_tuning, shellcheck
 from tools.tuning.script import find_script, introspect_script
 
@@ -84,7 +84,8 @@ def _nothing_discovered(found: DiscoveryResult) -> str:
             "path did not run on this setup, so tuning it would change nothing")
 
 
-def _outcome(status: str, summary: str, prep: TuningPreparation | None, artifacts: list[str], **data) -> StepOutcome:
+def _outcome(status: str, reason: TuningReason, summary: str, prep: TuningPreparation | None, artifacts: list[str],
+             **data) -> StepOutcome:
     facts = {"shapes": [], "derivation": [], "skipped_existing": {}, "installed": [], "manifest": None,
              "engaged": None}
     if prep is not None:
@@ -92,7 +93,8 @@ def _outcome(status: str, summary: str, prep: TuningPreparation | None, artifact
                      skipped_existing=prep.skipped_existing,
                      engaged={"verdict": prep.engagement.verdict, "evidence": prep.engagement.evidence})
     facts.update(data)
-    return StepOutcome(kind="tune_kernels", status=status, summary=summary, artifacts=artifacts, data=facts)
+    return StepOutcome(kind="tune_kernels", status=status, reason=reason, summary=summary, artifacts=artifacts,
+                       data=facts)
 
 
 def _plan_gpus(ctx: StepContext) -> list[int]:
@@ -143,14 +145,15 @@ def _discover(ctx: StepContext, step: PlanStep, gpu_list: list[int]) -> Discover
     return found
 
 
-def _not_tuned(ctx: StepContext, prep: TuningPreparation, artifacts: list[str], **data) -> StepOutcome:
+def _not_tuned(ctx: StepContext, prep: TuningPreparation, artifacts: list[str], reason: TuningReason,
+               **data) -> StepOutcome:
     """``skipped`` when the GPU host would decide the same, else (no GPU here) ``planned``."""
     final = prep.skip_kind == "no_block_fp8" or (
         prep.skip_kind == "not_engaged" and prep.engagement.basis in FINAL_BASES)
     if ctx.gpus or final:
-        return _outcome("skipped", prep.reason, prep, artifacts, **data)
+        return _outcome("skipped", reason, prep.reason, prep, artifacts, **data)
     there = GPU_HOST_WILL[prep.skip_kind]
-    return _outcome("planned", f"no GPU here, so this waits for the GPU host: {prep.reason}. There, "
+    return _outcome("planned", reason, f"no GPU here, so this waits for the GPU host: {prep.reason}. There, "
                                f"`dsv4-agent resume {ctx.run.path}` will {there}", prep, artifacts,
                     gpu_host_will=there, **data)
 
@@ -161,8 +164,9 @@ def run(ctx: StepContext, step: PlanStep) -> StepOutcome:
     try:
         prep = _prepare(ctx, step, gpu_list)
     except ToolError as err:
-        return _outcome("failed", str(err), None, [])
+        return _outcome("failed", "tuning_input_error", str(err), None, [])
     discovery: dict = {}
+    reason: TuningReason | None = None  # set when a discovery decision explains why nothing is tuned
     in_flight = any(state.kind == "discovery" and not state.done for state in ctx.executor.jobs())
     if ctx.gpus and (in_flight or prep.skip_kind == "no_shapes"):
         # A discovery server left running by a crash is finished first (its log may be mid-load).
@@ -170,15 +174,16 @@ def run(ctx: StepContext, step: PlanStep) -> StepOutcome:
             prep.reason = ("no shapes known and the Triton block-FP8 path is not used here, so a discovery boot "
                            "would find nothing to tune (--force-tune boots it anyway): "
                            + "; ".join(prep.engagement.evidence))
+            reason = "not_engaged_no_discovery"
         else:
             try:
                 found = _discover(ctx, step, gpu_list)
                 prep = _prepare(ctx, step, gpu_list)  # the discovery job's log is now among the server logs
             except ToolError as err:
-                return _outcome("failed", str(err), prep, [])
+                return _outcome("failed", "discovery_failed", str(err), prep, [])
             discovery = {"discovery": found.model_dump()}
             if prep.skip_kind == "no_shapes":
-                prep.reason = _nothing_discovered(found)
+                prep.reason, reason = _nothing_discovered(found), "discovery_found_nothing"
     artifacts = [f"{TUNING_DIR}/shapes.json"]
     ctx.write_artifact(f"{TUNING_DIR}/shapes.json", prep.model_dump_json(indent=2) + "\n")
     ctx.progress(f"tuning: {len(prep.shapes)} shapes ({prep.shapes_note}), {len(prep.skipped_existing)} already "
@@ -186,10 +191,10 @@ def run(ctx: StepContext, step: PlanStep) -> StepOutcome:
     manifest_path = ctx.run.file(MANIFEST)
     if manifest_path.exists() and load_manifest(manifest_path).state == "installed":
         manifest = load_manifest(manifest_path)  # a re-run after this run's install: nothing left to do
-        return _outcome("done", f"already installed {len(manifest.entries)} configs in this run", prep,
+        return _outcome("done", "already_installed", f"already installed {len(manifest.entries)} configs in this run", prep,
                         artifacts + [MANIFEST], installed=[e.target for e in manifest.entries], manifest=MANIFEST)
     if prep.decision == "skip":
-        return _not_tuned(ctx, prep, artifacts, **discovery)
+        return _not_tuned(ctx, prep, artifacts, reason or prep.skip_kind, **discovery)
 
     units = make_units(prep.to_tune, step.params.get("batch_sizes", DEFAULT_BATCH_SIZES))
     plan = plan_units(units, gpu_list)
@@ -203,8 +208,8 @@ def run(ctx: StepContext, step: PlanStep) -> StepOutcome:
     except ToolError as err:
         why = f"cannot write the tuning scripts: {err}. The shapes and the GPU plan are in {TUNING_DIR}/plan.txt"
         if ctx.gpus:
-            return _outcome("skipped", why, prep, artifacts, plan=plan_lines, **discovery)
-        return _outcome("planned", f"no GPU here; {why}. Tuning on the GPU host needs an SGLang git checkout "
+            return _outcome("skipped", "no_tuning_script", why, prep, artifacts, plan=plan_lines, **discovery)
+        return _outcome("planned", "no_tuning_script", f"no GPU here; {why}. Tuning on the GPU host needs an SGLang git checkout "
                                    "there (--sglang-src PATH)", prep, artifacts, plan=plan_lines)
     data = {"plan": plan_lines, **discovery}
     tuning_dir = ctx.run.file(TUNING_DIR)
@@ -219,7 +224,7 @@ def run(ctx: StepContext, step: PlanStep) -> StepOutcome:
     data.update(mode=rendered.mode, scripts=rendered.scripts, script_notes=info.notes)
     if not ctx.gpus:
         runs = " ; ".join(f"bash {ctx.run.path}/{p}" for p in rendered.scripts.values())
-        return _outcome("planned", f"no GPU here: {len(units)} tuning units for {len(gpu_list)} GPUs written to "
+        return _outcome("planned", "no_gpu", f"no GPU here: {len(units)} tuning units for {len(gpu_list)} GPUs written to "
                                    f"{TUNING_DIR}/ ({rendered.mode} mode). On the GPU host run, one per GPU in "
                                    f"parallel: {cap_lines([runs], 1, 600).text}", prep, artifacts, **data)
     return _run_on_gpus(ctx, step, prep, plan, rendered, units, artifacts, data)
@@ -245,7 +250,7 @@ def _run_on_gpus(ctx, step, prep, plan, rendered, units, artifacts, data) -> Ste
     failed = [j for j in result.jobs if j.status != "succeeded"]
     if failed:
         tails = {j.keys[-1]: ctx.executor.read_log(j.keys[-1], 1500) for j in failed}
-        return _outcome("failed", "tuning jobs failed after one retry: " + "; ".join(
+        return _outcome("failed", "tuning_jobs_failed", "tuning jobs failed after one retry: " + "; ".join(
             f"GPU {j.gpu} {j.status} ({j.reason})" for j in failed) + ". Nothing was installed; logs under jobs/. "
             "Re-running the campaign resumes and keeps finished units.", prep, artifacts, log_tails=tails, **data)
     try:
@@ -255,7 +260,7 @@ def _run_on_gpus(ctx, step, prep, plan, rendered, units, artifacts, data) -> Ste
                             "re-run the campaign to resume them")
         manifest = _install(ctx, step, [Path(f.path) for f in merged.files])
     except ToolError as err:
-        return _outcome("failed", f"tuned but not installed: {err}", prep, artifacts, **data)
+        return _outcome("failed", "install_failed", f"tuned but not installed: {err}", prep, artifacts, **data)
     ctx.emit("artifact_written", path=MANIFEST, bytes=manifest_path.stat().st_size)
     where, written = "", [MANIFEST]
     if manifest.installed_by != "local":
@@ -263,7 +268,7 @@ def _run_on_gpus(ctx, step, prep, plan, rendered, units, artifacts, data) -> Ste
     if ctx.executor.name == "slurm":
         where = (f" from this machine (the Slurm nodes read them only if {manifest.config_dir} is on the "
                  "filesystem they share with it, as the run folder is)")
-    return _outcome("done", f"tuned {len(units)} units on {len(jobs)} GPUs in {result.elapsed_s:.0f} s; installed "
+    return _outcome("done", "tuned", f"tuned {len(units)} units on {len(jobs)} GPUs in {result.elapsed_s:.0f} s; installed "
                             f"{len(manifest.entries)} configs into {manifest.config_dir}{where} (undo: dsv4-agent "
                             f"tuning uninstall {ctx.run.path.name})", prep, artifacts + written,
                     installed=[e.target for e in manifest.entries], manifest=MANIFEST,

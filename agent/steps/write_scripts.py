@@ -114,7 +114,7 @@ def run(ctx: StepContext, step: PlanStep) -> StepOutcome:
         notes += multinode.notes
     if notes:
         summary += "; " + "; ".join(notes)
-    return StepOutcome(kind="write_scripts", status="done", summary=summary,
+    return StepOutcome(kind="write_scripts", status="done", reason="scripts_written", summary=summary,
                        artifacts=[*texts, PLAN_FILE, *(multinode.files if multinode else [])],
                        data={"variants": {v.name: v.model_dump() for v in plan.variants},
                              "scripts": list(texts), "plan": PLAN_FILE,

@@ -3,6 +3,7 @@ configs for this GPU, and whether the Triton path is engaged at all."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
@@ -27,6 +28,13 @@ class PrepareTuningArgs(BaseModel):
     env: dict[str, str] = Field(default_factory=dict, description="Server environment")
 
 
+SkipKind = Literal["no_shapes", "no_block_fp8", "all_configured", "not_engaged"]
+# Why a tuning run ended as it did: a skip kind, or one of these.
+TuningReason = Literal[SkipKind, "not_engaged_no_discovery", "discovery_found_nothing", "no_tuning_script",
+                       "no_gpu", "tuning_input_error", "discovery_failed", "tuning_jobs_failed", "install_failed",
+                       "already_installed", "tuned"]
+
+
 class TuningPreparation(BaseModel):
     shapes: list[Shape]
     derivation: list[str]
@@ -38,8 +46,7 @@ class TuningPreparation(BaseModel):
     engagement: EngagementResult
     decision: str = Field(description="tune | skip")
     reason: str
-    skip_kind: str = Field("", description="Why skipped: no_shapes | no_block_fp8 | all_configured | not_engaged "
-                                          "('' when tuning)")
+    skip_kind: SkipKind | Literal[""] = Field("", description="Why skipped ('' when tuning)")
 
 
 def prepare_tuning(args: PrepareTuningArgs) -> TuningPreparation:

@@ -1,0 +1,61 @@
+"""The step table: every step kind, in campaign order, with its runner, its lane and the graph node
+that runs it. The playbook, the LLM planner's step schema and the graph's lanes are read from here.
+
+    kind            runner                        lane       graph node
+    sync            agent.steps.sync.run          control    sync
+    tune_kernels    agent.steps.tune_kernels.run  gpu        gpu_lane
+    infer_mtp       agent.steps.infer_mtp.run     research   research_lane
+    write_scripts   agent.steps.write_scripts.run research   research_lane
+    benchmark       agent.steps.benchmark.run     gpu        measure
+
+A new step kind is a module here with ``run(ctx, step) -> StepOutcome``, a name in ``StepKind``
+(agent/steps/base.py), a row below, and its description in prompts/planner_system.md.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Literal
+
+from agent.steps import benchmark, infer_mtp, sync, tune_kernels, write_scripts
+from agent.steps.base import PlanStep, StepContext, StepKind, StepOutcome
+from agent.trace import Lane
+
+Node = Literal["sync", "gpu_lane", "research_lane", "measure"]
+
+
+@dataclass(frozen=True)
+class StepSpec:
+    kind: StepKind
+    run: Callable[[StepContext, PlanStep], StepOutcome]
+    lane: Lane
+    node: Node
+
+
+STEPS: tuple[StepSpec, ...] = (
+    StepSpec("sync", sync.run, "control", "sync"),
+    StepSpec("tune_kernels", tune_kernels.run, "gpu", "gpu_lane"),
+    StepSpec("infer_mtp", infer_mtp.run, "research", "research_lane"),
+    StepSpec("write_scripts", write_scripts.run, "research", "research_lane"),
+    StepSpec("benchmark", benchmark.run, "gpu", "measure"),
+)
+BY_KIND: dict[str, StepSpec] = {spec.kind: spec for spec in STEPS}
+STEP_ORDER: tuple[str, ...] = tuple(spec.kind for spec in STEPS)
+STEP_LANES: dict[str, Lane] = {spec.kind: spec.lane for spec in STEPS}
+
+
+def kinds_at(node: Node) -> tuple[str, ...]:
+    """The step kinds a graph node runs, in campaign order."""
+    return tuple(spec.kind for spec in STEPS if spec.node == node)
+
+
+def node_lane(node: Node) -> Lane:
+    """The lane a step-running graph node works in: the lane of its steps."""
+    lanes = {spec.lane for spec in STEPS if spec.node == node}
+    if len(lanes) != 1:
+        raise ValueError(f"graph node {node!r} runs steps of lanes {sorted(lanes)}; the table must give it one")
+    return lanes.pop()
+
+
+def plan_step(kind: StepKind, why: str, params: dict[str, Any] | None = None) -> PlanStep:
+    """A plan step of ``kind``, in the lane the table gives it."""
+    return PlanStep(kind=kind, lane=BY_KIND[kind].lane, why=why, params=dict(params or {}))
