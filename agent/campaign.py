@@ -42,6 +42,7 @@ def _on_signal(signum, frame):
 def _open_runtime(run: RunFolder, settings: Settings, goal: str, view: LiveView) -> Runtime:
     from tools.jobs.factory import make_executor
 
+    view.run_path = run.path
     trace = TraceWriter(run.trace_path)
     trace.listeners.append(view.on_event)
     try:

@@ -1,63 +1,100 @@
-"""One settings model, one precedence rule: CLI > ./dsv4-agent.toml > DSV4_* environment > defaults.
+"""One settings model, one precedence rule: command line > DSV4_* environment > config file > defaults.
 
-``load_settings(cli_values)`` is the only way settings are built. Secrets (the LLM key) are
-held as ``SecretStr`` and never written: ``public_dump`` redacts them for ``config.json``.
+``load_settings(cli_values)`` is the only place the layers meet. Each layer is a pydantic-settings
+source (the environment and the TOML file parse values the way the library does); they are merged
+here in order so that an error can name the layer a bad value came from. ``Settings(...)`` alone
+reads nothing but its arguments, so a recorded run (resume, replay) is never changed by the
+environment of whoever replays it. Secrets (the LLM key) are held as ``SecretStr`` and never
+written: ``public_dump`` redacts them for ``config.json``.
 """
 from __future__ import annotations
 
 import os
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic_settings.exceptions import SettingsError as PydanticSettingsError
+from pydantic_settings import (BaseSettings, EnvSettingsSource, InitSettingsSource, NoDecode,
+                               PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource)
 
 from tools.scripts.models import ConcurrencyLevels
 
 CONFIG_FILE = "dsv4-agent.toml"
 ENV_PREFIX = "DSV4_"
+CONFIG_ENV = "DSV4_CONFIG"  # names the config file, like --config; not a setting itself
 
 
 class SettingsError(Exception):
     """Bad configuration; the message names the setting, where it came from, and the fix."""
 
 
-class Settings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+def _split_words(raw: Any) -> Any:
+    """Lists may be given as one string, '0,1,2' or '0 1 2' (environment, --gpus)."""
+    if isinstance(raw, str):
+        return [p for p in raw.replace(",", " ").split() if p]
+    return raw
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(extra="forbid", env_prefix=ENV_PREFIX, validate_default=False)
 
     model: str = Field("deepseek-ai/DeepSeek-V4-Flash", description="HF id or local path of the served model")
     model_path: str | None = Field(None, description="Local checkpoint folder (config.json, tokenizer)")
     sglang_src: str | None = Field(None, description="SGLang checkout or package dir; else auto-resolved")
     sglang_version: str = Field("0.5.23", description="PyPI version used when the source must be downloaded")
     sglang_python: str = Field("python3", description="Interpreter that has SGLang installed")
-    gpus: list[int] | None = Field(None, description="GPU indices to use; None = every GPU found")
+    gpus: Annotated[list[int] | None, NoDecode] = Field(None, description="GPU indices to use; None = every GPU found")
     runs_dir: str = Field("runs", description="Where run folders are created")
     executor: str = Field("local", description="local | ssh://user@host[:port] | slurm[:partition]")
-    ssh_options: list[str] = Field(default_factory=list, description="Extra ssh arguments, e.g. -F ssh_config")
+    ssh_options: Annotated[list[str], NoDecode] = Field(default_factory=list,
+                                                         description="Extra ssh arguments, e.g. -F ssh_config")
     nvidia_smi: str = Field("nvidia-smi", description="nvidia-smi on the GPU host (the SSH executor runs it there)")
     nodes: int = Field(1, ge=1, le=512, description="Nodes one server spans; >1 also writes multi-node scripts")
     dist_init_addr: str | None = Field(None, description="HOST:PORT of node 0 for multi-node serve scripts")
     pull: bool = Field(False, description="Fast-forward the SGLang checkout before the campaign")
-    remote: str = "origin"
-    branch: str = "main"
-    allow_dirty: bool = False
-    shapes: list[str] = Field(default_factory=list, description="FP8 GEMM shapes 'N,K' to tune")
+    remote: str = Field("origin", description="Remote to pull from")
+    branch: str = Field("main", description="Branch to pull")
+    allow_dirty: bool = Field(False, description="Pull into a dirty checkout when upstream touches none of its changes")
+    shapes: Annotated[list[str], NoDecode] = Field(default_factory=list, description="FP8 GEMM shapes 'N,K' to tune")
     retune: bool = Field(False, description="Tune shapes even when configs exist")
     force_tune: bool = Field(False, description="Tune even when evidence says Triton is not used")
     tp: int | None = Field(None, description="Tensor parallel size; default = number of GPUs")
-    concurrency: ConcurrencyLevels = Field(default_factory=lambda: [1, 8, 16])
+    concurrency: Annotated[ConcurrencyLevels, NoDecode] = Field(default_factory=lambda: [1, 8, 16],
+                                                                description="Benchmark concurrency levels")
     tokenizer: str | None = Field(None, description="Local tokenizer path for offline benchmarks")
     input_len: int | None = Field(None, gt=0, description="Benchmark prompt length in tokens [1024]")
     output_len: int | None = Field(None, gt=0, description="Benchmark output length in tokens [1024]")
     prompts_per_concurrency: int | None = Field(None, gt=0, description="Prompts per point = this x concurrency [8]")
     llm_base_url: str | None = Field(None, description="OpenAI-compatible endpoint; unset = playbook")
-    llm_model: str | None = None
-    llm_api_key: SecretStr | None = None
+    llm_model: str | None = Field(None, description="Model name at the LLM endpoint")
+    llm_api_key: SecretStr | None = Field(None, description="API key of the LLM endpoint (never written)")
     accept_unsupported_flags: bool = Field(False, description="Write LLM-proposed flags that lack evidence")
     max_llm_steps: int = Field(30, gt=0, description="LLM budget: model turns before the run ends budget_exhausted")
     llm_max_tokens: int = Field(400_000, gt=0, description="LLM budget: total tokens (prompt + completion)")
     llm_max_seconds: float = Field(900.0, gt=0, description="LLM budget: seconds spent in model calls and tools")
     llm_stream: bool = Field(False, description="Stream the LLM's answers (Server-Sent Events)")
+
+    @field_validator("gpus", "concurrency", mode="before")
+    @classmethod
+    def _integer_list(cls, raw: Any) -> Any:
+        words = _split_words(raw)
+        if isinstance(words, list) and any(isinstance(w, str) and not w.strip().lstrip("-").isdigit() for w in words):
+            raise ValueError(f"takes integers separated by commas, e.g. 0,1,2,3 (got {raw!r})")
+        return words
+
+    @field_validator("ssh_options", "shapes", mode="before")
+    @classmethod
+    def _word_list(cls, raw: Any) -> Any:
+        return _split_words(raw)
+
+    @classmethod
+    def settings_customise_sources(cls, settings_cls, init_settings, env_settings, dotenv_settings,
+                                   file_secret_settings) -> tuple[PydanticBaseSettingsSource, ...]:
+        # Only the values given: the layers are merged by load_settings, which knows their origins.
+        return (init_settings,)
 
     def measure_params(self) -> dict[str, int]:
         """The benchmark sizes the user chose; the scripts' own defaults fill in the rest."""
@@ -72,42 +109,62 @@ class Settings(BaseModel):
         return data
 
 
-def _from_env(environ: dict[str, str]) -> dict[str, Any]:
-    values: dict[str, Any] = {}
-    for name, field in Settings.model_fields.items():
-        raw = environ.get(ENV_PREFIX + name.upper())
-        if raw is None:
-            continue
-        annotation = str(field.annotation)
-        if "list" in annotation:
-            values[name] = [p for p in raw.replace(",", " ").split() if p]
-        else:
-            values[name] = raw
-    # The openai convention is honoured too, below DSV4_* names.
-    if environ.get("OPENAI_BASE_URL"):
-        values.setdefault("llm_base_url", environ["OPENAI_BASE_URL"])
-    if environ.get("OPENAI_API_KEY") and "llm_api_key" not in values:
-        values["llm_api_key"] = environ["OPENAI_API_KEY"]
-    return values
+class _Environment(EnvSettingsSource):
+    """``DSV4_*`` variables from a given mapping (the process environment unless a test passes one)."""
+
+    def __init__(self, environ: Mapping[str, str]):
+        self._environ = environ
+        super().__init__(Settings, env_prefix=ENV_PREFIX)
+
+    def _load_env_vars(self) -> Mapping[str, str | None]:
+        return {k.lower(): v for k, v in self._environ.items()}
 
 
-def _from_file(path: Path) -> dict[str, Any]:
-    if not path.exists():
+def _openai_environment(environ: Mapping[str, str]) -> dict[str, Any]:
+    """The openai client's own variables, below the DSV4_* names."""
+    names = {"llm_base_url": "OPENAI_BASE_URL", "llm_api_key": "OPENAI_API_KEY"}
+    return {field: environ[name] for field, name in names.items() if environ.get(name)}
+
+
+def config_path(explicit: str | None, cwd: Path, environ: Mapping[str, str]) -> tuple[Path, bool]:
+    """The config file to read and whether the user named it (a named file must exist)."""
+    named = explicit or environ.get(CONFIG_ENV)
+    if named:
+        return (cwd / Path(named).expanduser()), True
+    return cwd / CONFIG_FILE, False
+
+
+def _from_file(path: Path, named: bool) -> dict[str, Any]:
+    if not path.is_file():
+        if named:
+            raise SettingsError(f"config file {path} does not exist; pass an existing TOML file to --config "
+                                f"(or unset {CONFIG_ENV})")
         return {}
     try:
-        data = tomllib.loads(path.read_text())
+        data = TomlConfigSettingsSource(Settings, toml_file=path)()
     except tomllib.TOMLDecodeError as err:
         raise SettingsError(f"{path}: not valid TOML ({err}); fix or remove the file") from None
     return {k.replace("-", "_"): v for k, v in data.items()}
 
 
 def load_settings(cli: dict[str, Any] | None = None, cwd: Path | None = None,
-                  environ: dict[str, str] | None = None) -> Settings:
-    """Merge the layers; a CLI value of None means 'not given' and does not override."""
-    environ = dict(os.environ) if environ is None else environ
+                  environ: Mapping[str, str] | None = None, config: str | None = None,
+                  flags: Mapping[str, str] | None = None) -> Settings:
+    """Merge the layers, lowest first; a CLI value of None means 'not given' and does not override.
+
+    ``config`` is the ``--config`` value; ``flags`` maps a setting to the option that sets it, so
+    that an error about a command-line value names the option the user typed.
+    """
+    environ = os.environ if environ is None else environ
     cwd = Path.cwd() if cwd is None else cwd
-    layers = [("environment", _from_env(environ)), (str(cwd / CONFIG_FILE), _from_file(cwd / CONFIG_FILE)),
-              ("command line", {k: v for k, v in (cli or {}).items() if v is not None})]
+    path, named = config_path(config, cwd, environ)
+    cli_values = {k: v for k, v in (cli or {}).items() if v is not None}
+    layers: list[tuple[str, dict[str, Any]]] = [
+        (str(path), _from_file(path, named)),
+        ("environment (OPENAI_*)", _openai_environment(environ)),
+        ("environment", _environment_values(environ)),
+        ("command line", InitSettingsSource(Settings, init_kwargs=cli_values)()),
+    ]
     merged: dict[str, Any] = {}
     origin: dict[str, str] = {}
     for where, layer in layers:
@@ -115,10 +172,25 @@ def load_settings(cli: dict[str, Any] | None = None, cwd: Path | None = None,
             merged[key] = value
             origin[key] = where
     try:
-        return Settings.model_validate(merged)
+        return Settings(**merged)
     except ValidationError as err:
-        first = err.errors()[0]
-        key = str(first["loc"][0]) if first["loc"] else "?"
-        where = origin.get(key, "defaults")
-        hint = "unknown setting" if first["type"] == "extra_forbidden" else first["msg"]
-        raise SettingsError(f"setting {key!r} from {where}: {hint}") from None
+        raise SettingsError(_explain(err, origin, flags or {})) from None
+
+
+def _environment_values(environ: Mapping[str, str]) -> dict[str, Any]:
+    try:
+        return _Environment(environ)()
+    except PydanticSettingsError as err:  # e.g. a value that does not decode
+        raise SettingsError(f"environment: {err}") from None
+
+
+def _explain(err: ValidationError, origin: dict[str, str], flags: Mapping[str, str]) -> str:
+    first = err.errors()[0]
+    key = str(first["loc"][0]) if first["loc"] else "?"
+    where = origin.get(key, "defaults")
+    hint = "unknown setting" if first["type"] == "extra_forbidden" else first["msg"].removeprefix("Value error, ")
+    if where == "command line" and key in flags:
+        return f"{flags[key]} {hint}"
+    if where == "environment":
+        return f"setting {key!r} from environment ({ENV_PREFIX}{key.upper()}): {hint}"
+    return f"setting {key!r} from {where}: {hint}"

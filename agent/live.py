@@ -28,9 +28,11 @@ def job_gpus(event: dict) -> list[int] | None:
 
 
 class LiveView:
-    def __init__(self, console: Console | None = None, force_plain: bool = False):
-        self.console = console or Console(highlight=False)
+    def __init__(self, console: Console | None = None, force_plain: bool = False, to_stderr: bool = False):
+        self.stream = sys.stderr if to_stderr else sys.stdout  # stderr when stdout carries --json
+        self.console = console or Console(highlight=False, stderr=to_stderr)
         self.plain = force_plain or not self.console.is_terminal
+        self.run_path = None  # the run folder, once the campaign has one
         self.lanes: dict[str, str] = {}
         self.jobs: dict[str, dict] = {}
         self._lock = threading.Lock()
@@ -41,7 +43,7 @@ class LiveView:
         if self._live is not None:
             self._live.console.print(line, markup=False)
         else:
-            print(line, flush=True)
+            print(line, file=self.stream, flush=True)
 
     def on_event(self, event: dict) -> None:
         kind, lane = event.get("type"), event.get("lane", "control")

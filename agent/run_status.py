@@ -1,54 +1,100 @@
-"""Plain-text views of a run folder for ``status`` and ``jobs``."""
+"""Views of a run folder for ``status`` and ``jobs``: data first (``--json``), text rendered from it.
+
+Text from a run (summaries written from logs or an LLM) is data: control characters are shown
+escaped, never sent to the terminal.
+"""
 from __future__ import annotations
 
 import json
+import shutil
+import textwrap
 import time
 
 from agent.runfolder import RunFolder
 from agent.trace import TraceError, read_trace
 from tools.jobs import JobState
 
+_CONTROL = {c: f"\\x{c:02x}" for c in [*range(0x00, 0x20), 0x7f] if c not in (0x0a,)}
 
-def _table(rows: list[list[str]], header: list[str]) -> str:
-    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
-    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
-    return "\n".join([fmt.format(*header), fmt.format(*["-" * w for w in widths]),
-                      *[fmt.format(*map(str, r)) for r in rows]])
+
+def printable(text: object) -> str:
+    """One line of terminal-safe text: control characters escaped, newlines as spaces."""
+    return str(text).replace("\n", " ").translate(_CONTROL)
+
+
+def _table(rows: list[list[str]], header: list[str], wrap_last: bool = False) -> str:
+    """Columns padded to their widest cell; with ``wrap_last`` the last column wraps (nothing is cut)."""
+    rows = [[printable(c) for c in r] for r in rows]
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    start = sum(widths[:-1]) + 2 * (len(widths) - 1)  # where the last column begins
+    room = max(30, shutil.get_terminal_size((100, 24)).columns - start)
+    if wrap_last:
+        widths[-1] = min(widths[-1], room)
+
+    def line(cells: list[str]) -> str:
+        head = "  ".join(f"{c:<{w}}" for c, w in zip(cells[:-1], widths[:-1], strict=True))
+        last = cells[-1]
+        if wrap_last and len(last) > room:
+            last = ("\n" + " " * start).join(textwrap.wrap(last, room))
+        return (f"{head}  {last}" if head else last).rstrip()
+
+    return "\n".join([line(header), line(["-" * w for w in widths]), *(line(r) for r in rows)])
+
+
+def job_data(job: JobState, now: float | None = None) -> dict:
+    now = time.time() if now is None else now
+    took = (job.ended_at or now) - job.launched_at if job.launched_at else None
+    return {**job.model_dump(mode="json"), "elapsed_s": round(took, 3) if took is not None else None}
 
 
 def render_jobs(jobs: list[JobState]) -> str:
     if not jobs:
         return "no jobs in this run"
-    now = time.time()
     rows = []
-    for j in jobs:
-        took = (j.ended_at or now) - j.launched_at if j.launched_at else None
-        rows.append([j.key, j.kind, j.status, ",".join(map(str, j.gpus)) if j.gpus is not None else "-",
-                     f"{took:.1f}s" if took is not None else "-", j.reason or ""])
-    return _table(rows, ["job", "kind", "status", "gpus", "time", "note"])
+    for data in (job_data(j) for j in jobs):
+        took = data["elapsed_s"]
+        rows.append([data["key"], data["kind"], data["status"],
+                     ",".join(map(str, data["gpus"])) if data["gpus"] is not None else "-",
+                     f"{took:.1f}s" if took is not None else "-", data["reason"] or ""])
+    return _table(rows, ["job", "kind", "status", "gpus", "time", "note"], wrap_last=True)
+
+
+def status_data(run: RunFolder) -> dict:
+    """Everything ``status`` shows, as data (docs/status.schema.json)."""
+    config = run.read_json("config.json")
+    steps = []
+    if (run.path / "plan.json").exists():
+        for step in run.read_json("plan.json"):
+            path = run.path / "steps" / f"{step['kind']}.json"
+            outcome = json.loads(path.read_text()) if path.exists() else {}
+            steps.append({"kind": step["kind"], "lane": step["lane"], "status": outcome.get("status", "pending"),
+                          "summary": outcome.get("summary", "")})
+    trace: dict = {"events": None, "warning": None, "error": None}
+    if run.trace_path.exists():
+        try:
+            read = read_trace(run.trace_path)
+            trace.update(events=len(read.events), warning=read.warning or None)
+        except TraceError as err:
+            trace["error"] = str(err)
+    return {"run": str(run.path), "goal": config.get("goal"), "result": run.result, "steps": steps, "trace": trace}
 
 
 def render_status(run: RunFolder) -> str:
-    config = run.read_json("config.json")
-    lines = [f"run:    {run.path}", f"goal:   {config.get('goal')}"]
-    result = run.result
-    lines.append(f"result: {result['status']} — {result['summary']}" if result else "result: (not finished)")
+    data = status_data(run)
+    result = data["result"]
+    lines = [f"run:    {printable(data['run'])}", f"goal:   {printable(data['goal'])}",
+             f"result: {printable(result['status'])} — {printable(result['summary'])}" if result
+             else "result: (not finished)"]
     if result and result.get("next"):
-        lines.append(f"next:   {result['next']}")
-    steps_dir = run.path / "steps"
-    if (run.path / "plan.json").exists():
-        rows = []
-        for step in run.read_json("plan.json"):
-            path = steps_dir / f"{step['kind']}.json"
-            outcome = json.loads(path.read_text()) if path.exists() else {}
-            rows.append([step["kind"], step["lane"], outcome.get("status", "pending"), outcome.get("summary", "")[:90]])
-        lines += ["", _table(rows, ["step", "lane", "status", "summary"])]
-    if run.trace_path.exists():
-        try:
-            trace = read_trace(run.trace_path)
-            lines += ["", f"trace: {len(trace.events)} events"]
-            if trace.warning:
-                lines.append(f"trace: {trace.warning}")
-        except TraceError as err:
-            lines += ["", f"trace: unreadable: {err}"]
+        lines.append(f"next:   {printable(result['next'])}")
+    if data["steps"]:
+        rows = [[s["kind"], s["lane"], s["status"], s["summary"]] for s in data["steps"]]
+        lines += ["", _table(rows, ["step", "lane", "status", "summary"], wrap_last=True)]
+    trace = data["trace"]
+    if trace["error"]:
+        lines += ["", f"trace: unreadable: {printable(trace['error'])}"]
+    elif trace["events"] is not None:
+        lines += ["", f"trace: {trace['events']} events"]
+        if trace["warning"]:
+            lines.append(f"trace: {printable(trace['warning'])}")
     return "\n".join(lines)

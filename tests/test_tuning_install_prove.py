@@ -132,4 +132,4 @@ def test_cli_shapes_plan_and_uninstall_errors(tmp_path):
     plan = runner.invoke(app, ["tuning", "plan", "--shape", "4096,7168", "--shape", "7168,2048", "--gpus", "4"])
     assert plan.exit_code == 0 and "36 units" in plan.output and "GPU 3:" in plan.output
     missing = runner.invoke(app, ["tuning", "uninstall", str(tmp_path / "nope"), "--runs-dir", str(tmp_path)])
-    assert missing.exit_code == 1
+    assert missing.exit_code == 2  # a run that does not exist is a usage error

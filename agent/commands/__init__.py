@@ -1,1 +1,1 @@
-"""CLI subcommands, one module per area; each exposes ``register(app)``."""
+"""CLI subcommands as plain functions, one module per area; ``agent/cli.py`` lists them."""

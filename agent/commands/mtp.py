@@ -1,39 +1,50 @@
 """``dsv4-agent mtp``: which speculative-decoding flags to use for a model, cited to the SGLang tree."""
 from __future__ import annotations
 
-import sys
+from typing import Annotated, Optional
 
 import typer
 
+from agent.commands.base import EXIT_FAILED, JsonFlag, fail
 
-def register(app: typer.Typer) -> None:
-    @app.command("mtp")
-    def mtp(
-        model: str = typer.Option(..., "--model", help="HF model id (or local path) to serve"),
-        sglang: str = typer.Option(None, "--sglang", help="SGLang checkout or package dir (default: auto-resolve)"),
-        arch: str = typer.Option(None, "--arch", help="Architecture, e.g. DeepseekV4ForCausalLM"),
-        gpu: str = typer.Option(None, "--gpu", help="Target GPU name, e.g. 'NVIDIA H200'"),
-        gpus: int = typer.Option(None, "--gpus", min=1, help="Number of GPUs on the target"),
-        model_path: str = typer.Option(None, "--model-path", help="Local checkpoint folder with config.json"),
-        sglang_python: str = typer.Option("python3", "--sglang-python", help="Interpreter that has SGLang"),
-        version: str = typer.Option("0.5.23", "--version", help="SGLang wheel version when downloading"),
-        as_json: bool = typer.Option(False, "--json", help="Print the answer as JSON (docs/mtp-answer.schema.json)"),
-    ) -> None:
-        """Infer --speculative-* (MTP) flags from SGLang's tests, fixtures and hooks, every value cited."""
-        from tools.base import ToolError
-        from tools.mtp.infer import InferMtpArgs, infer_mtp
+Str = Optional[str]
 
-        try:
-            answer = infer_mtp(InferMtpArgs(sglang=sglang, model=model, arch=arch, gpu=gpu, gpus=gpus,
-                                            model_path=model_path, sglang_python=sglang_python, version=version))
-        except ToolError as err:
-            print(f"error: {err}", file=sys.stderr)
-            raise typer.Exit(2) from None
-        if as_json:
-            print(answer.model_dump_json(indent=2))
-        else:
-            from agent.commands.mtp_table import print_answer
-            print_answer(answer)
-        # Nothing could be answered: no architecture and no recipe at all.
-        if answer.recommended is None and answer.architecture is None and not answer.candidates:
-            raise typer.Exit(1)
+
+def mtp(
+    model: Annotated[str, typer.Option("--model", metavar="ID", help="HF model id (or local path) to serve.")],
+    sglang: Annotated[Str, typer.Option("--sglang", metavar="DIR",
+                                        help="SGLang checkout or package folder [found automatically].")] = None,
+    arch: Annotated[Str, typer.Option("--arch", metavar="CLASS",
+                                      help="Architecture, e.g. DeepseekV4ForCausalLM [from config.json].")] = None,
+    gpu: Annotated[Str, typer.Option("--gpu", metavar="NAME", help="Target GPU name, e.g. 'NVIDIA H200'.")] = None,
+    gpus: Annotated[Optional[int], typer.Option("--gpus", metavar="N", min=1,
+                                                help="Number of GPUs on the target.")] = None,
+    model_path: Annotated[Str, typer.Option("--model-path", metavar="DIR",
+                                            help="Local checkpoint folder with config.json.")] = None,
+    sglang_python: Annotated[str, typer.Option("--sglang-python", metavar="PYTHON",
+                                               help="Interpreter that has SGLang.")] = "python3",
+    sglang_version: Annotated[str, typer.Option("--sglang-version", metavar="VERSION",
+                                                help="SGLang wheel version to download when no source is found "
+                                                     "(this was --version before, which now prints "
+                                                     "dsv4-agent's own version).")] = "0.5.23",
+    as_json: JsonFlag = False,
+) -> None:
+    """Infer --speculative-* (MTP) flags from SGLang's tests, fixtures and hooks, every value cited.
+
+    Exit 0 answered, 1 nothing could be answered (no architecture and no recipe), 2 bad input.
+    """
+    from tools.base import ToolError
+    from tools.mtp.infer import InferMtpArgs, infer_mtp
+
+    try:
+        answer = infer_mtp(InferMtpArgs(sglang=sglang, model=model, arch=arch, gpu=gpu, gpus=gpus,
+                                        model_path=model_path, sglang_python=sglang_python, version=sglang_version))
+    except ToolError as err:
+        fail(str(err))
+    if as_json:
+        print(answer.model_dump_json(indent=2))
+    else:
+        from agent.commands.mtp_table import print_answer
+        print_answer(answer)
+    if answer.recommended is None and answer.architecture is None and not answer.candidates:
+        raise typer.Exit(EXIT_FAILED)

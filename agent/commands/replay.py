@@ -1,68 +1,82 @@
 """``dsv4-agent replay RUN [--timeline] [--rerun]``."""
 from __future__ import annotations
 
-from typing import Optional
+from typing import Annotated, Optional
 
 import typer
 
-EXIT_UNREADABLE = 2
+from agent.commands.base import EXIT_USAGE, JsonFlag, RunRef, fail, print_json
+
+Timeline = Annotated[bool, typer.Option("--timeline", help="Show lanes, overlap, GPU idle, critical path.")]
+Rerun = Annotated[bool, typer.Option("--rerun", help="Execute the recorded plan again in a new run folder.")]
+Keep = Annotated[Optional[str], typer.Option("--keep", metavar="DIR", help="Keep the replayed run folder here.")]
+RunsDir = Annotated[str, typer.Option("--runs-dir", metavar="DIR",
+                                      help="Folder holding run folders (new runs of --rerun go here).")]
 
 
-def register(app: typer.Typer) -> None:
-    @app.command(help=(
-        "Replay a recorded campaign offline: the same goal and settings are re-driven with step outcomes and "
-        "LLM answers served from trace.jsonl (no GPU, network, model or job), and every decision is checked "
-        "against the record; the first difference is shown with its event number, expected vs got. "
-        "Exit 0 reproduced, 1 diverged, 3 the record is cut short (reproduced up to its last good event). "
-        "--timeline draws the run (terminal, RUN/timeline.png, a Timeline section in RUN/report.html). "
-        "--rerun runs the recorded plan again for real into a new run folder and prints what changed."))
-    def replay(
-        run: str = typer.Argument(..., help="Run folder, its name under --runs-dir, or 'latest'."),
-        timeline: bool = typer.Option(False, "--timeline", help="Show lanes, overlap, GPU idle, critical path."),
-        rerun: bool = typer.Option(False, "--rerun", help="Execute the recorded plan again in a new run folder."),
-        keep: Optional[str] = typer.Option(None, "--keep", help="Keep the replayed run folder under this dir."),
-        runs_dir: str = typer.Option("runs", help="Folder holding run folders (new runs of --rerun go here)."),
-    ) -> None:
-        from agent.campaign import CampaignError, load_run
-        from agent.replay.record import RecordError
+def replay(run: RunRef, timeline: Timeline = False, rerun: Rerun = False, keep: Keep = None,
+           runs_dir: RunsDir = "runs", as_json: JsonFlag = False) -> None:
+    """Replay a recorded campaign offline and check every decision against the record.
 
-        try:
-            folder = load_run(run, runs_dir)
-        except CampaignError as err:
-            typer.echo(f"dsv4-agent: {err}", err=True)
-            raise typer.Exit(EXIT_UNREADABLE)
-        try:
-            code = _replay(folder.path, keep)
-            if timeline:
-                _timeline(folder.path)
-            if rerun:
-                code = max(code, _rerun(folder.path, runs_dir))
-        except RecordError as err:
-            typer.echo(f"dsv4-agent: {err}", err=True)
-            raise typer.Exit(EXIT_UNREADABLE)
-        raise typer.Exit(code)
+    The same goal and settings are re-driven with step outcomes and LLM answers served from
+    trace.jsonl (no GPU, network, model or job); the first difference is shown with its event
+    number, expected vs got. Exit 0 reproduced, 1 diverged, 2 unreadable, 3 the record is cut
+    short (reproduced up to its last good event). --timeline draws the run (terminal,
+    RUN/timeline.png, a Timeline section in RUN/report.html). --rerun runs the recorded plan
+    again for real into a new run folder and prints what changed.
+    """
+    from agent.campaign import CampaignError, load_run
+    from agent.replay.record import RecordError
+
+    try:
+        folder = load_run(run, runs_dir)
+    except CampaignError as err:
+        fail(str(err), EXIT_USAGE)
+    out: dict = {"run": str(folder.path)}
+    try:
+        code = _replay(folder.path, keep, out, as_json)
+        if timeline:
+            _timeline(folder.path, out, as_json)
+        if rerun:
+            code = max(code, _rerun(folder.path, runs_dir, out, as_json))
+    except RecordError as err:
+        fail(str(err), EXIT_USAGE)
+    if as_json:
+        print_json({**out, "exit_code": code})
+    raise typer.Exit(code)
 
 
-def _replay(path, keep) -> int:
+def _say(text: str, as_json: bool) -> None:
+    if not as_json:
+        print(text, flush=True)
+
+
+def _replay(path, keep, out: dict, as_json: bool) -> int:
     from agent.replay.driver import replay_run
 
     report = replay_run(path, work_dir=keep)
-    typer.echo(report.render())
+    out["replay"] = {"exit_code": report.exit_code, "matched": report.matched, "total": report.total,
+                     "events": report.events, "stopped": report.stopped, "plan_same": report.plan_same,
+                     "uses_llm": report.uses_llm, "notes": report.notes, "text": report.render(),
+                     "divergence": report.divergence.describe() if report.divergence is not None else None}
+    _say(out["replay"]["text"], as_json)
     return report.exit_code
 
 
-def _timeline(path) -> None:
+def _timeline(path, out: dict, as_json: bool) -> None:
     from agent.report.timeline_view import publish
 
     _tl, png, text = publish(path)
-    typer.echo(text.rstrip())
-    typer.echo(f"wrote {png} and the Timeline section of {path / 'report.html'}")
+    out["timeline"] = {"text": text.rstrip(), "png": str(png), "html": str(path / "report.html")}
+    _say(text.rstrip(), as_json)
+    _say(f"wrote {png} and the Timeline section of {path / 'report.html'}", as_json)
 
 
-def _rerun(path, runs_dir: str) -> int:
+def _rerun(path, runs_dir: str, out: dict, as_json: bool) -> int:
     from agent.replay.rerun import rerun
 
     code, new, diff = rerun(path, runs_dir)
-    typer.echo(f"re-run of {path.name} → {new}")
-    typer.echo(diff)
+    out["rerun"] = {"exit_code": code, "new_run": str(new), "diff": diff}
+    _say(f"re-run of {path.name} → {new}", as_json)
+    _say(diff, as_json)
     return code

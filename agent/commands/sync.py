@@ -1,55 +1,52 @@
 """``dsv4-agent sync``: fast-forward the SGLang checkout and report what changed for the model."""
 from __future__ import annotations
 
-from typing import Optional
+from typing import Annotated, Optional
 
 import typer
 
+from agent.commands.base import EXIT_FAILED, JsonFlag, fail
+from agent.commands.campaign import ConfigFile
+from agent.commands.options import flag_names, pick, with_options
 
-def register(app: typer.Typer) -> None:
-    @app.command(help=(
-        "Fast-forward the SGLang git checkout from its upstream and report what matters for the target "
-        "model: new commits, moved dependency pins (with the reinstall command for the SGLang "
-        "environment), changed hooks/tests/kernels/benchmark client, and how the MTP recommendation "
-        "changed. Never resets, stashes, rebases or forces; a dirty or diverged checkout is refused "
-        "with what to do. Exit status: 0 synced, 1 refused or failed, 2 bad settings."))
-    def sync(
-        sglang: Optional[str] = typer.Option(None, "--sglang", help="SGLang git checkout [setting sglang_src]."),
-        remote: Optional[str] = typer.Option(None, help="Remote to fetch from [origin]."),
-        branch: Optional[str] = typer.Option(None, help="Upstream branch the checkout tracks [main]."),
-        allow_dirty: Optional[bool] = typer.Option(
-            None, "--allow-dirty", help="Pull despite local changes the incoming commits do not touch."),
-        model: Optional[str] = typer.Option(None, help="Target model id or path [deepseek-ai/DeepSeek-V4-Flash]."),
-        model_path: Optional[str] = typer.Option(None, help="Local checkpoint folder with config.json."),
-        sglang_python: Optional[str] = typer.Option(None, help="Interpreter with SGLang, for the reinstall command."),
-        previous: Optional[str] = typer.Option(
-            None, "--previous", help="mtp.json of an earlier run to diff the recommendation against "
-                                     "[the evidence on the checkout before pulling]."),
-        fetch_timeout: float = typer.Option(120.0, help="Seconds before a silent remote counts as down."),
-        as_json: bool = typer.Option(False, "--json", help="Print the full result as JSON."),
-    ) -> None:
-        from agent.config import SettingsError, load_settings
-        from tools.base import ToolError
-        from tools.sync.markdown import render_markdown
-        from tools.sync.upstream import SyncArgs, sync_upstream
+SYNC_OPTIONS = pick("sglang_src", "remote", "branch", "allow_dirty", "model", "model_path", "sglang_python",
+                    sglang_src="SGLang git checkout [setting sglang_src].",
+                    allow_dirty="Pull despite local changes the incoming commits do not touch.",
+                    sglang_python="Interpreter with SGLang, for the reinstall command.")
+Previous = Annotated[Optional[str], typer.Option(
+    "--previous", metavar="MTP_JSON", help="mtp.json of an earlier run to diff the recommendation against "
+                                           "[the evidence on the checkout before pulling].")]
+FetchTimeout = Annotated[float, typer.Option("--fetch-timeout", metavar="SECONDS",
+                                             help="Seconds before a silent remote counts as down.")]
 
-        try:
-            settings = load_settings(dict(sglang_src=sglang, remote=remote, branch=branch, allow_dirty=allow_dirty,
-                                          model=model, model_path=model_path, sglang_python=sglang_python))
-        except SettingsError as err:
-            typer.echo(f"dsv4-agent: {err}", err=True)
-            raise typer.Exit(2)
-        if not settings.sglang_src:
-            typer.echo("dsv4-agent: sync needs an SGLang git checkout: pass --sglang PATH "
-                       "(or set sglang_src in dsv4-agent.toml / DSV4_SGLANG_SRC)", err=True)
-            raise typer.Exit(2)
-        args = SyncArgs(sglang=settings.sglang_src, remote=settings.remote, branch=settings.branch,
-                        allow_dirty=settings.allow_dirty, model=settings.model, model_path=settings.model_path,
-                        sglang_python=settings.sglang_python, previous_answer=previous,
-                        fetch_timeout_s=fetch_timeout)
-        try:
-            result = sync_upstream(args)
-        except ToolError as err:
-            typer.echo(f"dsv4-agent: sync refused: {err}", err=True)
-            raise typer.Exit(1)
-        typer.echo(result.model_dump_json(indent=2) if as_json else render_markdown(result))
+
+@with_options(SYNC_OPTIONS)
+def sync(previous: Previous = None, fetch_timeout: FetchTimeout = 120.0, config: ConfigFile = None,
+         as_json: JsonFlag = False, **settings) -> None:
+    """Fast-forward the SGLang git checkout from its upstream and report what matters for the target model.
+
+    New commits, moved dependency pins (with the reinstall command for the SGLang environment),
+    changed hooks/tests/kernels/benchmark client, and how the MTP recommendation changed. Never
+    resets, stashes, rebases or forces; a dirty or diverged checkout is refused with what to do.
+    Exit 0 synced, 1 refused or failed, 2 bad settings.
+    """
+    from agent.config import SettingsError, load_settings
+    from tools.base import ToolError
+    from tools.sync.markdown import render_markdown
+    from tools.sync.upstream import SyncArgs, sync_upstream
+
+    try:
+        chosen = load_settings(settings, config=config, flags=flag_names(SYNC_OPTIONS))
+    except SettingsError as err:
+        fail(str(err))
+    if not chosen.sglang_src:
+        fail("sync needs an SGLang git checkout: pass --sglang PATH "
+             "(or set sglang_src in dsv4-agent.toml / DSV4_SGLANG_SRC)")
+    args = SyncArgs(sglang=chosen.sglang_src, remote=chosen.remote, branch=chosen.branch,
+                    allow_dirty=chosen.allow_dirty, model=chosen.model, model_path=chosen.model_path,
+                    sglang_python=chosen.sglang_python, previous_answer=previous, fetch_timeout_s=fetch_timeout)
+    try:
+        result = sync_upstream(args)
+    except ToolError as err:
+        fail(f"sync refused: {err}", EXIT_FAILED)
+    print(result.model_dump_json(indent=2) if as_json else render_markdown(result), flush=True)

@@ -1,104 +1,121 @@
 """``dsv4-agent tuning ...``: undo a run's kernel-config install, prove it was loaded, show shapes and a GPU plan."""
 from __future__ import annotations
 
-from typing import Optional
+from typing import Annotated, Optional
 
 import typer
 
+from agent.commands.base import EXIT_FAILED, Command, RunRef, RunsDir, fail, sub_app
 
-def register(app: typer.Typer) -> None:
-    tuning = typer.Typer(help="FP8 block-GEMM kernel tuning: shapes, plan, prove, uninstall.", no_args_is_help=True,
-                         rich_markup_mode=None)
+tuning = sub_app("FP8 block-GEMM kernel tuning: shapes, plan, prove, uninstall.")
+Force = Annotated[bool, typer.Option("--force", help="Also restore files changed since the install.")]
 
-    @tuning.command("uninstall")
-    def uninstall(run: str = typer.Argument(..., help="Run folder (path, name under --runs-dir, or 'latest')"),
-                  runs_dir: str = typer.Option("runs", help="Where run folders are"),
-                  force: bool = typer.Option(False, help="Also restore files changed since the install")) -> None:
-        """Restore SGLang's config folder exactly as it was before RUN installed tuned configs
-        (on the GPU host when the run installed them there through its SSH executor)."""
-        from agent.runfolder import RunFolder, RunFolderError
-        from tools.base import ToolError
-        from tools.tuning.install import MANIFEST, load_manifest, uninstall_configs
 
-        try:
-            folder = RunFolder.find(run, runs_dir)
-            installed_by = load_manifest(folder.path / MANIFEST).installed_by
-            if installed_by == "local":
-                result = uninstall_configs(folder.path, force=force)
-            else:
-                result = _uninstall_on_host(folder, installed_by, force)
-        except (RunFolderError, ToolError) as err:
-            typer.echo(f"error: {err}", err=True)
-            raise typer.Exit(1)
-        for path in result.restored:
-            typer.echo(f"restored {path}")
-        for path in result.removed:
-            typer.echo(f"removed  {path}")
-        for path in result.left_alone:
-            typer.echo(f"left alone (changed since install) {path}")
-        if result.note:
-            typer.echo(result.note)
-        raise typer.Exit(1 if result.left_alone else 0)
+@tuning.command("uninstall", cls=Command)
+def uninstall(run: RunRef, runs_dir: RunsDir = "runs", force: Force = False) -> None:
+    """Restore SGLang's config folder exactly as it was before RUN installed tuned configs.
 
-    @tuning.command("prove")
-    def prove(run: str = typer.Argument(..., help="Run folder (path, name under --runs-dir, or 'latest')"),
-              runs_dir: str = typer.Option("runs", help="Where run folders are")) -> None:
-        """Say which configs RUN installed were loaded by its benchmark servers (from their logs)."""
-        from agent.runfolder import RunFolder, RunFolderError
-        from tools.base import ToolError
-        from tools.tuning.prove import proof_section
+    On the GPU host when the run installed them there through its SSH executor. Exit 1 when a
+    file changed since the install was left alone.
+    """
+    from agent.runfolder import RunFolder, RunFolderError
+    from tools.base import ToolError
+    from tools.tuning.install import MANIFEST, load_manifest, uninstall_configs
 
-        try:
-            section = proof_section(RunFolder.find(run, runs_dir).path)
-        except (RunFolderError, ToolError) as err:
-            typer.echo(f"error: {err}", err=True)
-            raise typer.Exit(1)
-        if section is None:
-            typer.echo("this run installed no kernel configs: nothing to prove")
-            raise typer.Exit(0)
-        typer.echo(section[1])
-        raise typer.Exit(0 if section[1].startswith("All ") else 1)
+    try:
+        folder = RunFolder.find(run, runs_dir)
+    except RunFolderError as err:
+        fail(str(err))
+    try:
+        installed_by = load_manifest(folder.path / MANIFEST).installed_by
+        if installed_by == "local":
+            result = uninstall_configs(folder.path, force=force)
+        else:
+            result = _uninstall_on_host(folder, installed_by, force)
+    except ToolError as err:
+        fail(str(err), EXIT_FAILED)
+    for path in result.restored:
+        print(f"restored {path}")
+    for path in result.removed:
+        print(f"removed  {path}")
+    for path in result.left_alone:
+        print(f"left alone (changed since install) {path}")
+    if result.note:
+        print(result.note)
+    raise typer.Exit(EXIT_FAILED if result.left_alone else 0)
 
-    @tuning.command("shapes")
-    def shapes(model_path: Optional[str] = typer.Option(None, help="Checkpoint folder or config.json"),
-               log: list[str] = typer.Option([], help="Server log to mine for default-config warnings"),
-               shape: list[str] = typer.Option([], "--shape", help="A shape 'N,K' (repeatable)"),
-               tp: int = typer.Option(1, help="Tensor-parallel size")) -> None:
-        """List the FP8 block-GEMM shapes worth tuning and where each came from."""
-        from tools.base import ToolError
-        from tools.tuning.shapes import FindShapesArgs, find_shapes
 
-        try:
-            found = find_shapes(FindShapesArgs(shapes=shape, log_files=log, model_path=model_path, tp=tp))
-        except ToolError as err:
-            typer.echo(f"error: {err}", err=True)
-            raise typer.Exit(1)
-        for line in found.derivation:
-            typer.echo(line)
-        for s in found.shapes:
-            typer.echo(f"N={s.n} K={s.k} block=[{s.block_n}, {s.block_k}]  from {s.source}")
-        if not found.shapes:
-            typer.echo(found.note)
+@tuning.command("prove", cls=Command)
+def prove(run: RunRef, runs_dir: RunsDir = "runs") -> None:
+    """Say which configs RUN installed were loaded by its benchmark servers (from their logs).
 
-    @tuning.command("plan")
-    def plan(shape: list[str] = typer.Option(..., "--shape", help="A shape 'N,K' (repeatable)"),
-             gpus: int = typer.Option(8, help="Number of GPUs"),
-             batch_size: list[int] = typer.Option([], "--batch-size", help="Batch sizes M (default: SGLang's list)")) -> None:
-        """Show how (shape x batch size) units would be split over GPUs, longest first."""
-        from tools.base import ToolError
-        from tools.tuning.plan import PlanTuningArgs, plan_tuning
+    Exit 0 when all were loaded (or none were installed), 1 otherwise.
+    """
+    from agent.runfolder import RunFolder, RunFolderError
+    from tools.base import ToolError
+    from tools.tuning.prove import proof_section
 
-        try:
-            args = PlanTuningArgs(shapes=shape, gpus=list(range(gpus)), **({"batch_sizes": batch_size} if batch_size else {}))
-            result = plan_tuning(args)
-        except ToolError as err:
-            typer.echo(f"error: {err}", err=True)
-            raise typer.Exit(1)
-        typer.echo(f"{result.total_units} units; estimated makespan / lower bound = {result.ratio:.3f}")
-        for work in result.per_gpu:
-            typer.echo(f"GPU {work.gpu}: {len(work.units)} units, est. cost {work.est_cost:.1f}")
+    try:
+        path = RunFolder.find(run, runs_dir).path
+    except RunFolderError as err:
+        fail(str(err))
+    try:
+        section = proof_section(path)
+    except ToolError as err:
+        fail(str(err), EXIT_FAILED)
+    if section is None:
+        print("this run installed no kernel configs: nothing to prove")
+        raise typer.Exit(0)
+    print(section[1])
+    raise typer.Exit(0 if section[1].startswith("All ") else EXIT_FAILED)
 
-    app.add_typer(tuning, name="tuning")
+
+ModelPath = Annotated[Optional[str], typer.Option("--model-path", metavar="PATH",
+                                                  help="Checkpoint folder or its config.json.")]
+Logs = Annotated[Optional[list[str]], typer.Option("--log", metavar="FILE",
+                                                   help="Server log to mine for default-config warnings (repeat).")]
+Shapes = Annotated[Optional[list[str]], typer.Option("--shape", metavar="N,K", help="A shape (repeat).")]
+Tp = Annotated[int, typer.Option("--tp", metavar="N", min=1, help="Tensor-parallel size.")]
+
+
+@tuning.command("shapes", cls=Command)
+def shapes(model_path: ModelPath = None, log: Logs = None, shape: Shapes = None, tp: Tp = 1) -> None:
+    """List the FP8 block-GEMM shapes worth tuning and where each came from."""
+    from tools.base import ToolError
+    from tools.tuning.shapes import FindShapesArgs, find_shapes
+
+    try:
+        found = find_shapes(FindShapesArgs(shapes=shape or [], log_files=log or [], model_path=model_path, tp=tp))
+    except ToolError as err:
+        fail(str(err))
+    for line in found.derivation:
+        print(line)
+    for s in found.shapes:
+        print(f"N={s.n} K={s.k} block=[{s.block_n}, {s.block_k}]  from {s.source}")
+    if not found.shapes:
+        print(found.note)
+
+
+RequiredShapes = Annotated[list[str], typer.Option("--shape", metavar="N,K", help="A shape (repeat).")]
+Gpus = Annotated[int, typer.Option("--gpus", metavar="N", min=1, help="Number of GPUs.")]
+BatchSizes = Annotated[Optional[list[int]], typer.Option("--batch-size", metavar="M",
+                                                         help="Batch size M (repeat) [SGLang's list].")]
+
+
+@tuning.command("plan", cls=Command)
+def plan(shape: RequiredShapes, gpus: Gpus = 8, batch_size: BatchSizes = None) -> None:
+    """Show how (shape x batch size) units would be split over GPUs, longest first."""
+    from tools.base import ToolError
+    from tools.tuning.plan import PlanTuningArgs, plan_tuning
+
+    try:
+        args = PlanTuningArgs(shapes=shape, gpus=list(range(gpus)), **({"batch_sizes": batch_size} if batch_size else {}))
+        result = plan_tuning(args)
+    except ToolError as err:
+        fail(str(err))
+    print(f"{result.total_units} units; estimated makespan / lower bound = {result.ratio:.3f}")
+    for work in result.per_gpu:
+        print(f"GPU {work.gpu}: {len(work.units)} units, est. cost {work.est_cost:.1f}")
 
 
 def _uninstall_on_host(folder, installed_by: str, force: bool):

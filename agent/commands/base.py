@@ -1,0 +1,170 @@
+"""What every command shares: the one error helper, JSON output, and help that is fast and grouped.
+
+Exit codes of every command: 0 done, 1 the work failed or was refused (the message says why),
+2 bad input (usage errors: a wrong option, a run that does not exist, a bad setting).
+Commands import their heavy dependencies inside their bodies, so that ``--help`` stays fast.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from typing import Annotated, Any, NoReturn, Optional
+
+import typer
+from typer import Abort
+from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageError
+from typer._coercion import PassThroughRuntimeParam
+from typer.core import TyperCommand, TyperGroup
+
+PROG = "dsv4-agent"
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+DEFAULT_PANEL = "Options"
+
+
+def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
+    """End the command with one line on stderr: ``dsv4-agent: <what is wrong and the fix>``."""
+    print(f"{PROG}: {message}", file=sys.stderr, flush=True)
+    raise typer.Exit(code)
+
+
+def print_json(data: Any) -> None:
+    """Machine-readable output on stdout (documented by a schema under docs/)."""
+    print(json.dumps(data, indent=2, sort_keys=False, default=str), flush=True)
+
+
+def _plain_flags(params: list) -> list:
+    """Typer builds a pydantic adapter to coerce even ``--help`` (most of a ``--help``'s time is
+    importing pydantic for it); a boolean flag needs none."""
+    for param in params:
+        descriptor = getattr(param, "type_descriptor", None)
+        if descriptor is not None and descriptor.annotation is bool and param._runtime_param is None:
+            param._runtime_param = PassThroughRuntimeParam(parameter_info=descriptor.parameter_info, annotation=bool)
+    return params
+
+
+def _argument_name(param) -> str:
+    return param.metavar or param.name.upper()
+
+
+def _help_record(param, ctx) -> tuple[str, str] | None:
+    """Typer's record, with the argument named by its metavar alone and ranges in words."""
+    record = param.get_help_record(ctx)
+    if record is None:
+        return None
+    name, text = record
+    if param.param_type_name == "argument":
+        name = _argument_name(param)
+    return name, _RANGE.sub(lambda m: f"at least {m.group(1)}", text)
+
+
+_RANGE = re.compile(r"x>=(\d+)")
+
+
+def _usage_pieces(command, ctx) -> list[str]:
+    pieces = [command.options_metavar] if command.options_metavar else []
+    for param in command.get_params(ctx):
+        if param.param_type_name == "argument":
+            name = _argument_name(param) + ("..." if param.nargs != 1 else "")
+            pieces.append(name if param.required else f"[{name}]")
+    return pieces
+
+
+def _format_panels(command, ctx, formatter) -> None:
+    """Arguments, then options grouped under their ``rich_help_panel`` headings, in first-seen order."""
+    sections: dict[str, list[tuple[str, str]]] = {}
+    for param in command.get_params(ctx):
+        record = _help_record(param, ctx)
+        if record is None:
+            continue
+        title = "Arguments" if param.param_type_name == "argument" else (
+            getattr(param, "rich_help_panel", None) or DEFAULT_PANEL)
+        sections.setdefault(title, []).append(record)
+    ordered = sorted(sections, key=lambda t: (t != "Arguments", t == DEFAULT_PANEL))
+    for title in ordered:
+        with formatter.section(title):
+            formatter.write_dl(sections[title])
+
+
+class Command(TyperCommand):
+    """A subcommand: plain-text help with option panels, without importing pydantic for it."""
+
+    def get_params(self, ctx) -> list:
+        return _plain_flags(super().get_params(ctx))
+
+    def format_options(self, ctx, formatter) -> None:
+        _format_panels(self, ctx, formatter)
+
+    def collect_usage_pieces(self, ctx) -> list[str]:
+        return _usage_pieces(self, ctx)
+
+
+EXIT_PIPE_CLOSED = 141  # what a shell reports for a writer whose reader went away (128 + SIGPIPE)
+
+
+def _silence_stdout() -> None:
+    """The reader of stdout is gone (``| head``): later writes and the final flush go nowhere."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
+def run_main(group_main, args, prog_name, **extra) -> NoReturn:
+    """Run the CLI and turn click's errors into this tool's one-line form (exit 2 for usage)."""
+    try:
+        code = group_main(args=args, prog_name=PROG, standalone_mode=False, **extra)
+    except NoArgsIsHelpError as err:
+        err.show()
+        code = 0
+    except UsageError as err:
+        where = err.ctx.command_path if err.ctx is not None else PROG
+        print(f"{PROG}: {err.format_message()} (see '{where} -h')", file=sys.stderr, flush=True)
+        code = EXIT_USAGE
+    except ClickException as err:
+        print(f"{PROG}: {err.format_message()}", file=sys.stderr, flush=True)
+        code = err.exit_code
+    except Abort:
+        print("interrupted", file=sys.stderr, flush=True)
+        code = 130
+    except BrokenPipeError:
+        _silence_stdout()
+        code = EXIT_PIPE_CLOSED
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+class Group(TyperGroup):
+    """A command group with the same help; commands are listed under their panels."""
+
+    def get_params(self, ctx) -> list:
+        return _plain_flags(super().get_params(ctx))
+
+    def format_options(self, ctx, formatter) -> None:
+        _format_panels(self, ctx, formatter)
+        panels: dict[str, list[tuple[str, str]]] = {}
+        width = formatter.width - 6 - max((len(n) for n in self.commands), default=0)
+        for name in self.list_commands(ctx):
+            cmd = self.get_command(ctx, name)
+            if cmd is None or cmd.hidden:
+                continue
+            panel = getattr(cmd, "rich_help_panel", None) or "Commands"
+            panels.setdefault(panel, []).append((name, cmd.get_short_help_str(width)))
+        for title, rows in panels.items():
+            with formatter.section(title):
+                formatter.write_dl(rows)
+
+
+def sub_app(help: str) -> typer.Typer:
+    """A command group (e.g. ``tuning``) built like the main app."""
+    return typer.Typer(cls=Group, help=help, no_args_is_help=True, rich_markup_mode=None,
+                       add_completion=False, context_settings=CONTEXT)
+
+
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+# Arguments and options several commands share.
+RunRef = Annotated[str, typer.Argument(metavar="RUN", help="Run folder path, its name under --runs-dir, or 'latest'.")]
+RunsDir = Annotated[str, typer.Option("--runs-dir", metavar="DIR", help="Folder holding run folders.")]
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print the result as JSON (schema in docs/).")]
+OptionalStr = Optional[str]

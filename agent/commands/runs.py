@@ -1,0 +1,122 @@
+"""``status``, ``jobs`` and ``runs``: look at runs and their jobs, stop jobs, remove old runs."""
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from agent.commands.base import JsonFlag, RunRef, RunsDir, fail, print_json
+
+STOP_ALL = "all"
+
+
+def _find(run: str, runs_dir: str):
+    from agent.campaign import CampaignError, load_run
+
+    try:
+        return load_run(run, runs_dir)
+    except CampaignError as err:
+        fail(str(err))
+
+
+def status(run: RunRef, runs_dir: RunsDir = "runs", as_json: JsonFlag = False) -> None:
+    """Show a run: its goal, plan steps with their full outcomes, and result."""
+    from agent.run_status import render_status, status_data
+
+    folder = _find(run, runs_dir)
+    if as_json:
+        print_json(status_data(folder))
+    else:
+        print(render_status(folder), flush=True)
+
+
+Logs = Annotated[Optional[str], typer.Option("--logs", metavar="JOB", help="Print this job's log tail.")]
+Stop = Annotated[Optional[str], typer.Option("--stop", metavar="JOB|all",
+                                             help="Stop this job, or every job of the run that still runs.")]
+Lines = Annotated[int, typer.Option("--lines", metavar="N", min=1, help="Log lines to print with --logs.")]
+
+
+def jobs(run: RunRef, logs: Logs = None, stop: Stop = None, lines: Lines = 40, runs_dir: RunsDir = "runs",
+         as_json: JsonFlag = False) -> None:
+    """List a run's jobs; --logs JOB prints a log tail; --stop JOB (or all) stops jobs.
+
+    Only jobs in this run's ledger can be stopped, and only through the process identity it recorded.
+    """
+    from agent.run_status import job_data, render_jobs
+    from tools.base import ToolError
+    from tools.jobs.factory import make_executor
+
+    folder = _find(run, runs_dir)
+    recorded = folder.read_json("config.json")["settings"]
+    try:
+        executor = make_executor(recorded.get("executor", "local"), folder.jobs_dir,
+                                 ssh_options=recorded.get("ssh_options"))
+        if logs:
+            executor.poll(logs)
+            text = executor.read_log(logs, max_chars=200_000)
+            print("\n".join(text.splitlines()[-lines:]), flush=True)
+            return
+        if stop:
+            keys = [j.key for j in executor.jobs() if not j.done] if stop == STOP_ALL else [stop]
+            states = [executor.stop(key) for key in keys]
+            if as_json:
+                print_json([job_data(s) for s in states])
+            elif not states:
+                print("no running jobs to stop", flush=True)
+            for s in states if not as_json else []:
+                print(f"{s.key}: {s.status} {s.reason}".rstrip(), flush=True)
+            return
+        found = executor.jobs()
+    except ToolError as err:
+        fail(str(err))
+    if as_json:
+        print_json([job_data(j) for j in found])
+    else:
+        print(render_jobs(found), flush=True)
+
+
+Clean = Annotated[bool, typer.Option("--clean", help="Remove finished runs older than --older-than.")]
+OlderThan = Annotated[str, typer.Option("--older-than", metavar="AGE",
+                                        help="Age for --clean: a number and s, m, h, d or w.")]
+DryRun = Annotated[bool, typer.Option("--dry-run", help="With --clean: say what would be removed, remove nothing.")]
+
+
+def runs(runs_dir: RunsDir = "runs", clean: Clean = False, older_than: OlderThan = "7d", dry_run: DryRun = False,
+         as_json: JsonFlag = False) -> None:
+    """List the runs (newest last) with their status; --clean removes old finished ones.
+
+    A run being driven by an agent, or unfinished (no result.json), is never removed: it is listed
+    as kept, with the reason.
+    """
+    from pathlib import Path
+
+    from agent.run_list import clean_runs, list_runs, parse_age
+    from agent.run_status import printable
+
+    folder = Path(runs_dir)
+    if not folder.is_dir():
+        fail(f"no runs folder {folder}; pass --runs-dir DIR")
+    if not clean:
+        entries = list_runs(folder)
+        if as_json:
+            print_json([e.data() for e in entries])
+            return
+        for e in entries:
+            print(f"{e.name}  {e.status:<16} {printable(e.goal)}", flush=True)
+        if not entries:
+            print(f"no runs in {folder}", flush=True)
+        return
+    try:
+        age = parse_age(older_than)
+    except ValueError as err:
+        fail(str(err))
+    removed, kept = clean_runs(folder, age, dry_run=dry_run)
+    if as_json:
+        print_json({"removed": [e.data() for e in removed], "kept": kept, "dry_run": dry_run})
+        return
+    verb = "would remove" if dry_run else "removed"
+    for e in removed:
+        print(f"{verb} {e.name} ({e.status})", flush=True)
+    for k in kept:
+        print(f"kept {k['name']}: {k['why']}", flush=True)
+    print(f"{verb} {len(removed)} run(s) older than {older_than}; kept {len(kept)}", flush=True)
