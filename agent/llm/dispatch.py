@@ -34,12 +34,11 @@ class Observation:
     text: str  # the tool message content the model receives
 
 
-def _validation_text(err: ValidationError) -> str:
-    lines = []
-    for e in err.errors()[:10]:
-        where = ".".join(str(p) for p in e["loc"]) or "(arguments)"
-        lines.append(f"- {where}: {e['msg']}")
-    return "\n".join(lines)
+def bad_arguments(name: str, err: ValidationError) -> str:
+    """The observation for arguments that do not fit a tool's schema: each problem with where it is."""
+    problems = "\n".join(f"- {'.'.join(str(p) for p in e['loc']) or '(arguments)'}: {e['msg']}"
+                         for e in err.errors()[:10])
+    return f"status: bad_arguments\nThe arguments of {name} do not fit its schema:\n{problems}"
 
 
 def _origin(name: str, args: BaseModel, result: BaseModel) -> str:
@@ -60,12 +59,14 @@ def render_result(result: BaseModel) -> str:
     return capped.text + (f"\n{capped.note}" if capped.truncated else "")
 
 
-def dispatch(registry: Registry, call: dict, trace: TraceWriter) -> Observation:
+def dispatch(registry: Registry, call: dict, trace: TraceWriter, submit: str = "submit_plan") -> Observation:
+    """Run one tool call of the model's; ``submit`` names the tool it answers with (listed for it
+    when it calls a tool that does not exist)."""
     name = call.get("function", {}).get("name", "")
     raw_text = call.get("function", {}).get("arguments") or "{}"
     trace.emit("tool_call", "llm", tool=name, call_id=call.get("id", ""), args=traced_args(raw_text))
     started = time.monotonic()
-    observation = _run(registry, name, raw_text)
+    observation = _run(registry, name, raw_text, submit)
     trace.emit("tool_result", "llm", tool=name, call_id=call.get("id", ""), status=observation.status,
                summary=observation.text.splitlines()[0], chars=len(observation.text),
                seconds=round(time.monotonic() - started, 3))
@@ -81,13 +82,13 @@ def traced_args(raw_text: str) -> dict:
     return parsed if isinstance(parsed, dict) else {"unparsed": (raw_text or "")[:4000]}
 
 
-def _run(registry: Registry, name: str, raw_text: str) -> Observation:
+def _run(registry: Registry, name: str, raw_text: str, submit: str) -> Observation:
     entry = registry.tools.get(name)
     if entry is None:
         known = ", ".join(sorted(registry.tools)) or "none"
         why = f" ({registry.withheld[name]})" if name in registry.withheld else ""
         return Observation("unknown_tool", f"status: unknown_tool\nThere is no tool named {name[:80]!r}{why}. "
-                                           f"Tools you can call: {known}, submit_plan.")
+                                           f"Tools you can call: {known}, {submit}.")
     try:
         raw = json.loads(raw_text)
     except json.JSONDecodeError as err:
@@ -99,8 +100,7 @@ def _run(registry: Registry, name: str, raw_text: str) -> Observation:
     try:
         args = entry.tool.args.model_validate(entry.arguments(raw))
     except ValidationError as err:
-        return Observation("bad_arguments", f"status: bad_arguments\nThe arguments of {name} do not fit its "
-                                            f"schema:\n{_validation_text(err)}")
+        return Observation("bad_arguments", bad_arguments(name, err))
     try:
         result = entry.tool.run(args)
     except ToolError as err:

@@ -4,11 +4,11 @@
                                                                        └→ llm_plan   (a valid submit_plan)
 
 - ``llm_start`` writes ``llm_tools.json`` and the prompt (first line of ``llm/conversation.jsonl``).
-- ``llm_turn`` makes ONE model call and appends the reply; the budget is checked first and ends the
-  run with ``BudgetExhausted``.
-- ``dispatch_tools`` runs the reply's tool calls (validate → call → capped, quoted observation →
-  trace events, see ``agent.llm.dispatch``), checks a ``submit_plan`` against its schema, and appends
-  all observations of the turn as one line.
+- ``llm_turn`` makes ONE model call (``ToolLoop.turn``, ``agent/llm/loop.py``) and appends the
+  reply; the budget is checked first and ends the run with ``BudgetExhausted``.
+- ``dispatch_tools`` runs the reply's tool calls (``ToolLoop.observe``: validate → call → capped,
+  quoted observation → trace events, see ``agent.llm.dispatch``), checks a ``submit_plan`` against
+  its schema, and appends all observations of the turn as one line.
 - ``llm_plan`` reviews the proposed flags and writes plan.json / plan.md.
 
 The state holds only counters and the conversation's path (``LlmLoop``); the messages live in the
@@ -18,15 +18,11 @@ so an answered request is never sent again and a dispatched tool never runs twic
 """
 from __future__ import annotations
 
-import time
 from typing import Literal
 
-from agent.llm.budget import Budget
-from agent.llm.dispatch import dispatch, traced_args
 from agent.llm.conversation import CONVERSATION_FILE, Conversation
-from agent.llm.planner import (
-    SUBMIT, PlanAnswer, client, finish_plan, make_registry, parse_answer, submit_schema,
-)
+from agent.llm.loop import ToolLoop
+from agent.llm.planner import SUBMIT_PLAN, PlanAnswer, finish_plan, make_registry
 from agent.planner import render_plan_md
 from agent.preflight import Preflight
 from agent.llm.prompts import render
@@ -72,10 +68,6 @@ def after_dispatch(state: CampaignState) -> Literal["llm_turn", "llm_plan"]:
                      f"it is in phase {phase!r} (answered={loop.get('answered')!r})")
 
 
-def _conversation(rt: Runtime) -> Conversation:
-    return Conversation.load(rt.run.file(CONVERSATION_FILE))
-
-
 def _registry(rt: Runtime, preflight: Preflight) -> Registry:
     # Built once per process: importing the tool modules is the cost; the bindings never change in a run.
     if rt.planner_tools is None:
@@ -83,27 +75,27 @@ def _registry(rt: Runtime, preflight: Preflight) -> Registry:
     return rt.planner_tools
 
 
-def _budget(rt: Runtime, conversation: Conversation) -> Budget:
-    s = rt.settings
-    return Budget(max_steps=s.max_llm_steps, max_tokens=s.llm_max_tokens, max_seconds=s.llm_max_seconds,
-                  steps=conversation.turns, tokens=conversation.tokens, seconds=conversation.seconds)
+def _loop(rt: Runtime, state: CampaignState) -> ToolLoop:
+    """The planner's tool loop over its recorded conversation (read fresh: the file is the truth)."""
+    return ToolLoop(rt, Conversation.load(rt.run.file(CONVERSATION_FILE)), _registry(rt, Preflight.of(state)),
+                    SUBMIT_PLAN, reminder=lambda turns_left: render("plan_reminder", step_kinds=STEP_ORDER,
+                                                                    turns_left=turns_left))
 
 
-def _loop(conversation: Conversation, phase: str) -> dict:
+def _state(conversation: Conversation, phase: str) -> dict:
     return {"llm": {"conversation": CONVERSATION_FILE, "phase": phase, "turns": conversation.turns,
                     "tokens": conversation.tokens, "seconds": conversation.seconds,
                     "answered": conversation.answer is not None}}
 
 
 def llm_start(rt: Runtime, state: CampaignState) -> dict:
-    preflight = Preflight.of(state)
-    registry = _registry(rt, preflight)
-    rt.run.write_json("llm_tools.json", registry.report())
-    conversation = _conversation(rt)
+    loop = _loop(rt, state)
+    preflight, conversation = Preflight.of(state), loop.conversation
+    rt.run.write_json("llm_tools.json", loop.registry.report())
     if conversation.started:  # a resumed attempt continues the recorded conversation
         rt.trace.emit("progress", "llm", message=f"continuing the recorded conversation after "
-                                                 f"{conversation.turns} turns", budget=_budget(rt, conversation).snapshot())
-        return _loop(conversation, "observed")
+                                                 f"{conversation.turns} turns", budget=loop.budget().snapshot())
+        return _state(conversation, "observed")
     messages = [
         {"role": "system", "content": render("planner_system", model=rt.settings.model, step_kinds=STEP_ORDER,
                                              sglang_version=rt.settings.sglang_version,
@@ -112,78 +104,31 @@ def llm_start(rt: Runtime, state: CampaignState) -> dict:
             "planner_goal", goal=state["goal"], notes=preflight.notes,
             gpus=", ".join(g.name for g in preflight.gpus) or "none",
             sglang_root=preflight.sglang_root or "unresolved",
-            model_config=(preflight.model_file.architectures if preflight.model_file else None) or "not given", tool_names=sorted(registry.tools),
-            missing=[f"{k} ({v})" for k, v in registry.missing.items()])},
+            model_config=(preflight.model_file.architectures if preflight.model_file else None) or "not given",
+            tool_names=sorted(loop.registry.tools), missing=[f"{k} ({v})" for k, v in loop.registry.missing.items()])},
     ]
     conversation.append({"kind": "prompt", "messages": messages})
-    return _loop(conversation, "observed")
+    return _state(conversation, "observed")
 
 
 def llm_turn(rt: Runtime, state: CampaignState) -> dict:
-    conversation = _conversation(rt)
-    last = conversation.last
-    if last is not None and last["kind"] == "reply":  # answered before a kill; the checkpoint lagged
-        rt.trace.emit("progress", "llm", message=f"turn {last['turn']}: reply already recorded, not sent again")
-        return _loop(conversation, "replied")
-    budget = _budget(rt, conversation)
-    budget.before_turn()
-    registry = _registry(rt, Preflight.of(state))
-    turn = conversation.turns + 1
-    started = time.monotonic()
-    reply = client(rt).chat(conversation.messages(), registry.schemas() + [submit_schema()], call=turn)
-    calls = reply.get("tool_calls") or []
-    message = {"role": "assistant", "content": reply.get("content"), **({"tool_calls": calls} if calls else {})}
-    conversation.append({"kind": "reply", "turn": turn, "message": message, "usage": reply.get("usage") or {},
-                         "seconds": round(time.monotonic() - started, 3)})
-    return _loop(conversation, "replied")
-
-
-def _submit(rt: Runtime, call: dict, answered: bool) -> tuple[str, dict | None]:
-    raw = call["function"].get("arguments", "")
-    rt.trace.emit("tool_call", "llm", tool=SUBMIT, call_id=call.get("id", ""), args=traced_args(raw))
-    if answered:
-        text, answer = "status: error\nsubmit_plan was already called in this turn; only the first plan counts", None
-    else:
-        parsed, text = parse_answer(raw)
-        answer = parsed.model_dump(mode="json") if parsed else None
-    rt.trace.emit("tool_result", "llm", tool=SUBMIT, call_id=call.get("id", ""),
-                  status="ok" if answer else "bad_arguments", summary=text.splitlines()[-1] if answer else "bad_arguments")
-    return text, answer
+    loop = _loop(rt, state)
+    loop.turn()  # one model call; a reply recorded before a kill is not sent again
+    return _state(loop.conversation, "replied")
 
 
 def dispatch_tools(rt: Runtime, state: CampaignState) -> dict:
-    conversation = _conversation(rt)
-    last = conversation.last
-    if last is not None and last["kind"] == "observations":  # dispatched before a kill; not run again
-        rt.trace.emit("progress", "llm", message=f"turn {last['turn']}: observations already recorded, tools not run again")
-        return _loop(conversation, "submitted" if conversation.answer else "observed")
-    if last is None or last["kind"] != "reply":
-        raise RouteError(f"dispatch_tools needs a recorded reply as the last line of {conversation.path}")
-    registry = _registry(rt, Preflight.of(state))
-    started = time.monotonic()
-    calls = last["message"].get("tool_calls") or []
-    messages: list[dict] = []
-    answer = None
-    for call in calls:
-        if call["function"]["name"] == SUBMIT:
-            text, found = _submit(rt, call, answered=answer is not None)
-            answer = answer or found
-        else:
-            text = dispatch(registry, call, rt.trace).text
-        messages.append({"role": "tool", "tool_call_id": call.get("id", ""), "content": text})
-    if not calls:
-        turns_left = max(0, rt.settings.max_llm_steps - conversation.turns)
-        messages.append({"role": "user", "content": render("plan_reminder", step_kinds=STEP_ORDER,
-                                                           turns_left=turns_left)})
-    conversation.append({"kind": "observations", "turn": last["turn"], "messages": messages, "answer": answer,
-                         "seconds": round(time.monotonic() - started, 3)})
-    if answer is not None:
-        rt.trace.emit("progress", "llm", message="plan submitted", budget=_budget(rt, conversation).snapshot())
-    return _loop(conversation, "submitted" if answer is not None else "observed")
+    loop = _loop(rt, state)
+    last = loop.conversation.last
+    if last is None or last["kind"] == "prompt":
+        raise RouteError(f"dispatch_tools needs a recorded reply as the last line of {loop.conversation.path}")
+    if loop.observe() and loop.answer is not None:  # tools recorded before a kill are not run again
+        rt.trace.emit("progress", "llm", message="plan submitted", budget=loop.budget().snapshot())
+    return _state(loop.conversation, "submitted" if loop.answer is not None else "observed")
 
 
 def llm_plan(rt: Runtime, state: CampaignState) -> dict:
-    conversation = _conversation(rt)
+    conversation = Conversation.load(rt.run.file(CONVERSATION_FILE))
     if conversation.answer is None:
         raise RouteError(f"llm_plan reached but {conversation.path} holds no accepted plan")
     answer = PlanAnswer.model_validate(conversation.answer)

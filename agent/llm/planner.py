@@ -1,28 +1,26 @@
 """The LLM planner's contract: the ``submit_plan`` answer schema, the tools, and turning an answer into steps.
 
-The model researches with read-only tools, then answers with ``submit_plan`` (the loop itself is
-graph nodes: ``agent/llm/nodes.py``).
+The model researches with read-only tools, then answers with ``submit_plan`` (the tool loop,
+``agent/llm/loop.py``, runs as graph nodes: ``agent/llm/nodes.py``).
 
 The answer is typed: steps from the closed set of step kinds with closed params, plus optional
 extra server flags. Every flag goes through the flag guard; only accepted flags reach the
-write_scripts step (``params["extra_flags"]``). The client is ``rt.llm`` (a replay puts its own
-there) and is built from settings only when absent.
+write_scripts step (``params["extra_flags"]``).
 Artifacts: ``llm_tools.json`` (what the model could call and what is missing),
 ``flag_review.json``, and the plan itself (written by the plan node).
 """
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from agent.llm.flag_guard import FlagProposal, review_flags, review_markdown
+from agent.llm.loop import SubmitTool
 from agent.llm.run_tools import make_run_tools
 from agent.preflight import Preflight
 from agent.runtime import Runtime
 from agent.steps.base import PlanStep, StepKind
 from agent.steps.table import STEP_ORDER, plan_step
 from agent.llm.registry import Registry, build_registry
-
-SUBMIT = "submit_plan"
 
 
 class StepParams(BaseModel):
@@ -48,20 +46,7 @@ class PlanAnswer(BaseModel):
     rationale: str = Field("", description="Short explanation of the plan for the user")
 
 
-def submit_schema() -> dict:
-    params = PlanAnswer.model_json_schema()
-    params.pop("title", None)
-    return {"type": "function", "function": {"name": SUBMIT, "description": PlanAnswer.__doc__.strip(),
-                                             "parameters": params}}
-
-
-def client(rt: Runtime):
-    """The run's LLM client: ``rt.llm`` (a replay puts its client there), else built from settings."""
-    if rt.llm is None:
-        from agent.llm.client import LLMClient
-
-        rt.llm = LLMClient(rt.settings, rt.trace, stream=rt.settings.llm_stream)
-    return rt.llm
+SUBMIT_PLAN = SubmitTool("submit_plan", PlanAnswer, received="plan received")
 
 
 def make_registry(rt: Runtime, preflight: Preflight) -> Registry:
@@ -72,15 +57,6 @@ def make_registry(rt: Runtime, preflight: Preflight) -> Registry:
                 "sglang_src": root, "sglang_python": rt.settings.sglang_python,
                 "version": rt.settings.sglang_version}
     return build_registry(bindings, [("job status/logs", t) for t in make_run_tools(rt.executor)])
-
-
-def parse_answer(raw_text: str) -> tuple[PlanAnswer | None, str]:
-    try:
-        return PlanAnswer.model_validate_json(raw_text or "{}"), "status: ok\nplan received"
-    except ValidationError as err:
-        problems = "\n".join(f"- {'.'.join(str(p) for p in e['loc']) or '(arguments)'}: {e['msg']}"
-                             for e in err.errors()[:10])
-        return None, f"status: bad_arguments\nThe plan does not fit the submit_plan schema:\n{problems}"
 
 
 def to_steps(answer: PlanAnswer, extra_flags: dict[str, dict[str, str]]) -> list[PlanStep]:

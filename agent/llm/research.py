@@ -22,17 +22,14 @@ from __future__ import annotations
 import json
 import time
 
-from pydantic import ValidationError
-
-from agent.llm.budget import Budget, BudgetExhausted
-from agent.llm.dispatch import MAX_CHARS, dispatch, traced_args
+from agent.llm.budget import BudgetExhausted
+from agent.llm.dispatch import MAX_CHARS
 from agent.llm.flag_guard import review_flags
 from agent.llm.conversation import CONVERSATION_FILE, Conversation
+from agent.llm.loop import ToolLoop
 from agent.llm.nodes import uses_llm
-from agent.llm.planner import client, make_registry
-from agent.llm.research_notes import (
-    SUBMIT_NOTES, ResearchAnswer, check_claims, notes_markdown, seen_in, submit_notes_schema,
-)
+from agent.llm.planner import make_registry
+from agent.llm.research_notes import SUBMIT_NOTES, ResearchAnswer, check_claims, notes_markdown, seen_in
 from agent.llm.prompts import quote_untrusted, render
 from agent.preflight import Preflight
 from agent.runtime import Runtime
@@ -61,15 +58,6 @@ def research_registry(rt: Runtime, preflight: Preflight) -> Registry:
         rt.research_tools = Registry(
             tools=kept, missing={k: v for k, v in full.missing.items() if k in CAPABILITIES}, withheld=withheld)
     return rt.research_tools
-
-
-def shared_budget(rt: Runtime, research: Conversation) -> Budget:
-    """One budget for the planner and the research: both recorded conversations count."""
-    planner = Conversation.load(rt.run.file(CONVERSATION_FILE))
-    s = rt.settings
-    return Budget(max_steps=s.max_llm_steps, max_tokens=s.llm_max_tokens, max_seconds=s.llm_max_seconds,
-                  steps=planner.turns + research.turns, tokens=planner.tokens + research.tokens,
-                  seconds=planner.seconds + research.seconds, purpose="research notes")
 
 
 def with_research_flags(steps: list[PlanStep], accepted: dict[str, dict]) -> list[PlanStep]:
@@ -123,82 +111,41 @@ def _evidence(rt: Runtime, outcomes: dict[str, dict]) -> str:
     return quote_untrusted(text, "mtp.json and steps/infer_mtp.json (the infer_mtp step's answer)")
 
 
-def _start(rt: Runtime, goal: str, outcomes: dict[str, dict], registry: Registry, conversation: Conversation) -> None:
-    budget = shared_budget(rt, conversation)
+def _start(rt: Runtime, goal: str, outcomes: dict[str, dict], loop: ToolLoop) -> None:
+    registry = loop.registry
     messages = [
         {"role": "system", "content": render("research_system", model=rt.settings.model,
-                                             sglang_version=rt.settings.sglang_version, turns_left=budget.steps_left)},
+                                             sglang_version=rt.settings.sglang_version,
+                                             turns_left=loop.budget().steps_left)},
         {"role": "user", "content": render("research_task", goal=goal, evidence=_evidence(rt, outcomes),
                                            tool_names=sorted(registry.tools),
                                            missing=[f"{k} ({v})" for k, v in registry.missing.items()])},
     ]
-    conversation.append({"kind": "prompt", "messages": messages})
+    loop.conversation.append({"kind": "prompt", "messages": messages})
 
 
-def _submit(rt: Runtime, call: dict, answered: bool) -> tuple[str, dict | None]:
-    raw = call["function"].get("arguments", "")
-    rt.trace.emit("tool_call", "llm", tool=SUBMIT_NOTES, call_id=call.get("id", ""), args=traced_args(raw))
-    answer, text = None, "status: error\nsubmit_notes was already called in this turn; only the first counts"
-    if not answered:
-        try:
-            answer = ResearchAnswer.model_validate_json(raw or "{}").model_dump(mode="json")
-            text = "status: ok\nnotes received"
-        except ValidationError as err:
-            problems = "\n".join(f"- {'.'.join(str(p) for p in e['loc']) or '(arguments)'}: {e['msg']}"
-                                 for e in err.errors()[:10])
-            text = f"status: bad_arguments\nThe notes do not fit the submit_notes schema:\n{problems}"
-    rt.trace.emit("tool_result", "llm", tool=SUBMIT_NOTES, call_id=call.get("id", ""),
-                  status="ok" if answer else text.split("\n")[0].removeprefix("status: "))
-    return text, answer
-
-
-def _turn(rt: Runtime, conversation: Conversation, registry: Registry) -> None:
-    budget = shared_budget(rt, conversation)
-    budget.before_turn()
-    started = time.monotonic()
-    reply = client(rt).chat(conversation.messages(), registry.schemas() + [submit_notes_schema()],
-                            call=budget.steps + 1)  # numbered after the planner's turns: one count
-    calls = reply.get("tool_calls") or []
-    message = {"role": "assistant", "content": reply.get("content"), **({"tool_calls": calls} if calls else {})}
-    conversation.append({"kind": "reply", "turn": conversation.turns + 1, "message": message,
-                         "usage": reply.get("usage") or {}, "seconds": round(time.monotonic() - started, 3)})
-
-
-def _observe(rt: Runtime, conversation: Conversation, registry: Registry) -> None:
-    last = conversation.last
-    started = time.monotonic()
-    messages, answer = [], None
-    calls = last["message"].get("tool_calls") or []
-    for call in calls:
-        if call["function"]["name"] == SUBMIT_NOTES:
-            text, found = _submit(rt, call, answered=answer is not None)
-            answer = answer or found
-        else:
-            text = dispatch(registry, call, rt.trace).text
-        messages.append({"role": "tool", "tool_call_id": call.get("id", ""), "content": text})
-    if not calls:
-        turns_left = shared_budget(rt, conversation).steps_left
-        messages.append({"role": "user", "content": render("research_reminder", turns_left=turns_left)})
-    conversation.append({"kind": "observations", "turn": last["turn"], "messages": messages, "answer": answer,
-                         "seconds": round(time.monotonic() - started, 3)})
+def _loop(rt: Runtime, registry: Registry) -> ToolLoop:
+    """The research conversation's tool loop; its turns count against the planner's budget too."""
+    planner = Conversation.load(rt.run.file(CONVERSATION_FILE))
+    return ToolLoop(rt, Conversation.load(rt.run.file(RESEARCH_FILE)), registry, SUBMIT_NOTES,
+                    reminder=lambda turns_left: render("research_reminder", turns_left=turns_left),
+                    purpose="research notes", shares_budget_with=(planner,))
 
 
 def _investigate(rt: Runtime, goal: str, preflight: Preflight, outcomes: dict[str, dict], registry: Registry) -> dict:
     from agent.llm.client import LLMError  # imports openai: only on the LLM path
 
-    conversation = Conversation.load(rt.run.file(RESEARCH_FILE))
+    loop = _loop(rt, registry)
+    conversation = loop.conversation
     if not conversation.started:
-        _start(rt, goal, outcomes, registry, conversation)
+        _start(rt, goal, outcomes, loop)
     elif conversation.turns:
         rt.trace.emit("progress", LANE, message=f"{TOOL}: continuing the recorded conversation after "
                                                 f"{conversation.turns} turns")
     ended = "the model submitted its notes"
     try:
-        while conversation.answer is None:
-            if conversation.last["kind"] == "reply":  # replied before a kill: its tools run now, once
-                _observe(rt, conversation, registry)
-            else:
-                _turn(rt, conversation, registry)
+        while loop.answer is None:
+            loop.advance()
     except BudgetExhausted as err:
         ended = f"stopped early: {err}"
     except LLMError as err:

@@ -17,8 +17,8 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent.llm.flag_guard import FlagProposal, FlagReview, review_markdown
+from agent.llm.loop import SubmitTool
 
-SUBMIT_NOTES = "submit_notes"
 _CITE = re.compile(r"^\s*`?(?P<path>[^\s:`]+):(?P<start>\d+)(?:-(?P<end>\d+))?`?\s*$")
 _PATH = r'"path": "(?P<path>(?:[^"\\\n]|\\.)+)",\n\s*'
 _PATH_LINE = re.compile(_PATH + r'"line": (?P<line>\d+)')
@@ -43,11 +43,7 @@ class ResearchAnswer(BaseModel):
     open_questions: list[str] = Field(default_factory=list, description="What the evidence does not settle")
 
 
-def submit_notes_schema() -> dict:
-    params = ResearchAnswer.model_json_schema()
-    params.pop("title", None)
-    return {"type": "function", "function": {"name": SUBMIT_NOTES, "description": ResearchAnswer.__doc__.strip(),
-                                             "parameters": params}}
+SUBMIT_NOTES = SubmitTool("submit_notes", ResearchAnswer, received="notes received")
 
 
 @dataclass
