@@ -5,7 +5,8 @@ our server lifecycle and SGLang's own bench client (``sglang.bench_serving``) us
 
   GET  /health                 200 once ready (503 before)
   GET  /v1/models              {"object": "list", "data": [{"id": <served model name>, ...}]}
-  GET  /model_info             {"model_path", "tokenizer_path", "is_generation"}
+  GET  /model_info             {"model_path", "tokenizer_path", "is_generation"} (also /get_model_info,
+                               the older name SGLang's own ``RuntimeEndpoint`` still asks for)
   GET  /server_info            {"internal_states": [{"avg_spec_accept_length": ...}], ...}
   GET  /metrics                with --enable-metrics only (404 otherwise, as in SGLang): Prometheus
                                text with SGLang's counters sglang:generation_tokens_total and
@@ -16,14 +17,21 @@ our server lifecycle and SGLang's own bench client (``sglang.bench_serving``) us
   POST /v1/chat/completions    OpenAI chat, streaming chunks with ``delta.content`` and usage
 
 Tokens are the words ``w<i>`` separated by spaces, which the WordLevel test tokenizer counts one
-to one. Decoding runs in steps of ``--double-step-ms``; with a speculative algorithm each step
-yields ``accept length`` tokens (as MTP does), so TPOT drops by that factor. The accept length
-reported by /server_info is cumulative since start, as in SGLang.
+to one. Decoding runs in steps; with a speculative algorithm each step yields ``accept length``
+tokens (as MTP does). Accept length and step time are functions of the speculative setting
+(``--speculative-num-steps``, ``--speculative-eagle-topk``, ``--speculative-num-draft-tokens``) and
+of the number of requests decoding at once: tests/doubles/speculative_profile.py says how. The
+accept length reported by /server_info is cumulative since start, as in SGLang. GSM8K few-shot
+prompts (SGLang's ``sglang.test.few_shot_gsm8k``) are answered from a dataset the test wrote,
+correctly or degraded per setting: tests/doubles/gsm8k_answers.py.
 
 Configuration (flags SGLang does not know are ignored, like the real parser would not):
   --model-path, --host, --port, --served-model-name, --speculative-algorithm  (SGLang's flags)
   DSV4_DOUBLE_STEP_MS        decode step time in ms (default 2)
-  DSV4_DOUBLE_ACCEPT_LENGTH  tokens per step with a speculative algorithm (default 3)
+  DSV4_DOUBLE_ACCEPT_LENGTH  tokens per step with an algorithm but no steps given (default 3)
+  DSV4_DOUBLE_SPEC_P, DSV4_DOUBLE_DRAFT_COST, DSV4_DOUBLE_SPEC_PROFILE, DSV4_DOUBLE_NOISE(_SEED)
+                             per-setting behaviour and reproducible noise (speculative_profile.py)
+  DSV4_DOUBLE_GSM8K, DSV4_DOUBLE_GSM8K_DEGRADED  GSM8K answers (gsm8k_answers.py)
   DSV4_DOUBLE_ACCEPT_LENGTH_FILE  (double-only knob) a file whose number, when it exists, replaces
                              the accept length for requests starting after it was written
   DSV4_DOUBLE_STARTUP_S      seconds before /health answers 200 (default 0.2)
@@ -49,14 +57,22 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+from gsm8k_answers import Gsm8kAnswers  # siblings: this file runs as a script from tests/doubles/
+from speculative_profile import Profile, TokenClock, label, resolve
+
 
 class State:
     def __init__(self, args: argparse.Namespace):
         self.model_path = args.model_path
         self.served_name = args.served_model_name or args.model_path
         self.spec = args.speculative_algorithm
-        self.step_s = float(os.environ.get("DSV4_DOUBLE_STEP_MS", "2")) / 1000.0
-        self.accept = max(1, int(float(os.environ.get("DSV4_DOUBLE_ACCEPT_LENGTH", "3")))) if self.spec else 1
+        self.setting = resolve(self.spec, args.speculative_num_steps, args.speculative_eagle_topk,
+                               args.speculative_num_draft_tokens)
+        self.profile = Profile(self.setting, float(os.environ.get("DSV4_DOUBLE_STEP_MS", "2")),
+                               explicit=args.speculative_num_steps is not None)
+        self.step_s = self.profile.step_ms / 1000.0  # prefill
+        self.accept = self.profile.accept
+        self.gsm8k = Gsm8kAnswers(label(self.setting))
         self.ready_at = time.monotonic() + float(os.environ.get("DSV4_DOUBLE_STARTUP_S", "0.2"))
         self.never_ready = os.environ.get("DSV4_DOUBLE_NEVER_READY") == "1"
         self.lock = threading.Lock()
@@ -67,7 +83,7 @@ class State:
         self.verify_calls = 0  # Prometheus counters of finished requests, as SGLang's tokenizer manager
         self.generation_tokens = 0
 
-    def accept_now(self) -> int:
+    def accept_now(self) -> float:
         if self.spec and self.accept_file and os.path.exists(self.accept_file):
             return max(1, int(float(Path(self.accept_file).read_text().strip() or "1")))
         return self.accept
@@ -164,7 +180,7 @@ class Handler(BaseHTTPRequestHandler):
         if self.path == "/v1/models":
             return self._json(200, {"object": "list", "data": [
                 {"id": st.served_name, "object": "model", "owned_by": "sglang", "root": st.model_path}]})
-        if self.path == "/model_info":
+        if self.path in ("/model_info", "/get_model_info"):
             return self._json(200, {"model_path": st.model_path, "tokenizer_path": st.model_path,
                                     "is_generation": True})
         if self.path == "/server_info":
@@ -207,14 +223,21 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()
         time.sleep(st.step_s)  # prefill
-        accept = st.accept_now()
-        while len(words) < n:
-            time.sleep(st.step_s)
-            new = [f"w{(len(words) + i) % 1000}" for i in range(min(accept, n - len(words)))]
-            words.extend(new)
-            steps += 1
-            if stream:
-                self._chunk(b"data: " + json.dumps(self._piece(words, new, prompt, chat)).encode() + b"\n\n")
+        clock, factor = TokenClock(st.accept_now()), st.profile.request_factor()
+        answer = st.gsm8k.answer(str(body.get("text", ""))) if not chat else None
+        if answer is not None:  # a GSM8K question from the test's dataset: the whole answer in one piece
+            words, n = [answer], 1
+        st.profile.enter()
+        try:
+            while len(words) < n:
+                time.sleep(st.profile.step_s(factor))
+                new = [f"w{(len(words) + i) % 1000}" for i in range(min(clock.next_step(), n - len(words)))]
+                words.extend(new)
+                steps += 1
+                if stream:
+                    self._chunk(b"data: " + json.dumps(self._piece(words, new, prompt, chat)).encode() + b"\n\n")
+        finally:
+            st.profile.leave()
         st.record(len(words), steps)
         st.finish_request(len(words), steps)
         if stream:
@@ -253,6 +276,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--port", type=int, default=30000)
     parser.add_argument("--served-model-name", default=None)
     parser.add_argument("--speculative-algorithm", default=None)
+    parser.add_argument("--speculative-num-steps", type=int, default=None)
+    parser.add_argument("--speculative-eagle-topk", type=int, default=None)
+    parser.add_argument("--speculative-num-draft-tokens", type=int, default=None)
     parser.add_argument("--enable-metrics", action="store_true")
     args, unknown = parser.parse_known_args(argv)
     print(f"[double] launch_server args={argv!r} ignored={unknown!r}", flush=True)
