@@ -74,9 +74,9 @@ def report(rt: Runtime, state: CampaignState) -> dict:
     statuses = {v["status"] for v in outcomes.values()}
     status = "failed" if "failed" in statuses else "planned" if "planned" in statuses else "finished"
     from agent.report.build import build_report  # matplotlib: imported only when a report is built
-    from agent.report.sections import campaign_sections
+    from agent.report.timeline_view import timeline_sections
 
-    for path in build_report(rt.run.path, extra_sections=campaign_sections(rt.run.path)):
+    for path in build_report(rt.run.path, extra_sections=timeline_sections(rt.run.path)):
         rt.trace.emit("artifact_written", "control", path=str(path.relative_to(rt.run.path)))
     return {"status": status}
 

@@ -137,3 +137,37 @@ def iter_events(path: Path | str, type: str | None = None) -> Iterator[dict]:
     for event in read_trace(path).events:
         if type is None or event["type"] == type:
             yield event
+
+
+def _last(events: list[dict]) -> str:
+    return f"#{events[-1]['seq']} ({events[-1]['type']})" if events else "none (no good event)"
+
+
+def read_events(path: Path) -> tuple[list[dict], str | None]:
+    """Events up to the first line that is not a valid event, and why reading stopped there.
+
+    Unlike ``read_trace`` (which refuses a corrupt trace, since a run must not be resumed on one),
+    this keeps every event before the first bad line: replay and the timeline read what is there.
+    """
+    from agent.trace_schema import EventError, validate_event  # the schema module imports this one
+
+    data = path.read_bytes()
+    lines = data.split(b"\n")
+    tail = lines.pop()
+    events: list[dict] = []
+    for number, raw in enumerate([*lines, tail] if tail.strip() else lines, start=1):
+        torn = number == len(lines) + 1
+        try:
+            event = json.loads(raw)
+        except json.JSONDecodeError as err:
+            what = "is torn (the agent died while writing it)" if torn else f"is not JSON ({err.msg})"
+            return events, f"line {number} {what}; the record ends after event {_last(events)}"
+        try:
+            validate_event(event if isinstance(event, dict) else {"type": None})
+        except EventError as err:
+            return events, f"line {number} is not a valid event ({err}); the record ends after event {_last(events)}"
+        if event["seq"] != len(events):
+            return events, (f"line {number} has seq {event['seq']}, expected {len(events)} (lines lost or "
+                            f"reordered); the record ends after event {_last(events)}")
+        events.append(event)
+    return events, None

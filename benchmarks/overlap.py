@@ -28,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from agent.replay.timeline import intersect, measure, union  # noqa: E402
+from agent.report.timeline import intersect, measure, union  # noqa: E402
 from agent.trace import read_trace  # noqa: E402
 from tests.campaign_fixtures import campaign_args, campaign_env  # noqa: E402
 from tools.source.resolve import ensure_wheel_source  # noqa: E402

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.replay.timeline import build_timeline
+from agent.report.timeline import build_timeline
 from agent.trace import read_trace
 from tests.campaign_fixtures import campaign_args, campaign_env
 from tests.cli_helpers import agent, only_run, start_agent, wait_for

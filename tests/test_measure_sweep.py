@@ -15,6 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from agent.config import load_settings
+from agent.report.blocks import Para, Section
 from agent.report.build import build_report
 from agent.runfolder import RunFolder
 from agent.steps import benchmark as benchmark_step
@@ -119,16 +120,17 @@ def test_report_from_the_run_folder_opens_in_chromium(measured, tmp_path):
                                        "throughput_vs_concurrency.png", "accept_length.png"}
     md = (ctx.run.path / "report.md").read_text()
     assert "| mtp | 4 |" in md and "## Plan" in md and "4/4 points measured" in md
-    extra = build_report(ctx.run.path, extra_sections=[("Timeline", "gpu lane 12 s", "<p id='tl'>gpu lane 12 s</p>")])
+    extra = build_report(ctx.run.path, extra_sections=[Section("Timeline", [Para("gpu lane <12 s>")], id="tl")])
     page = extra[1].read_text()
-    assert "<p id='tl'>gpu lane 12 s</p>" in page and page.count('src="data:image/png;base64,') == 3
+    assert '<section id="tl"><h2>Timeline</h2>\n<p>gpu lane &lt;12 s&gt;</p>' in page
+    assert page.count('src="data:image/png;base64,') == 4  # TPOT, throughput, latency vs throughput, accept length
     shot = tmp_path / "shot.png"
     flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
              "--disable-background-networking", "--disable-component-update", "--disable-sync",
              f"--user-data-dir={tmp_path / 'profile'}"]
     dom = subprocess.run([chromium, *flags, "--dump-dom", extra[1].as_uri()], capture_output=True, text=True,
                          timeout=90).stdout
-    assert '<table id="comparison">' in dom and dom.count("<img") == 3
+    assert '<table id="comparison">' in dom and dom.count("<img") == 4
     subprocess.run([chromium, *flags, "--window-size=1300,1600", f"--screenshot={shot}", extra[1].as_uri()],
                    capture_output=True, timeout=90, check=True)
     from PIL import Image

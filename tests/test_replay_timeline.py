@@ -7,7 +7,7 @@ from pathlib import Path
 from PIL import Image
 
 from agent.replay.record import read_events
-from agent.replay.timeline import build_timeline, intersect, measure
+from agent.report.timeline import build_timeline, intersect, measure
 from agent.report.timeline_view import PNG_META_KEY, render_terminal, timeline_for_run, write_png
 from agent.trace_schema import validate_event
 

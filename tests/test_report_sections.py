@@ -5,7 +5,6 @@ import json
 from pathlib import Path
 
 from agent.report.build import build_report
-from agent.report.sections import campaign_sections
 
 
 def test_flag_verdicts_and_research_notes_reach_the_report(tmp_path: Path):
@@ -20,7 +19,7 @@ def test_flag_verdicts_and_research_notes_reach_the_report(tmp_path: Path):
          "origin": "sglang/srt/arg_groups/fields/spec.py:30", "reason": "breaks a hook rule",
          "violates": ["topk must be 1 (sglang/srt/arg_groups/deepseek_v4_hook.py:156)"]}]}}))
     (tmp_path / "research_notes.md").write_text("# Research notes\n\n## Findings\n\n- <b>x</b> (`a.py:1`)\n")
-    build_report(tmp_path, extra_sections=campaign_sections(tmp_path))
+    build_report(tmp_path)
     page = (tmp_path / "report.html").read_text()
     md = (tmp_path / "report.md").read_text()
     assert "Flags proposed by the LLM" in md and "| planner | --foo | 1 | rejected |" in md
@@ -31,6 +30,6 @@ def test_flag_verdicts_and_research_notes_reach_the_report(tmp_path: Path):
 
 
 def test_a_playbook_run_has_no_llm_sections(tmp_path: Path):
-    build_report(tmp_path, extra_sections=campaign_sections(tmp_path))
+    build_report(tmp_path)
     md = (tmp_path / "report.md").read_text()
     assert "LLM" not in md

@@ -4,7 +4,7 @@ lines for the shapes in DSV4_DOUBLE_FP8_SHAPES, against DSV4_DOUBLE_FP8_CONFIG_D
 sglang-python double, and the tuning-script double in a fake checkout.
 
 tune (discovery boot -> mine -> fan-out -> merge -> install) -> serve from the installed folder ->
-``proof_section`` says what was loaded."""
+``prove_run`` says what was loaded and the report renders it."""
 import json
 import os
 import re
@@ -24,7 +24,8 @@ from tools.jobs import LocalExecutor
 from tools.scripts.models import ServeVariant
 from tools.measure.server import launch_server, stop_server
 from tools.tuning.configs import config_file_name
-from tools.tuning.prove import proof_section
+from agent.report.sections import proof_section
+from tools.tuning.prove import prove_run
 from tools.tuning.shapes import mine_log
 
 REPO = Path(__file__).resolve().parents[1]
@@ -91,8 +92,10 @@ def test_discovery_boot_tunes_the_logged_shapes_and_the_proof_sees_them_loaded(t
     (ctx.run.path / "steps").mkdir(exist_ok=True)
     (ctx.run.path / "steps/benchmark.json").write_text(json.dumps(
         {"kind": "benchmark", "status": "done", "summary": "", "data": {"server_logs": {"baseline": server.log_path}}}))
-    title, md, html = proof_section(ctx.run.path)
-    assert title == "Kernel configs"
+    proof = prove_run(ctx.run.path)
+    section = proof_section(proof, ctx.run.path)
+    title, md, html = section.title, section.markdown(), section.html()
+    assert title == "Kernel configs" and proof.all_loaded
     assert md.startswith("All 2 installed kernel configs were loaded by the benchmark servers.")
     assert all(f"| {Path(p).name} | baseline |" in md for p in installed)
     assert "Using configuration from" in md and "<table" in html and "[128, 128]" in html
@@ -103,7 +106,7 @@ def test_proof_counts_only_servers_started_after_the_install_and_names_what_was_
     checkout = make_checkout(tmp_path / "sglang")
     _model_env(monkeypatch, checkout, shapes="4096,7168;7168,2048")
     ctx = _context(tmp_path, _fake_gpus(1), checkout, shapes=[], sglang_python=SGLANG_PYTHON)
-    assert proof_section(ctx.run.path) is None  # nothing installed yet
+    assert prove_run(ctx.run.path) is None  # nothing installed yet
     nothing = agent("tuning", "prove", str(ctx.run.path), cwd=tmp_path)
     assert nothing.returncode == 0 and "installed no kernel configs" in nothing.stdout
     assert run(ctx, _step()).status == "done"
@@ -114,8 +117,9 @@ def test_proof_counts_only_servers_started_after_the_install_and_names_what_was_
     (ctx.run.path / "steps").mkdir(exist_ok=True)
     (ctx.run.path / "steps/benchmark.json").write_text(json.dumps({"data": {"server_logs": {
         "baseline": discovery_log, "mtp": server.log_path}}}))
-    _title, md, _html = proof_section(ctx.run.path)
-    assert md.startswith("1 of 2 installed kernel configs were loaded")
+    proof = prove_run(ctx.run.path)
+    md = proof_section(proof, ctx.run.path).markdown()
+    assert md.startswith("1 of 2 installed kernel configs were loaded") and not proof.all_loaded
     assert "Not loaded: " + config_file_name(7168, 2048, "NVIDIA H200") in md
     assert "- baseline: started before the install" in md  # its 'default config' lines predate our files
     assert "- mtp: partly loaded (1/2 loaded" in md

@@ -7,14 +7,14 @@ from agent.commands.base import JsonFlag, RunRef, RunsDir, fail, print_json
 def report(run: RunRef, runs_dir: RunsDir = "runs", as_json: JsonFlag = False) -> None:
     """Rebuild the comparison report of a run from its folder alone (bench/, steps/, plan.md)."""
     from agent.report.build import build_report
-    from agent.report.sections import campaign_sections
+    from agent.report.timeline_view import timeline_sections
     from agent.runfolder import RunFolder, RunFolderError
 
     try:
         folder = RunFolder.find(run, runs_dir)
     except RunFolderError as err:
         fail(str(err))
-    written = [str(p) for p in build_report(folder.path, extra_sections=campaign_sections(folder.path))]
+    written = [str(p) for p in build_report(folder.path, extra_sections=timeline_sections(folder.path))]
     if as_json:
         print_json({"run": str(folder.path), "written": written})
     else:

@@ -53,21 +53,22 @@ def prove(run: RunRef, runs_dir: RunsDir = "runs") -> None:
     """
     from agent.runfolder import RunFolder, RunFolderError
     from tools.base import ToolError
-    from tools.tuning.prove import proof_section
+    from agent.report.sections import proof_section
+    from tools.tuning.prove import prove_run
 
     try:
         path = RunFolder.find(run, runs_dir).path
     except RunFolderError as err:
         fail(str(err))
     try:
-        section = proof_section(path)
+        proof = prove_run(path)
     except ToolError as err:
         fail(str(err), EXIT_FAILED)
-    if section is None:
+    if proof is None:
         print("this run installed no kernel configs: nothing to prove")
         raise typer.Exit(0)
-    print(section[1])
-    raise typer.Exit(0 if section[1].startswith("All ") else EXIT_FAILED)
+    print(proof_section(proof, path).markdown())
+    raise typer.Exit(0 if proof.all_loaded else EXIT_FAILED)
 
 
 ModelPath = Annotated[Optional[str], typer.Option("--model-path", metavar="PATH",

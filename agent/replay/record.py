@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent.trace_schema import EventError, validate_event
+from agent.trace import read_events as read_good_events
 
 VOLATILE = frozenset({"v", "seq", "t", "mono", "pid", "ms", "seconds", "run", "argv", "bytes", "thread"})
 ORCHESTRATION_LANES = ("control", "gpu", "research")
@@ -53,33 +53,10 @@ class Recording:
 
 
 def read_events(path: Path) -> tuple[list[dict], str | None]:
-    """Events up to the first line that is not a valid event, and why reading stopped there."""
+    """The trace's good events and why reading stopped early (agent.trace.read_events), for replay."""
     if not path.exists():
         raise RecordError(f"{path} does not exist: this run has no trace to replay (was it made by dsv4-agent?)")
-    data = path.read_bytes()
-    lines = data.split(b"\n")
-    tail = lines.pop()
-    events: list[dict] = []
-    for number, raw in enumerate([*lines, tail] if tail.strip() else lines, start=1):
-        torn = number == len(lines) + 1
-        try:
-            event = json.loads(raw)
-        except json.JSONDecodeError as err:
-            what = "is torn (the agent died while writing it)" if torn else f"is not JSON ({err.msg})"
-            return events, f"line {number} {what}; the record ends after event {_last(events)}"
-        try:
-            validate_event(event if isinstance(event, dict) else {"type": None})
-        except EventError as err:
-            return events, f"line {number} is not a valid event ({err}); the record ends after event {_last(events)}"
-        if event["seq"] != len(events):
-            return events, (f"line {number} has seq {event['seq']}, expected {len(events)} (lines lost or "
-                            f"reordered); the record ends after event {_last(events)}")
-        events.append(event)
-    return events, None
-
-
-def _last(events: list[dict]) -> str:
-    return f"#{events[-1]['seq']} ({events[-1]['type']})" if events else "none (no good event)"
+    return read_good_events(path)
 
 
 def _optional_json(path: Path) -> Any:

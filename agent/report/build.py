@@ -1,44 +1,47 @@
-"""The campaign report, rebuilt from the run folder alone: ``report.md``, ``report.html``, plots.
+"""The campaign report, rebuilt from the run folder alone: ``report.md``, ``report.html``, plots,
+``results.csv`` and ``results.json``.
 
-Reads ``plan.md``, ``steps/<kind>.json`` (step outcomes), ``bench/<variant>.jsonl`` and
-``bench/<variant>.failures.jsonl``. Other parts of the product add sections (a timeline, tuning
-proof, ...) as ``(title, markdown, html)`` triples. ``report.html`` is self-contained: the plots
-are embedded as data URIs, so the file can be mailed or opened from anywhere.
+Reads ``config.json``, ``preflight.json``, ``measure_plan.json``, ``bench/`` (every point's JSONL,
+failures, snapshots, accuracy), ``verdict.json`` (else the verdict is computed from ``bench/``),
+``steps/``, ``plan.md``, ``evidence.md`` and what the tools returned (the tuning proof). The page
+opens with the header (model, GPU, TP, SGLang version, lengths, prompts, date) and the verdict,
+so a reader sees the decision first. ``report.html`` is self-contained: plots are data URIs.
 """
 from __future__ import annotations
 
-import base64
-import html
 import json
 import os
+import time
 from pathlib import Path
 from typing import Iterable
 
+from agent.report.blocks import Image, Para, Section
+from agent.report.measurement import (
+    accuracy_section, comparison_section, metrics_section, results_files, verdict_section,
+)
+from agent.report.page import render
 from agent.report.plots import write_plots
-from tools.measure.results import COMPARED, ComparisonRow, compare, parse_jsonl
+from agent.report import sections as parts
+from tools.measure.accuracy import load_results as load_accuracy
+from tools.measure.decision import VERDICT_FILE, bench_records, decide_folder, gates_of
+from tools.measure.results import ComparisonRow, compare
+from tools.measure.variants import setting_label
+from tools.measure.verdict import Slo, Verdict, point_stats
+from tools.scripts.models import MeasurePlan
+from tools.tuning.prove import prove_run
 
-Section = tuple[str, str, str]  # (title, markdown, html)
-LABELS = {"median_ttft_ms": "TTFT p50 ms", "p99_ttft_ms": "TTFT p99 ms", "median_tpot_ms": "TPOT p50 ms",
-          "p99_tpot_ms": "TPOT p99 ms", "median_itl_ms": "ITL p50 ms", "p99_itl_ms": "ITL p99 ms",
-          "output_throughput": "out tok/s", "accept_length": "accept len"}
-RATIO_METRICS = ("median_ttft_ms", "median_tpot_ms", "median_itl_ms", "output_throughput")
-MAX_PLAN_CHARS = 20000
 
-
-def _fmt(value: float | None, digits: int = 2) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
+def _json(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
 
 
 def load_results(run_dir: Path) -> tuple[list[ComparisonRow], list[str], list[dict]]:
     """Comparison rows, parse problems, and failures of points that never produced a result."""
     bench = run_dir / "bench"
-    records, problems, failures = [], [], []
-    for path in sorted(bench.glob("*.jsonl")):
-        if path.name.endswith(".failures.jsonl"):
-            continue  # snapshots/<variant>.jsonl is in a subfolder: the glob never sees it
-        parsed = parse_jsonl(path)
-        records += parsed.records
-        problems += parsed.problems
+    records, problems = bench_records(bench)
     measured = {(r.variant, r.concurrency) for r in records}
     latest: dict[tuple, dict] = {}
     for path in sorted(bench.glob("*.failures.jsonl")):
@@ -51,112 +54,50 @@ def load_results(run_dir: Path) -> tuple[list[ComparisonRow], list[str], list[di
             key = (item.get("variant"), item.get("concurrency"))
             if key not in measured:  # a later retry that succeeded wins over the failure
                 latest[key] = item
-    failures = list(latest.values())
-    return compare(records), problems, failures
+    return compare(records), problems, list(latest.values())
 
 
-NOT_ISOLATED = "†"
+def _plan(run_dir: Path) -> MeasurePlan | None:
+    path = run_dir / "measure_plan.json"
+    try:
+        return MeasurePlan.model_validate_json(path.read_text()) if path.exists() else None
+    except ValueError:
+        return None
 
 
-def _cells(row: ComparisonRow) -> list[str]:
-    """Metric and ratio cells; an accept length that is not this point's own is shown as such."""
-    cells = []
-    for m in COMPARED:
-        if m == "accept_length" and not row.accept_isolated:
-            cum = row.accept_length_cumulative
-            cells.append(f"n/a{NOT_ISOLATED}" + (f" (cum. {cum:.2f})" if cum is not None else ""))
-        else:
-            cells.append(_fmt(row.values.get(m)))
-    return cells + [_fmt(row.ratios.get(m), 3) for m in RATIO_METRICS]
+def _slo(settings: dict) -> Slo | None:
+    slo = Slo(max_ttft_ms=settings.get("max_ttft_ms"), max_tpot_ms=settings.get("max_tpot_ms"),
+              percentile=settings.get("slo_percentile") or "p99")
+    return slo if slo.given else None
 
 
-def _accept_notes(rows: list[ComparisonRow]) -> list[str]:
-    return [f"{NOT_ISOLATED} {r.variant} at concurrency {r.concurrency}: accept length not isolated: {r.accept_note}"
-            for r in rows if not r.accept_isolated]
+def _verdict(run_dir: Path, plan: MeasurePlan | None, settings: dict) -> Verdict | None:
+    recorded = _json(run_dir / VERDICT_FILE)
+    if recorded is not None:
+        return Verdict.model_validate(recorded)
+    return decide_folder(run_dir / "bench", plan.accuracy if plan else None, _slo(settings))
 
 
-def _table_md(rows: list[ComparisonRow]) -> str:
-    head = ["variant", "conc"] + [LABELS[m] for m in COMPARED] + [f"{LABELS[m]} ×base" for m in RATIO_METRICS]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for row in rows:
-        cells = [row.variant, str(row.concurrency if row.concurrency is not None else "?")] + _cells(row)
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
-
-
-def _table_html(rows: list[ComparisonRow]) -> str:
-    head = ["variant", "conc"] + [LABELS[m] for m in COMPARED] + [f"{LABELS[m]} ×base" for m in RATIO_METRICS]
-    out = ['<table id="comparison"><thead><tr>' + "".join(f"<th>{html.escape(h)}</th>" for h in head)
-           + "</tr></thead><tbody>"]
-    for row in rows:
-        cells = [html.escape(row.variant), str(row.concurrency if row.concurrency is not None else "?")]
-        cells += [html.escape(c) for c in _cells(row)]
-        out.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
-    return "\n".join(out) + "</tbody></table>"
-
-
-def _outcomes(run_dir: Path) -> list[dict]:
-    found = []
-    for path in sorted((run_dir / "steps").glob("*.json")):
-        try:
-            found.append(json.loads(path.read_text()))
-        except json.JSONDecodeError:
-            found.append({"kind": path.stem, "status": "?", "summary": f"{path.name} is not JSON"})
-    return found
-
-
-def _plan_text(run_dir: Path) -> str:
-    path = run_dir / "plan.md"
-    if not path.exists():
-        return ""
-    text = path.read_text(errors="replace")
-    if len(text) > MAX_PLAN_CHARS:
-        text = text[:MAX_PLAN_CHARS] + f"\n\n[cut: {len(text) - MAX_PLAN_CHARS} more characters; limit {MAX_PLAN_CHARS}]"
-    return text
-
-
-def _sections(run_dir: Path, rows, problems, failures, plots: list[Path]) -> list[Section]:
-    sections: list[Section] = []
-    plan = _plan_text(run_dir)
+def header(run_dir: Path, plan: MeasurePlan | None) -> list[tuple[str, str]]:
+    config = _json(run_dir / "config.json") or {}
+    settings = config.get("settings", {})
+    pre = _json(run_dir / "preflight.json") or {}
+    gpus = pre.get("gpus") or []
+    names = sorted({g.get("name", "?") for g in gpus})
+    source = pre.get("sglang_source") or {}
+    when = (_json(run_dir / "result.json") or {}).get("finished_at") or (run_dir / "config.json").stat().st_mtime \
+        if (run_dir / "config.json").exists() else time.time()
+    rows = [("model", settings.get("model_path") or settings.get("model") or "?"),
+            ("GPU", f"{len(gpus)} × {', '.join(names)}" if gpus else "none here (planned for a GPU host)"),
+            ("TP", str(plan.variants[0].tp) if plan else str(settings.get("tp") or "?")),
+            ("SGLang", f"{source.get('version') or '?'} ({source.get('kind', '?')}"
+                       + (f", commit {source['commit'][:12]}" if source.get("commit") else "") + ")"),
+            ("goal", str(config.get("goal", "?")))]
     if plan:
-        sections.append(("Plan", plan, f"<pre>{html.escape(plan)}</pre>"))
-    outcomes = _outcomes(run_dir)
-    if outcomes:
-        md = "\n".join(f"- **{o.get('kind')}**: {o.get('status')} — {o.get('summary', '')}" for o in outcomes)
-        li = "".join(f"<li><b>{html.escape(str(o.get('kind')))}</b>: {html.escape(str(o.get('status')))} — "
-                     f"{html.escape(str(o.get('summary', '')))}</li>" for o in outcomes)
-        sections.append(("Steps", md, f"<ul>{li}</ul>"))
-    if rows:
-        note = ("Ratios are variant / baseline at the same concurrency: below 1 is better for TTFT, TPOT "
-                "and ITL, above 1 is better for throughput. Accept length is each point's own: generated "
-                "tokens / speculative verify calls between server snapshots taken before and after the "
-                "point (SGLang's `avg_spec_accept_length` is cumulative since server start).")
-        notes = _accept_notes(rows)
-        sections.append(("Comparison", _table_md(rows) + "\n\n" + note + "".join(f"\n\n{n}" for n in notes),
-                         _table_html(rows) + f"<p>{html.escape(note)}</p>"
-                         + "".join(f'<p class="not-isolated">{html.escape(n)}</p>' for n in notes)))
-    else:
-        msg = "No benchmark results in bench/ (the benchmark was planned, not run, or every point failed)."
-        sections.append(("Comparison", msg, f"<p>{html.escape(msg)}</p>"))
-    if plots:
-        md = "\n\n".join(f"![{p.stem}](plots/{p.name})" for p in plots)
-        imgs = "".join(f'<figure><img alt="{p.stem}" src="data:image/png;base64,'
-                       f'{base64.b64encode(p.read_bytes()).decode()}"><figcaption>{p.stem}</figcaption></figure>'
-                       for p in plots)
-        sections.append(("Plots", md, imgs))
-    if failures or problems:
-        items = [f"{f.get('variant')} at concurrency {f.get('concurrency')}: "
-                 f"{str(f.get('reason', '')).splitlines()[0] if f.get('reason') else '?'} (log: {f.get('log', '')})"
-                 for f in failures] + problems
-        sections.append(("Failed points and skipped lines", "\n".join(f"- {i}" for i in items),
-                         "<ul>" + "".join(f"<li>{html.escape(i)}</li>" for i in items) + "</ul>"))
-    return sections
-
-
-_CSS = ("body{font-family:sans-serif;margin:2em;max-width:1200px;color:#222}"
-        "table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #999;padding:4px 6px;text-align:right}"
-        "th{background:#e8eef8}td:first-child{text-align:left}figure{display:inline-block;margin:8px}"
-        "pre{background:#f4f4f4;padding:8px;white-space:pre-wrap}")
+        rows += [("lengths", f"input {plan.input_len} / output {plan.output_len} tokens (random ids)"),
+                 ("prompts", f"{plan.prompts_per_concurrency} per concurrency slot, at least {plan.min_prompts}; "
+                             f"concurrency {' '.join(map(str, plan.concurrency))}; {plan.repeats} repeat(s)")]
+    return rows + [("date", time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(when)))]
 
 
 def _write_atomically(path: Path, text: str) -> None:
@@ -166,17 +107,51 @@ def _write_atomically(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def build_report(run_dir: Path | str, extra_sections: Iterable[Section] = ()) -> list[Path]:
-    """Write report.md, report.html and plots/*.png into the run folder; return the paths."""
-    run_dir = Path(run_dir)
+def _measurement(run_dir: Path, plan: MeasurePlan | None, labels: dict[str, str]) -> tuple[list[Section], list[Path]]:
     rows, problems, failures = load_results(run_dir)
-    plots = write_plots(rows, run_dir / "plots") if rows else []
-    sections = _sections(run_dir, rows, problems, failures, plots) + list(extra_sections)
-    title = f"dsv4-agent report — {run_dir.name}"
-    md = f"# {title}\n\n" + "\n\n".join(f"## {t}\n\n{m}" for t, m, _h in sections) + "\n"
-    body = "\n".join(f"<section><h2>{html.escape(t)}</h2>\n{h}</section>" for t, _m, h in sections)
-    page = (f'<!doctype html><html><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
-            f"<style>{_CSS}</style></head><body><h1>{html.escape(title)}</h1>\n{body}\n</body></html>\n")
+    records, _ = bench_records(run_dir / "bench")
+    out: list[Section] = []
+    written: list[Path] = []
+    if rows:
+        stats = point_stats(records)
+        plots = write_plots(stats, run_dir / "plots")
+        out += [metrics_section(stats, labels), comparison_section(rows),
+                Section("Plots", [Image(p, f"plots/{p.name}", p.stem) for p in plots], id="plots")]
+        csv_text, json_text = results_files(stats, labels, records)
+        for name, text in (("results.csv", csv_text), ("results.json", json_text)):
+            _write_atomically(run_dir / name, text)
+            written.append(run_dir / name)
+        written += plots
+    else:
+        out.append(Section("Comparison", [Para("No benchmark results in bench/ (the benchmark was planned, not run, "
+                                               "or every point failed).")], id="comparison-section"))
+    if plan is not None and plan.accuracy is not None:
+        gates = gates_of(run_dir / "bench", plan.accuracy, [v.name for v in plan.variants])
+        out.append(accuracy_section(load_accuracy(run_dir / "bench"), gates, plan.accuracy.skip_reason))
+    failed = parts.failures_section(failures, problems)
+    return out + ([failed] if failed else []), written
+
+
+def build_report(run_dir: Path | str, extra_sections: Iterable[Section] = ()) -> list[Path]:
+    """Write report.md, report.html, plots/*.png and the combined results; return the paths."""
+    run_dir = Path(run_dir)
+    plan = _plan(run_dir)
+    settings = (_json(run_dir / "config.json") or {}).get("settings", {})
+    labels = {v.name: setting_label({f.flag: f.value for f in v.flags}) if v.flags else "SGLang defaults"
+              for v in plan.variants} if plan else {}
+    verdict = _verdict(run_dir, plan, settings)
+    planned = ((_json(run_dir / "steps" / "benchmark.json") or {}).get("status") == "planned")
+    measured, written = _measurement(run_dir, plan, labels)
+    proof = prove_run(run_dir)
+    sections = [*measured]
+    sections += [s for s in (parts.evidence_section(run_dir), parts.flag_review_section(run_dir),
+                             parts.research_notes_section(run_dir)) if s]
+    if proof is not None:
+        sections.append(parts.proof_section(proof, run_dir))
+    sections += [s for s in (parts.steps_section(run_dir), parts.plan_section(run_dir)) if s]
+    sections += list(extra_sections)
+    md, page = render(f"dsv4-agent report — {run_dir.name}", header(run_dir, plan),
+                      verdict_section(verdict, labels, planned), bool(verdict and verdict.recommended), sections)
     _write_atomically(run_dir / "report.md", md)
     _write_atomically(run_dir / "report.html", page)
-    return [run_dir / "report.md", run_dir / "report.html", *plots]
+    return [run_dir / "report.md", run_dir / "report.html", *written]

@@ -1,7 +1,9 @@
-"""PNG plots of a benchmark comparison (matplotlib, Agg backend: no display needed).
+"""PNG plots of the measurement (matplotlib, Agg backend: no display needed).
 
-TPOT, output throughput and accept length against concurrency, one line per variant (accept
-length only where the point's own value was isolated).
+Per variant, against concurrency: median TPOT and output throughput (bars show the range of the
+repeats), accept length (only points whose own value was isolated); and latency against
+throughput (median TPOT over output tok/s, one point per concurrency), the curve a deployment is
+chosen on.
 """
 from __future__ import annotations
 
@@ -12,30 +14,23 @@ import matplotlib
 matplotlib.use("Agg")  # before pyplot: headless hosts and CI have no display
 import matplotlib.pyplot as plt  # noqa: E402
 
-from tools.measure.results import ComparisonRow  # noqa: E402
+from tools.measure.verdict import PointStats  # noqa: E402
 
 
-def _series(rows: list[ComparisonRow], metric: str) -> dict[str, list[tuple[int, float]]]:
-    series: dict[str, list[tuple[int, float]]] = {}
-    for row in rows:
-        value = row.values.get(metric)
-        if row.concurrency is not None and value is not None:
-            series.setdefault(row.variant, []).append((row.concurrency, value))
+def _series(stats: list[PointStats], metric: str) -> dict[str, list[tuple[int, float, float, float]]]:
+    series: dict[str, list[tuple[int, float, float, float]]] = {}
+    for s in stats:
+        if metric == "accept_length":
+            if s.accept_length is not None:
+                series.setdefault(s.variant, []).append((s.concurrency, s.accept_length, s.accept_length,
+                                                         s.accept_length))
+        elif metric in s.metrics:
+            m = s.metrics[metric]
+            series.setdefault(s.variant, []).append((s.concurrency, m.median, m.low, m.high))
     return {name: sorted(points) for name, points in series.items()}
 
 
-def _line_plot(rows: list[ComparisonRow], metric: str, ylabel: str, title: str, path: Path) -> Path | None:
-    series = _series(rows, metric)
-    if not series:
-        return None
-    fig, ax = plt.subplots(figsize=(6, 3.6), dpi=100)
-    for name, points in series.items():
-        ax.plot([c for c, _ in points], [v for _, v in points], marker="o", linewidth=2, label=name)
-    ax.set_xscale("log", base=2)
-    ticks = sorted({c for points in series.values() for c, _ in points})
-    ax.set_xticks(ticks, [str(t) for t in ticks])
-    ax.set_xlabel("concurrency (--max-concurrency)")
-    ax.set_ylabel(ylabel)
+def _save(fig, ax, title: str, path: Path) -> Path:
     ax.set_title(title)
     ax.grid(True, alpha=0.3)
     ax.legend()
@@ -45,16 +40,50 @@ def _line_plot(rows: list[ComparisonRow], metric: str, ylabel: str, title: str, 
     return path
 
 
-def write_plots(rows: list[ComparisonRow], out_dir: Path) -> list[Path]:
+def _line_plot(stats: list[PointStats], metric: str, ylabel: str, title: str, path: Path) -> Path | None:
+    series = _series(stats, metric)
+    if not series:
+        return None
+    fig, ax = plt.subplots(figsize=(6, 3.6), dpi=100)
+    for name, points in series.items():
+        xs, ys = [p[0] for p in points], [p[1] for p in points]
+        ax.errorbar(xs, ys, yerr=[[p[1] - p[2] for p in points], [p[3] - p[1] for p in points]], marker="o",
+                    linewidth=2, capsize=3, label=name)
+    ax.set_xscale("log", base=2)
+    ticks = sorted({p[0] for points in series.values() for p in points})
+    ax.set_xticks(ticks, [str(t) for t in ticks])
+    ax.set_xlabel("concurrency (--max-concurrency)")
+    ax.set_ylabel(ylabel)
+    return _save(fig, ax, title, path)
+
+
+def _latency_vs_throughput(stats: list[PointStats], path: Path) -> Path | None:
+    tpot, thr = _series(stats, "median_tpot_ms"), _series(stats, "output_throughput")
+    names = [n for n in tpot if n in thr]
+    if not names:
+        return None
+    fig, ax = plt.subplots(figsize=(6, 3.6), dpi=100)
+    for name in names:
+        pairs = sorted((t[1], l[1], l[0]) for t, l in zip(thr[name], tpot[name]))
+        ax.plot([p[0] for p in pairs], [p[1] for p in pairs], marker="o", linewidth=2, label=name)
+        for x, y, conc in pairs:
+            ax.annotate(f"c{conc}", (x, y), textcoords="offset points", xytext=(4, 4), fontsize=8)
+    ax.set_xlabel("output tokens/s (median of repeats)")
+    ax.set_ylabel("median TPOT (ms)")
+    return _save(fig, ax, "Latency vs throughput (labels: concurrency)", path)
+
+
+def write_plots(stats: list[PointStats], out_dir: Path) -> list[Path]:
     """Write the plots that have data; returns the paths written."""
     out_dir.mkdir(parents=True, exist_ok=True)
     made = [
-        _line_plot(rows, "median_tpot_ms", "median TPOT (ms)", "Time per output token vs concurrency",
+        _line_plot(stats, "median_tpot_ms", "median TPOT (ms)", "Time per output token vs concurrency",
                    out_dir / "tpot_vs_concurrency.png"),
-        _line_plot(rows, "output_throughput", "output tokens/s", "Output throughput vs concurrency",
+        _line_plot(stats, "output_throughput", "output tokens/s", "Output throughput vs concurrency",
                    out_dir / "throughput_vs_concurrency.png"),
+        _latency_vs_throughput(stats, out_dir / "latency_vs_throughput.png"),
         # only points whose accept length was isolated have a value: a cumulative figure is not plotted
-        _line_plot(rows, "accept_length", "accept length (tokens/step)",
+        _line_plot(stats, "accept_length", "accept length (tokens/step)",
                    "Speculative accept length per point", out_dir / "accept_length.png"),
     ]
     return [p for p in made if p is not None]

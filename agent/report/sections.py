@@ -1,30 +1,63 @@
-"""The campaign's own report sections beyond the benchmark tables: the LLM's flag review and
-research notes (LLM mode only), the tuning proof, and the timeline.
-
-Every path that rebuilds a report (the campaign's report node, ``dsv4-agent report``,
-``dsv4-agent replay --timeline``) passes these to ``build_report`` so the page is the same
-whichever built it.
-"""
+"""The report's sections that are not the measurement: plan, steps in the order they ran, the MTP
+evidence with citations, the LLM's flag review and research notes, the tuning proof, the timeline,
+failed points. Each reads the run folder (or takes data a tool returned) and returns a Section."""
 from __future__ import annotations
 
-import html
 import json
 from pathlib import Path
 
-from agent.replay.timeline import Timeline
-from agent.report.timeline_view import report_section, timeline_for_run, write_png
+from agent.report.blocks import Code, Items, Markdown, Para, Section
+from agent.report.table import Table
+from tools.tuning.prove import RunProof
 
-Section = tuple[str, str, str]
+MAX_TEXT_CHARS = 20000
+EVIDENCE_LINES = 10
 
 
-def run_timeline(run_dir: Path) -> tuple[Timeline, Path] | None:
-    """The run's timeline (from its good trace events) and its PNG, or None without a trace."""
-    if not (run_dir / "trace.jsonl").exists():
+def _capped(text: str, limit: int = MAX_TEXT_CHARS) -> str:
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"\n\n[cut: {len(text) - limit} more characters; limit {limit}]"
+
+
+def plan_section(run_dir: Path) -> Section | None:
+    path = run_dir / "plan.md"
+    if not path.exists():
         return None
-    timeline, stop = timeline_for_run(run_dir)
-    if stop:
-        timeline.notes.append(f"trace read up to a bad line: {stop}")
-    return timeline, write_png(timeline, run_dir / "timeline.png")
+    text = path.read_text(errors="replace").split("\n", 1)
+    body = text[1] if text[0].startswith("# ") and len(text) > 1 else "\n".join(text)  # its title is the page's
+    return Section("Plan", [Markdown(_capped(body))], id="plan")
+
+
+def steps_in_order(run_dir: Path) -> list[dict]:
+    """Step outcomes in the order they finished (each writes steps/<kind>.json when it ends)."""
+    found = []
+    for path in (run_dir / "steps").glob("*.json"):
+        try:
+            item = json.loads(path.read_text())
+        except json.JSONDecodeError:
+            item = {"kind": path.stem, "status": "?", "summary": f"{path.name} is not JSON"}
+        found.append((path.stat().st_mtime_ns, path.stem, item))
+    return [item for _t, _k, item in sorted(found, key=lambda f: (f[0], f[1]))]
+
+
+def steps_section(run_dir: Path) -> Section | None:
+    outcomes = steps_in_order(run_dir)
+    if not outcomes:
+        return None
+    table = Table(["#", "step", "status", "summary"], id="steps")
+    for number, o in enumerate(outcomes, 1):
+        table.add(number, o.get("kind"), o.get("status"), o.get("summary", ""))
+    return Section("Steps (in the order they ran)", [table], id="steps-section")
+
+
+def evidence_section(run_dir: Path) -> Section | None:
+    path = run_dir / "evidence.md"
+    if not path.exists():
+        return None
+    text = path.read_text(errors="replace").split("\n", 1)
+    return Section("MTP evidence (with citations)", [Markdown(_capped(text[1] if len(text) > 1 else text[0]))],
+                   id="evidence")
 
 
 def flag_review_section(run_dir: Path) -> Section | None:
@@ -37,16 +70,12 @@ def flag_review_section(run_dir: Path) -> Section | None:
             verdicts += [(source, v) for v in review.get("verdicts", [])]
     if not verdicts:
         return None
-    rows = [(src, v["flag"], v.get("value", ""), v["verdict"], v.get("origin") or "", "; ".join(v.get("violates", []))
-             or v.get("reason", "")) for src, v in verdicts]
-    head = ("from", "flag", "value", "verdict", "evidence", "why")
-    md = "\n".join(["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-                   + ["| " + " | ".join(str(c).replace("|", "\\|") for c in row) + " |" for row in rows])
-    body = ("<table><tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr>"
-            + "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in rows)
-            + "</table>")
+    table = Table(["from", "flag", "value", "verdict", "evidence", "why"], id="flag-review")
+    for src, v in verdicts:
+        table.add(src, v["flag"], v.get("value", ""), v["verdict"], v.get("origin") or "",
+                  "; ".join(v.get("violates", [])) or v.get("reason", ""))
     note = "Rejected flags were not written into any script (see `--accept-unsupported-flags`)."
-    return "Flags proposed by the LLM", f"{md}\n\n{note}", f"{body}<p>{html.escape(note)}</p>"
+    return Section("Flags proposed by the LLM", [table, Para(note)], id="flags")
 
 
 def research_notes_section(run_dir: Path) -> Section | None:
@@ -54,18 +83,30 @@ def research_notes_section(run_dir: Path) -> Section | None:
     if not path.exists():
         return None
     text = path.read_text().split("\n", 1)[-1].strip()  # the file's own title is the section's
-    return "LLM research notes", text, f"<pre>{html.escape(text)}</pre>"
+    return Section("LLM research notes", [Markdown(_capped(text))], id="research")
 
 
-def campaign_sections(run_dir: Path | str, timeline: tuple[Timeline, Path] | None = None) -> list[Section]:
-    from tools.tuning.prove import proof_section
+def proof_section(proof: RunProof, run_dir: Path) -> Section:
+    """The tuning proof a tool returned, for the reader."""
+    table = Table(["config file", "loaded by"], id="kernel-configs")
+    for target in proof.targets:
+        table.add(Path(target).name, ", ".join(proof.loaded_by[target]) or "NOT LOADED")
+    cut = len(proof.evidence) - EVIDENCE_LINES
+    shown = proof.evidence[:EVIDENCE_LINES] + (
+        [f"... {cut} more evidence lines cut (limit {EVIDENCE_LINES})"] if cut > 0 else [])
+    blocks = [Para(proof.headline()),
+              Para(f"Installed into {proof.config_dir} (manifest state {proof.manifest_state}; undo: "
+                   f"dsv4-agent tuning uninstall {run_dir})."), table,
+              Items([s.line(len(proof.targets)) for s in proof.servers])]
+    if shown:
+        blocks += [Para("Evidence from the server logs:"), Code("\n".join(shown))]
+    return Section("Kernel configs", blocks, id="tuning-proof")
 
-    run_dir = Path(run_dir)
-    sections: list[Section] = [s for s in (flag_review_section(run_dir), research_notes_section(run_dir)) if s]
-    proof = proof_section(run_dir)
-    if proof is not None:
-        sections.append(proof)
-    timeline = timeline or run_timeline(run_dir)
-    if timeline is not None:
-        sections.append(report_section(*timeline))
-    return sections
+
+def failures_section(failures: list[dict], problems: list[str]) -> Section | None:
+    if not failures and not problems:
+        return None
+    items = [f"{f.get('variant')} at concurrency {f.get('concurrency')}: "
+             f"{str(f.get('reason', '')).splitlines()[0] if f.get('reason') else '?'} (log: {f.get('log', '')})"
+             for f in failures] + problems
+    return Section("Failed points and skipped lines", [Items(items)], id="failures")

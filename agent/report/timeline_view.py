@@ -6,13 +6,12 @@ test can check the drawn numbers against the ones computed from the events.
 """
 from __future__ import annotations
 
-import base64
-import html
 import io
 import json
 from pathlib import Path
 
-from agent.replay.timeline import Bar, Timeline
+from agent.report.blocks import Image, Items, Section
+from agent.report.timeline import Bar, Timeline
 
 BAR_WIDTH = 40
 MAX_ROWS_LISTED = 5
@@ -101,22 +100,34 @@ def write_png(tl: Timeline, path: Path | str) -> Path:
     return path
 
 
-def report_section(tl: Timeline, png: Path | None) -> tuple[str, str, str]:
+def report_section(tl: Timeline, png: Path | None) -> Section:
     """The report's Timeline section; the PNG is embedded in the HTML so the page stands alone."""
-    lines = summary_lines(tl)
-    md = "\n".join(f"- {line}" for line in lines)
-    body = "<ul>" + "".join(f"<li>{html.escape(line)}</li>" for line in lines) + "</ul>"
+    blocks: list = [Items(summary_lines(tl))]
     if png is not None and png.exists():
-        md += f"\n\n![timeline]({png.name})"
-        data = base64.b64encode(png.read_bytes()).decode()
-        body += f'<figure><img alt="timeline" src="data:image/png;base64,{data}"></figure>'
-    return "Timeline", md, body
+        blocks.append(Image(png, png.name, "timeline"))
+    return Section("Timeline", blocks, id="timeline")
+
+
+def run_timeline(run_dir: Path) -> tuple[Timeline, Path] | None:
+    """The run's timeline (from its good trace events) and its PNG, or None without a trace."""
+    if not (run_dir / "trace.jsonl").exists():
+        return None
+    timeline, stop = timeline_for_run(run_dir)
+    if stop:
+        timeline.notes.append(f"trace read up to a bad line: {stop}")
+    return timeline, write_png(timeline, run_dir / "timeline.png")
+
+
+def timeline_sections(run_dir: Path | str) -> list[Section]:
+    """What every report rebuild adds after the measurement: the timeline (when there is a trace)."""
+    found = run_timeline(Path(run_dir))
+    return [report_section(*found)] if found else []
 
 
 def timeline_for_run(run_dir: Path | str) -> tuple[Timeline, str | None]:
     """The run's timeline from its good events, and why reading stopped early (None: whole trace)."""
-    from agent.replay.record import read_events
-    from agent.replay.timeline import build_timeline
+    from agent.report.timeline import build_timeline
+    from agent.trace import read_events
 
     run_dir = Path(run_dir)
     events, stop = read_events(run_dir / "trace.jsonl")
@@ -128,9 +139,8 @@ def timeline_for_run(run_dir: Path | str) -> tuple[Timeline, str | None]:
 def publish(run_dir: Path | str) -> tuple[Timeline, Path, str]:
     """Write timeline.png, add the Timeline section to the report; return the terminal view too."""
     from agent.report.build import build_report
-    from agent.report.sections import campaign_sections, run_timeline
 
     run_dir = Path(run_dir)
     tl, png = run_timeline(run_dir)
-    build_report(run_dir, extra_sections=campaign_sections(run_dir, timeline=(tl, png)))
+    build_report(run_dir, extra_sections=[report_section(tl, png)])
     return tl, png, render_terminal(tl)

@@ -1,7 +1,10 @@
 """Import shim that runs SGLang's REAL bench client (``python -m sglang.bench_serving``) from the
 unpacked sglang 0.5.23 wheel without installing sglang or torch. Test-only.
 
-    python bench_client_shim.py [bench_serving arguments...]
+    python bench_client_shim.py [--shim-module sglang.benchmark.serving] [bench_serving arguments...]
+
+``--shim-module`` picks the module run as ``__main__`` (default ``sglang.bench_serving``, the
+deprecated name; ``sglang.benchmark.serving`` is where 0.5.23 keeps the client).
 
 The client code (``sglang/bench_serving.py`` -> ``sglang/benchmark/serving.py`` and its datasets,
 metrics and JSONL writer) runs unmodified. Only imports it does not need for a text benchmark are
@@ -73,8 +76,12 @@ def install(root: Path) -> None:
 def main() -> None:
     install(wheel_root())
     warnings.simplefilter("ignore", FutureWarning)  # the deprecated-path notice of bench_serving
-    sys.argv = ["sglang.bench_serving", *sys.argv[1:]]
-    runpy.run_module("sglang.bench_serving", run_name="__main__", alter_sys=True)
+    args = sys.argv[1:]
+    module = "sglang.bench_serving"
+    if args[:1] == ["--shim-module"]:
+        module, args = args[1], args[2:]
+    sys.argv = [module, *args]
+    runpy.run_module(module, run_name="__main__", alter_sys=True)
 
 
 if __name__ == "__main__":

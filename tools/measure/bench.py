@@ -33,6 +33,7 @@ from typing import Callable
 from pydantic import BaseModel, Field
 
 from tools.measure.accept_snapshots import snapshot_file, take_snapshot
+from tools.measure.accuracy import result_file, run_accuracy
 from tools.base import Tool, ToolError, cap_text
 from tools.jobs import Executor, JobSpec, JobState, LocalExecutor
 from tools.measure.results import parse_jsonl
@@ -57,12 +58,12 @@ class SweepResult(BaseModel):
     failures: list[PointFailure] = Field(default_factory=list)
 
 
-def finished_points(results_file: Path, variant: str) -> set[int]:
-    """Concurrency levels that already have a result line for this variant."""
+def finished_points(results_file: Path, variant: str) -> set[str]:
+    """Tags of the points (concurrency and repeat) that already have a result line for this variant."""
     if not results_file.exists():
         return set()
-    return {r.concurrency for r in parse_jsonl(results_file, variant).records
-            if r.concurrency is not None and (r.tag is None or r.tag == f"{variant}-c{r.concurrency}")}
+    return {r.tag if r.tag else BenchPoint(concurrency=r.concurrency, num_prompts=1).tag(variant)
+            for r in parse_jsonl(results_file, variant).records if r.concurrency is not None}
 
 
 def _record_failure(results_dir: Path, failure: PointFailure) -> None:
@@ -117,8 +118,8 @@ def _pending_befores(path: Path) -> set[str]:
 def run_point(executor: Executor, plan: MeasurePlan, variant: ServeVariant, point: BenchPoint,
               python: str, server: ServerHandle, results_file: Path, env: dict[str, str],
               timeout_s: float | None) -> PointFailure | None:
-    key = f"bench-{variant.name}-c{point.concurrency}"
     tag = point.tag(variant.name)
+    key = f"bench-{tag}"
     snapshots = snapshot_file(results_file.parent, variant.name)
     remote = hasattr(executor, "fetch_run_file")  # the client writes on the executor's host
     cluster = hasattr(executor, "server_endpoint")  # Slurm: the client is a job on some node, same run folder
@@ -140,7 +141,7 @@ def run_point(executor: Executor, plan: MeasurePlan, variant: ServeVariant, poin
     if state.status != "succeeded":
         return PointFailure(variant=variant.name, concurrency=point.concurrency, log=state.log_path,
                             reason=f"bench client {state.status}: {state.reason}; log tail:\n{tail}")
-    if point.concurrency not in finished_points(results_file, variant.name):
+    if tag not in finished_points(results_file, variant.name):
         return PointFailure(variant=variant.name, concurrency=point.concurrency, log=state.log_path,
                             reason=f"bench client wrote no result line (all metrics empty?); log tail:\n{tail}")
     return None
@@ -160,9 +161,10 @@ def run_sweep(executor: Executor, plan: MeasurePlan, python: str, results_dir: P
         results_file = results_dir / f"{variant.name}.jsonl"
         out.results[variant.name] = str(results_file)
         finished = finished_points(results_file, variant.name)
-        todo = [p for p in plan.points() if p.concurrency not in finished]
-        out.skipped += [p.tag(variant.name) for p in plan.points() if p.concurrency in finished]
-        if not todo:
+        todo = [p for p in plan.points() if p.tag(variant.name) not in finished]
+        out.skipped += [p.tag(variant.name) for p in plan.points() if p.tag(variant.name) in finished]
+        check_accuracy = plan.accuracy is not None and plan.accuracy.skip_reason is None
+        if not todo and not (check_accuracy and not result_file(results_dir, variant.name).exists()):
             emit("progress", {"message": f"{variant.name}: every point already measured"})
             continue
         key = _server_key(executor, variant.name)
@@ -195,10 +197,25 @@ def run_sweep(executor: Executor, plan: MeasurePlan, python: str, results_dir: P
                     out.failures.append(failure)
                     emit("job_finished", {"key": f"bench-{point.tag(variant.name)}", "status": "failed",
                                           "reason": failure.reason.splitlines()[0]})
+            if check_accuracy:
+                _check_accuracy(executor, plan, variant, python, server, results_dir, bench_env, emit)
         finally:
             state = stop_server(executor, server.key)
             emit("job_finished", {"key": server.key, "status": state.status})
     return out
+
+
+def _check_accuracy(executor: Executor, plan: MeasurePlan, variant: ServeVariant, python: str,
+                    server: ServerHandle, results_dir: Path, env: dict[str, str], emit: EventSink) -> None:
+    """SGLang's GSM8K check against this variant's server, after its benchmark points."""
+    emit("progress", {"message": f"{variant.name}: GSM8K accuracy, {plan.accuracy.questions} questions"})
+    local = not (hasattr(executor, "fetch_run_file") or hasattr(executor, "server_endpoint"))
+    folder = results_dir / "accuracy"
+    folder.mkdir(parents=True, exist_ok=True)
+    result = run_accuracy(executor, plan.accuracy, variant.name, python, server.host, server.port, results_dir, env,
+                          cwd=str(folder.resolve()) if local else None)  # the check writes a file where it runs
+    emit("job_finished", {"key": f"gsm8k-{variant.name}", "status": "failed" if result.error else "succeeded",
+                          "accuracy": result.accuracy})
 
 
 class RunSweepArgs(BaseModel):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -24,12 +25,10 @@ from tools.base import Tool
 
 # Canonical metric -> keys seen across client versions, first match wins.
 METRIC_KEYS: dict[str, tuple[str, ...]] = {
-    "median_ttft_ms": ("median_ttft_ms",), "p99_ttft_ms": ("p99_ttft_ms",),
-    "mean_ttft_ms": ("mean_ttft_ms",),
-    "median_tpot_ms": ("median_tpot_ms",), "p99_tpot_ms": ("p99_tpot_ms",),
-    "mean_tpot_ms": ("mean_tpot_ms",),
-    "median_itl_ms": ("median_itl_ms",), "p99_itl_ms": ("p99_itl_ms",),
-    "median_e2e_latency_ms": ("median_e2e_latency_ms", "median_e2el_ms"),
+    **{f"{stat}_{kind}_ms": (f"{stat}_{kind}_ms",) for kind in ("ttft", "tpot", "itl")
+       for stat in ("mean", "median", "p90", "p95", "p99")},
+    **{f"{stat}_e2e_latency_ms": (f"{stat}_e2e_latency_ms", f"{stat}_e2el_ms")
+       for stat in ("mean", "median", "p90", "p95", "p99")},
     "output_throughput": ("output_throughput", "output_token_throughput", "output_tokens_per_s"),
     "request_throughput": ("request_throughput",),
     "total_throughput": ("total_throughput", "total_token_throughput"),
@@ -59,6 +58,7 @@ class BenchRecord(BaseModel):
     variant: str
     concurrency: int | None = Field(None, description="--max-concurrency of the run")
     tag: str | None = None
+    repeat: int = Field(1, description="Which repeat of the point (tag suffix -r<i>; 1 without one)")
     request_rate: float | None = Field(None, description="inf for 'as fast as possible'")
     completed: int | None = None
     metrics: dict[str, float | None] = Field(default_factory=dict)
@@ -70,15 +70,20 @@ class BenchRecord(BaseModel):
     line: int = Field(0, description="1-based line in the JSONL file")
 
 
+_TAG = re.compile(r"-c(?P<conc>\d+)(?:-r(?P<repeat>\d+))?$")  # our own tags: <variant>-c<k>[-r<i>]
+
+
 def _concurrency(raw: dict, tag: str | None) -> int | None:
     value = _number(raw.get("max_concurrency"))
     if value is not None:
         return int(value)
-    if tag and "-c" in tag:  # our own tags: <variant>-c<k>
-        tail = tag.rsplit("-c", 1)[1]
-        if tail.isdigit():
-            return int(tail)
-    return None
+    match = _TAG.search(tag or "")
+    return int(match["conc"]) if match else None
+
+
+def _repeat(tag: str | None) -> int:
+    match = _TAG.search(tag or "")
+    return int(match["repeat"]) if match and match["repeat"] else 1
 
 
 def _accept_length(raw: dict) -> float | None:
@@ -111,7 +116,7 @@ def record_from_dict(raw: dict, variant: str, line: int = 0) -> BenchRecord:
     for name, keys in METRIC_KEYS.items():
         metrics[name] = next((v for v in (_number(raw.get(k)) for k in keys) if v is not None), None)
     completed = _number(raw.get("completed"))
-    return BenchRecord(variant=variant, concurrency=_concurrency(raw, tag), tag=tag,
+    return BenchRecord(variant=variant, concurrency=_concurrency(raw, tag), tag=tag, repeat=_repeat(tag),
                        request_rate=_rate(raw.get("request_rate")),
                        completed=int(completed) if completed is not None else None,
                        metrics=metrics, accept_length_cumulative=_accept_length(raw), line=line)

@@ -11,6 +11,8 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, Field, field_validator
 
+from tools.measure.accuracy import AccuracyPlan
+
 
 def _positive_levels(values: list[int]) -> list[int]:
     if not values or any(v < 1 for v in values):
@@ -130,11 +132,15 @@ class ServeVariant(BaseModel):
 
 
 class BenchPoint(BaseModel):
+    """One run of the bench client; a point measured K times is K of these (repeat 1..K)."""
+
     concurrency: int = Field(ge=1)
     num_prompts: int = Field(ge=1)
+    repeat: int = Field(1, ge=1, description="Which repeat; part of the point's identity (its tag and job)")
 
     def tag(self, variant: str) -> str:
-        return f"{variant}-c{self.concurrency}"
+        """``<variant>-c<k>``, with ``-r<i>`` from the second repeat on (a first run keeps its old name)."""
+        return f"{variant}-c{self.concurrency}" + (f"-r{self.repeat}" if self.repeat > 1 else "")
 
 
 class MeasurePlan(BaseModel):
@@ -151,11 +157,15 @@ class MeasurePlan(BaseModel):
     warmup_requests: int = Field(2, ge=0)
     ready_timeout_s: int = Field(1800, ge=1, description="How long a server may take to become ready")
     port: int = Field(30000, ge=1, le=65535, description="Default port of the scripts")
+    repeats: int = Field(1, ge=1, description="Runs of every point on the same server (median and spread)")
+    client_module: str = Field("sglang.bench_serving", description="The bench client: sglang.benchmark.serving "
+                               "where the SGLang version has it, else the older sglang.bench_serving")
+    accuracy: AccuracyPlan | None = Field(None, description="GSM8K accuracy gate per variant; None = not run")
 
     def points(self) -> list[BenchPoint]:
-        """Prompt counts scale with concurrency so every slot sees several requests."""
-        return [BenchPoint(concurrency=c, num_prompts=max(self.min_prompts, c * self.prompts_per_concurrency))
-                for c in self.concurrency]
+        """Prompt counts scale with concurrency so every slot sees several requests; repeats follow each other."""
+        return [BenchPoint(concurrency=c, num_prompts=max(self.min_prompts, c * self.prompts_per_concurrency),
+                           repeat=r) for c in self.concurrency for r in range(1, self.repeats + 1)]
 
 
 def bench_args(plan: MeasurePlan) -> list[tuple[str, str, str]]:
@@ -177,7 +187,7 @@ def bench_args(plan: MeasurePlan) -> list[tuple[str, str, str]]:
 def point_args(plan: MeasurePlan, variant: str, point: BenchPoint, host: str, port: int | str,
                output_file: str) -> list[str]:
     """The full bench_serving argument list for one point (after the interpreter)."""
-    words = ["-m", "sglang.bench_serving"]
+    words = ["-m", plan.client_module]
     for flag, value, _why in bench_args(plan):
         words += [flag, value]
     return words + ["--host", host, "--port", str(port), "--max-concurrency", str(point.concurrency),

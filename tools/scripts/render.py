@@ -16,6 +16,7 @@ import jinja2
 from pydantic import BaseModel, Field
 
 from tools.measure.accept_snapshots import SNAPSHOT_PY
+from tools.measure.accuracy import client_args
 from tools.base import Tool, ToolError
 from tools.scripts.models import (
     BenchPoint, EnvChoice, FlagChoice, MeasurePlan, ServeVariant, bench_args,
@@ -49,8 +50,12 @@ def render_serve_script(variant: ServeVariant, python: str = "python3", port: in
 
 def render_measure_script(plan: MeasurePlan, python: str = "python3") -> str:
     points: list[BenchPoint] = plan.points()
+    gate = plan.accuracy
+    # host and port are added per variant by the script
+    accuracy_args = client_args(gate, "", "")[:-4] if gate is not None and gate.skip_reason is None else []
     return _env().get_template("run_measure.sh.j2").render(
-        plan=plan, python=python, common=bench_args(plan), points=points, snapshot_py=SNAPSHOT_PY)
+        plan=plan, python=python, common=bench_args(plan), points=points, snapshot_py=SNAPSHOT_PY,
+        accuracy_args=accuracy_args)
 
 
 class RenderScriptsArgs(BaseModel):

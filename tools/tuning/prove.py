@@ -6,7 +6,6 @@ A speedup is credited to tuning only for files that appear in the first kind of 
 """
 from __future__ import annotations
 
-import html
 import json
 import os
 import re
@@ -97,7 +96,6 @@ PROVE_CONFIGS = Tool(name="prove_kernel_configs_loaded", args=ProveArgs,
 
 # -- report section ------------------------------------------------------------------------------
 BENCHMARK_OUTCOME = "steps/benchmark.json"
-EVIDENCE_LINES = 10
 
 
 def _launched_at(log_path: Path) -> float | None:
@@ -116,8 +114,59 @@ def _server_logs(run_dir: Path) -> dict[str, str]:
     return {str(k): str(v) for k, v in logs.items()} if isinstance(logs, dict) else {}
 
 
-def proof_section(run_dir: Path) -> tuple[str, str, str] | None:
-    """The report's "Kernel configs" section: (title, markdown, html); None when nothing was installed.
+class ServerProof(BaseModel):
+    variant: str
+    log: str
+    counted: bool = Field(description="False: the log cannot prove anything (missing, or server started before the install)")
+    verdict: str = ""
+    loaded: int = 0
+    defaults_used: int = 0
+    note: str = ""
+
+    def line(self, total: int) -> str:
+        if not self.counted:
+            return f"{self.variant}: {self.note}"
+        return (f"{self.variant}: {self.verdict.replace('_', ' ')} ({self.loaded}/{total} loaded; "
+                f"{self.defaults_used} shapes on default configs) — {self.log}")
+
+
+class RunProof(BaseModel):
+    """Which of the configs a run installed its benchmark servers loaded, per server."""
+
+    targets: list[str] = Field(description="Installed config files")
+    loaded_by: dict[str, list[str]] = Field(description="target -> variants whose server logged loading it")
+    servers: list[ServerProof]
+    evidence: list[str] = Field(description="Supporting log lines, as '<variant>: <line>'")
+    config_dir: str
+    manifest_state: str
+
+    @property
+    def loaded(self) -> list[str]:
+        return [t for t in self.targets if self.loaded_by[t]]
+
+    @property
+    def all_loaded(self) -> bool:
+        """Every installed file was loaded by some server started after the install."""
+        return bool(self.targets) and len(self.loaded) == len(self.targets)
+
+    @property
+    def proven_anything(self) -> bool:
+        return any(s.counted for s in self.servers)
+
+    def headline(self) -> str:
+        total = len(self.targets)
+        if not self.servers:
+            return (f"{total} kernel configs installed, but no benchmark server has started since: nothing "
+                    "is proven yet. Run the benchmark (resume the run on the GPU host) to get the proof.")
+        if self.all_loaded:
+            return f"All {total} installed kernel configs were loaded by the benchmark servers."
+        missing = ", ".join(Path(t).name for t in self.targets if not self.loaded_by[t])
+        return (f"{len(self.loaded)} of {total} installed kernel configs were loaded; a speedup can be credited "
+                f"only to those. Not loaded: {missing}.")
+
+
+def prove_run(run_dir: Path | str) -> RunProof | None:
+    """The proof for a run folder; None when the run installed nothing.
 
     Proof is per benchmark server (``steps/benchmark.json`` data ``server_logs``): an installed file
     counts as loaded only where SGLang logged ``Using configuration from <that path>``. A server
@@ -131,44 +180,23 @@ def proof_section(run_dir: Path) -> tuple[str, str, str] | None:
     if manifest.state not in ("installed", "uninstalled") or not manifest.entries:
         return None
     targets = [e.target for e in manifest.entries]
-    loaded_by: dict[str, list[str]] = {t: [] for t in targets}
-    servers: list[str] = []
-    evidence: list[str] = []
+    proof = RunProof(targets=targets, loaded_by={t: [] for t in targets}, servers=[], evidence=[],
+                     config_dir=str(manifest.config_dir), manifest_state=manifest.state)
     for variant, log in _server_logs(run_dir).items():
         log_path = Path(log)
         started = _launched_at(log_path)
         if not log_path.exists():
-            servers.append(f"{variant}: log {log} is missing, nothing proven")
+            proof.servers.append(ServerProof(variant=variant, log=log, counted=False,
+                                             note=f"log {log} is missing, nothing proven"))
             continue
         if started is not None and started < manifest.created_at:
-            servers.append(f"{variant}: started before the install, so its log cannot show the installed files")
+            proof.servers.append(ServerProof(variant=variant, log=log, counted=False, note=(
+                "started before the install, so its log cannot show the installed files")))
             continue
-        proof = compare_with_log(targets, log_path.read_text(errors="replace"))
-        for target in proof.loaded:
-            loaded_by[target].append(variant)
-        servers.append(f"{variant}: {proof.verdict.replace('_', ' ')} ({len(proof.loaded)}/{len(targets)} loaded; "
-                       f"{len(proof.defaults_used)} shapes on default configs) — {log}")
-        evidence += [f"{variant}: {line}" for line in proof.evidence]
-    loaded = [t for t in targets if loaded_by[t]]
-    if not servers:
-        headline = (f"{len(targets)} kernel configs installed, but no benchmark server has started since: nothing "
-                    "is proven yet. Run the benchmark (resume the run on the GPU host) to get the proof.")
-    elif len(loaded) == len(targets):
-        headline = f"All {len(targets)} installed kernel configs were loaded by the benchmark servers."
-    else:
-        headline = (f"{len(loaded)} of {len(targets)} installed kernel configs were loaded; a speedup can be credited "
-                    f"only to those. Not loaded: {', '.join(Path(t).name for t in targets if not loaded_by[t])}.")
-    note = (f"Installed into `{manifest.config_dir}` (manifest state {manifest.state}; undo: "
-            f"`dsv4-agent tuning uninstall {run_dir}`).")
-    cut = len(evidence) - EVIDENCE_LINES
-    shown = evidence[:EVIDENCE_LINES] + ([f"... {cut} more evidence lines cut (limit {EVIDENCE_LINES})"] if cut > 0 else [])
-    rows = [(Path(t).name, ", ".join(loaded_by[t]) or "NOT LOADED") for t in targets]
-    md = "\n".join([headline, "", note, "", "| config file | loaded by |", "|---|---|",
-                    *[f"| {name} | {by} |" for name, by in rows], "", *[f"- {line}" for line in servers]]
-                   + (["", "Evidence from the server logs:", "", "```", *shown, "```"] if shown else []))
-    page = (f"<p>{html.escape(headline)}</p><p>{html.escape(note)}</p>"
-            '<table id="kernel-configs"><thead><tr><th>config file</th><th>loaded by</th></tr></thead><tbody>'
-            + "".join(f"<tr><td>{html.escape(n)}</td><td>{html.escape(b)}</td></tr>" for n, b in rows)
-            + "</tbody></table><ul>" + "".join(f"<li>{html.escape(line)}</li>" for line in servers) + "</ul>"
-            + (f"<pre>{html.escape(chr(10).join(shown))}</pre>" if shown else ""))
-    return "Kernel configs", md, page
+        found = compare_with_log(targets, log_path.read_text(errors="replace"))
+        for target in found.loaded:
+            proof.loaded_by[target].append(variant)
+        proof.servers.append(ServerProof(variant=variant, log=log, counted=True, verdict=found.verdict,
+                                         loaded=len(found.loaded), defaults_used=len(found.defaults_used)))
+        proof.evidence += [f"{variant}: {line}" for line in found.evidence]
+    return proof

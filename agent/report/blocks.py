@@ -1,0 +1,101 @@
+"""A report section is a title and blocks; each block renders to markdown and to HTML.
+
+``Para`` and ``Items`` hold plain text (escaped in both forms); ``Markdown`` holds markdown written
+by someone else (plan.md, research notes, evidence.md): shown as is in report.md and rendered in
+report.html by markdown-it with raw HTML disabled, so its markup is formatting, never tags or
+scripts. ``Image`` is a file in the run folder, embedded as a data URI so report.html stands alone.
+"""
+from __future__ import annotations
+
+import base64
+import html
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from markdown_it import MarkdownIt
+
+from agent.report.table import Table, md_text
+
+_MARKDOWN = MarkdownIt("commonmark", {"html": False}).enable("table")
+
+
+def render_markdown(text: str) -> str:
+    return _MARKDOWN.render(text)
+
+
+@dataclass
+class Para:
+    text: str
+    css: str = ""
+
+    def markdown(self) -> str:
+        return md_text(self.text)
+
+    def html(self) -> str:
+        cls = f' class="{html.escape(self.css)}"' if self.css else ""
+        return f"<p{cls}>{html.escape(md_text(self.text))}</p>"
+
+
+@dataclass
+class Items:
+    items: list[str]
+
+    def markdown(self) -> str:
+        return "\n".join(f"- {md_text(i)}" for i in self.items)
+
+    def html(self) -> str:
+        return "<ul>" + "".join(f"<li>{html.escape(md_text(i))}</li>" for i in self.items) + "</ul>"
+
+
+@dataclass
+class Code:
+    text: str
+
+    def markdown(self) -> str:
+        return "```\n" + self.text.replace("```", "` ` `") + "\n```"
+
+    def html(self) -> str:
+        return f"<pre>{html.escape(self.text)}</pre>"
+
+
+@dataclass
+class Markdown:
+    text: str
+
+    def markdown(self) -> str:
+        return self.text.strip()
+
+    def html(self) -> str:
+        return f'<div class="md">{render_markdown(self.text)}</div>'
+
+
+@dataclass
+class Image:
+    path: Path
+    relative: str
+    alt: str
+
+    def markdown(self) -> str:
+        return f"![{md_text(self.alt)}]({self.relative})"
+
+    def html(self) -> str:
+        data = base64.b64encode(self.path.read_bytes()).decode()
+        alt = html.escape(self.alt)
+        return (f'<figure><img alt="{alt}" src="data:image/png;base64,{data}"><figcaption>{alt}</figcaption>'
+                "</figure>")
+
+
+Block = Para | Items | Code | Markdown | Image | Table
+
+
+@dataclass
+class Section:
+    title: str
+    blocks: list[Block] = field(default_factory=list)
+    id: str = ""
+
+    def markdown(self) -> str:
+        return "\n\n".join(b.markdown() for b in self.blocks)
+
+    def html(self) -> str:
+        return "\n".join(b.html() for b in self.blocks)

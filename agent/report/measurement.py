@@ -1,0 +1,129 @@
+"""The measurement's sections: verdict, every metric per point (median of repeats, spread, noisy
+points flagged), the comparison with the baseline, the accuracy gate; and results.csv / results.json."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+from agent.report.blocks import Items, Para, Section
+from agent.report.table import Table
+from tools.measure.accuracy import AccuracyResult, GateResult
+from tools.measure.results import COMPARED, BenchRecord, ComparisonRow
+from tools.measure.verdict import NOISY, PointStats, Verdict
+
+LABELS = {"median_ttft_ms": "TTFT p50 ms", "p99_ttft_ms": "TTFT p99 ms", "median_tpot_ms": "TPOT p50 ms",
+          "p99_tpot_ms": "TPOT p99 ms", "median_itl_ms": "ITL p50 ms", "p99_itl_ms": "ITL p99 ms",
+          "output_throughput": "out tok/s", "accept_length": "accept len"}
+RATIO_METRICS = ("median_ttft_ms", "median_tpot_ms", "median_itl_ms", "output_throughput")
+ALL_METRICS = [f"{s}_{k}_ms" for k in ("ttft", "tpot", "itl") for s in ("median", "p90", "p95", "p99")] + \
+              [f"{s}_e2e_latency_ms" for s in ("median", "p90", "p95", "p99")] + \
+              ["request_throughput", "output_throughput", "total_throughput"]
+NOT_ISOLATED = "†"
+
+
+def _fmt(value: float | None, digits: int = 2) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def _short(metric: str) -> str:
+    name = metric.replace("_latency", "").removesuffix("_ms").replace("median_", "p50_")
+    return {"request_throughput": "req/s", "output_throughput": "out tok/s", "total_throughput": "tot tok/s"}.get(
+        metric, name.replace("_", " "))
+
+
+def verdict_section(verdict: Verdict | None, labels: dict[str, str], planned: bool) -> Section:
+    if verdict is None:
+        text = ("Not measured yet: the benchmark was planned on a machine without GPUs; run it on the GPU host "
+                "(see Steps) for a verdict." if planned else "No verdict: no benchmark point was measured.")
+        return Section("Verdict", [Para(text)], id="verdict")
+    rec = verdict.recommended
+    head = (f"Deploy {rec} ({labels.get(rec, '')})".rstrip(" ()") + f": {verdict.reason}." if rec
+            else f"No recommendation: {verdict.reason}.")
+    table = Table(["concurrency", "TPOT winner", "TPOT vs baseline", "throughput winner", "throughput vs baseline",
+                   "accept length", "meets SLO", "verdict"], id="verdict-table")
+    for lv in verdict.levels:
+        table.add(lv.concurrency, lv.tpot_winner or "no measurable difference",
+                  lv.tpot_ratio.text() if lv.tpot_ratio else "-", lv.throughput_winner or "no measurable difference",
+                  lv.throughput_ratio.text() if lv.throughput_ratio else "-", _fmt(lv.accept_length),
+                  ", ".join(lv.meets_slo) if verdict.slo and verdict.slo.given else "(no SLO)", lv.summary)
+    notes = [f"{verdict.repeats} repeat(s) per point on the same server; ratios are medians with the range of the "
+             "repeats in brackets; a range that holds 1.00 is no measurable difference."]
+    if verdict.slo and verdict.slo.given:
+        notes.append(f"SLO: {verdict.slo.text()} (median of the repeats at that percentile).")
+    notes += [f"{v} is never recommended: {why}" for v, why in verdict.excluded.items()]
+    return Section("Verdict", [Para(head), table, Items(notes)], id="verdict")
+
+
+def metrics_section(stats: list[PointStats], labels: dict[str, str]) -> Section:
+    """Every metric SGLang's client writes, per point: the median of the repeats (range when repeated)."""
+    table = Table(["variant", "setting", "conc", "repeats", *[_short(m) for m in ALL_METRICS], "accept len"],
+                  id="metrics")
+    noisy = []
+    for s in stats:
+        cells = []
+        for m in ALL_METRICS:
+            spread = s.metrics.get(m)
+            cells.append("-" if spread is None else _fmt(spread.median) + (
+                f" ({spread.low:.2f}–{spread.high:.2f})" if spread.n > 1 and spread.high > spread.low else ""))
+        table.add(s.variant, labels.get(s.variant, ""), s.concurrency, s.repeats, *cells, _fmt(s.accept_length))
+        noisy += [f"NOISY: {s.variant} at concurrency {s.concurrency}: {m} spreads "
+                  f"{s.metrics[m].relative * 100:.0f}% across {s.repeats} repeats (more than {NOISY * 100:.0f}%); "
+                  "treat its figures with care or re-run with more --repeats" for m in s.noisy]
+    blocks = [table] + ([Items(noisy)] if noisy else [])
+    return Section("Every metric per point", blocks, id="all-metrics")
+
+
+def comparison_section(rows: list[ComparisonRow]) -> Section:
+    head = ["variant", "conc"] + [LABELS[m] for m in COMPARED] + [f"{LABELS[m]} ×base" for m in RATIO_METRICS]
+    table = Table(head, id="comparison")
+    for row in rows:
+        cells = []
+        for m in COMPARED:
+            if m == "accept_length" and not row.accept_isolated:
+                cum = row.accept_length_cumulative
+                cells.append(f"n/a{NOT_ISOLATED}" + (f" (cum. {cum:.2f})" if cum is not None else ""))
+            else:
+                cells.append(_fmt(row.values.get(m)))
+        table.add(row.variant, row.concurrency if row.concurrency is not None else "?", *cells,
+                  *[_fmt(row.ratios.get(m), 3) for m in RATIO_METRICS])
+    note = ("Last repeat of each point. Ratios are variant / baseline at the same concurrency: below 1 is better "
+            "for TTFT, TPOT and ITL, above 1 is better for throughput. Accept length is each point's own: "
+            "generated tokens / speculative verify calls between server snapshots taken before and after the "
+            "point (SGLang's `avg_spec_accept_length` is cumulative since server start).")
+    blocks = [table, Para(note)]
+    blocks += [Para(f"{NOT_ISOLATED} {r.variant} at concurrency {r.concurrency}: accept length not isolated: "
+                    f"{r.accept_note}", css="not-isolated") for r in rows if not r.accept_isolated]
+    return Section("Comparison", blocks, id="comparison-section")
+
+
+def accuracy_section(results: dict[str, AccuracyResult], gates: dict[str, GateResult], skip: str | None) -> Section:
+    if skip:
+        return Section("Accuracy (GSM8K)", [Para(f"Accuracy gate skipped: {skip}. No variant was checked; the "
+                                                 "verdict does not vouch for accuracy.")], id="accuracy")
+    table = Table(["variant", "accuracy", "invalid", "questions", "gate", "why"], id="accuracy-table")
+    for name in sorted(set(results) | set(gates), key=lambda v: (v != "baseline", v)):
+        res, g = results.get(name), gates.get(name)
+        verdict = "-" if g is None else {True: "pass", False: "FAIL", None: "not checked"}[g.passed]
+        table.add(name, _fmt(res.accuracy if res else None, 3), _fmt(res.invalid if res else None, 3),
+                  res.questions if res else "-", verdict, g.reason if g else "no result")
+    note = ("SGLang's own `python -m sglang.test.few_shot_gsm8k` against each variant's server after its benchmark "
+            "points; a variant below the baseline's tolerance fails and is never recommended.")
+    return Section("Accuracy (GSM8K)", [table, Para(note)], id="accuracy")
+
+
+def results_files(stats: list[PointStats], labels: dict[str, str], records: list[BenchRecord]) -> tuple[str, str]:
+    """results.csv (one row per point, medians and ranges) and results.json (the points, and every run)."""
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(["variant", "setting", "concurrency", "repeats", "accept_length",
+                     *[f"{m}{suffix}" for m in ALL_METRICS for suffix in ("", "_low", "_high")]])
+    for s in stats:
+        row = [s.variant, labels.get(s.variant, ""), s.concurrency, s.repeats, s.accept_length]
+        for m in ALL_METRICS:
+            spread = s.metrics.get(m)
+            row += [spread.median, spread.low, spread.high] if spread else ["", "", ""]
+        writer.writerow(row)
+    data = {"points": [{"setting": labels.get(s.variant, ""), **s.model_dump(mode="json")} for s in stats],
+            "runs": [r.model_dump(mode="json") for r in records]}
+    return out.getvalue(), json.dumps(data, indent=2, default=str) + "\n"

@@ -1,0 +1,145 @@
+"""Accuracy gate: SGLang's own GSM8K few-shot check against each variant's server.
+
+``python -m sglang.test.few_shot_gsm8k --num-questions N --data-path FILE --host H --port P`` runs
+as a job against the same server the benchmark used (after its points), and prints ``Accuracy:
+0.xxx`` / ``Invalid: 0.xxx``, which we read from the job's log. Speculative decoding verifies
+every draft token with the target model, so with greedy sampling it must not move accuracy: a
+variant whose accuracy falls below the baseline's 95 % (Wilson) interval — or below baseline minus
+``tolerance`` when one is given — fails the gate and is never recommended.
+
+Without ``--data-path`` SGLang downloads the GSM8K test set; offline that cannot work, so the gate
+is skipped with that reason (never passed silently).
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+import time
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from tools.base import ToolError, cap_text
+from tools.jobs import Executor, JobSpec
+
+CLIENT = "sglang.test.few_shot_gsm8k"
+_ACCURACY = re.compile(r"^Accuracy:\s*([0-9.]+)\s*$", re.M)
+_INVALID = re.compile(r"^Invalid:\s*([0-9.]+)\s*$", re.M)
+Z95 = 1.959964
+
+
+class AccuracyPlan(BaseModel):
+    """How the gate runs (part of the measure plan)."""
+
+    questions: int = Field(50, ge=1, description="--num-questions (the first N of the data file)")
+    data_path: str | None = Field(None, description="--data-path: a GSM8K test.jsonl; None = SGLang downloads it")
+    shots: int = Field(5, ge=0, description="--num-shots")
+    parallel: int = Field(64, ge=1, description="--parallel")
+    max_new_tokens: int = Field(512, ge=1, description="--max-new-tokens")
+    tolerance: float | None = Field(None, ge=0, le=1, description="Largest accuracy drop allowed; None = 95 % interval")
+    skip_reason: str | None = Field(None, description="Why the gate does not run (then nothing is gated)")
+
+
+class AccuracyResult(BaseModel):
+    variant: str
+    accuracy: float | None = None
+    invalid: float | None = None
+    questions: int
+    log: str = ""
+    error: str | None = None
+
+
+class GateResult(BaseModel):
+    variant: str
+    passed: bool | None = Field(description="None: not checked (skipped or no baseline figure)")
+    reason: str
+
+
+def client_args(plan: AccuracyPlan, host: str, port: int | str) -> list[str]:
+    """The argument list after the interpreter; ``--host`` is a bare address (0.5.23 adds the scheme)."""
+    args = ["-m", CLIENT, "--num-questions", str(plan.questions), "--num-shots", str(plan.shots),
+            "--parallel", str(plan.parallel), "--max-new-tokens", str(plan.max_new_tokens)]
+    if plan.data_path:
+        args += ["--data-path", plan.data_path]
+    return args + ["--host", host, "--port", str(port)]
+
+
+def result_file(results_dir: Path, variant: str) -> Path:
+    return results_dir / "accuracy" / f"{variant}.json"
+
+
+def parse_log(text: str) -> tuple[float | None, float | None]:
+    acc, inv = _ACCURACY.findall(text), _INVALID.findall(text)
+    return (float(acc[-1]) if acc else None), (float(inv[-1]) if inv else None)
+
+
+def run_accuracy(executor: Executor, plan: AccuracyPlan, variant: str, python: str, host: str, port: int,
+                 results_dir: Path, env: dict[str, str], cwd: str | None, timeout_s: float = 3600.0) -> AccuracyResult:
+    """Run the check as job ``gsm8k-<variant>`` (re-attached by key) and record its figure."""
+    out = result_file(results_dir, variant)
+    if out.exists():
+        return AccuracyResult.model_validate_json(out.read_text())
+    key = f"gsm8k-{variant}"
+    executor.launch(JobSpec(key=key, argv=[python, *client_args(plan, host, port)], kind="accuracy", lane="gpu",
+                            env=env, gpus=[], cwd=cwd, timeout_s=timeout_s, grace_s=5.0))
+    while not (state := executor.poll(key)).done:
+        time.sleep(0.3)
+    text = executor.read_log(key, max_chars=20000)
+    accuracy, invalid = parse_log(text)
+    error = None
+    if state.status != "succeeded" or accuracy is None:
+        error = (f"few_shot_gsm8k {state.status}: {state.reason or 'no Accuracy line'}; log tail:\n"
+                 f"{cap_text(text, 1500).text}")
+    result = AccuracyResult(variant=variant, accuracy=accuracy, invalid=invalid, questions=plan.questions,
+                            log=state.log_path, error=error)
+    out.parent.mkdir(parents=True, exist_ok=True)  # recorded either way: the job of this key ran once
+    out.write_text(result.model_dump_json(indent=2))
+    return result
+
+
+def wilson(p: float, n: int, z: float = Z95) -> tuple[float, float]:
+    """The Wilson score interval of a proportion (sound at 0 and 1, unlike p ± z·se)."""
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def gate(results: dict[str, AccuracyResult], plan: AccuracyPlan, baseline: str = "baseline") -> dict[str, GateResult]:
+    """Pass/fail per variant against the baseline's accuracy."""
+    if plan.skip_reason:
+        return {v: GateResult(variant=v, passed=None, reason=f"not checked: {plan.skip_reason}") for v in results}
+    base = results.get(baseline)
+    if base is None or base.accuracy is None:
+        why = base.error.splitlines()[0] if base and base.error else "the baseline has no accuracy figure"
+        return {v: GateResult(variant=v, passed=None, reason=f"not checked: {why}") for v in results}
+    if plan.tolerance is not None:
+        low, rule = base.accuracy - plan.tolerance, f"baseline {base.accuracy:.3f} - tolerance {plan.tolerance:g}"
+    else:
+        low, high = wilson(base.accuracy, base.questions)
+        rule = f"baseline {base.accuracy:.3f}, 95 % interval [{low:.3f}, {high:.3f}] over {base.questions} questions"
+    out = {baseline: GateResult(variant=baseline, passed=True, reason=f"reference ({rule})")}
+    for name, res in results.items():
+        if name == baseline:
+            continue
+        if res.accuracy is None:
+            out[name] = GateResult(variant=name, passed=False, reason="accuracy check failed: "
+                                   + (res.error or "no figure").splitlines()[0])
+        elif res.accuracy < low - 1e-9:
+            out[name] = GateResult(variant=name, passed=False,
+                                   reason=f"accuracy {res.accuracy:.3f} is below {low:.3f} ({rule})")
+        else:
+            out[name] = GateResult(variant=name, passed=True, reason=f"accuracy {res.accuracy:.3f} within {rule}")
+    return out
+
+
+def load_results(results_dir: Path) -> dict[str, AccuracyResult]:
+    found: dict[str, AccuracyResult] = {}
+    for path in sorted((results_dir / "accuracy").glob("*.json")):
+        try:
+            res = AccuracyResult.model_validate(json.loads(path.read_text()))
+        except ValueError as err:
+            raise ToolError(f"{path} is not an accuracy result ({err}); delete it to re-run the check") from None
+        found[res.variant] = res
+    return found

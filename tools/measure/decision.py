@@ -1,0 +1,40 @@
+"""The verdict of a measured run folder: records from ``bench/<variant>.jsonl``, the accuracy gate from
+``bench/accuracy/``, the SLOs the user gave. Used by the benchmark step (``verdict.json``) and by
+``dsv4-agent report`` for a folder measured by ``run_measure.sh``."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from tools.measure.accuracy import AccuracyPlan, GateResult, gate, load_results
+from tools.measure.results import BenchRecord, parse_jsonl
+from tools.measure.verdict import Slo, Verdict, decide
+
+VERDICT_FILE = "verdict.json"
+
+
+def bench_records(results_dir: Path) -> tuple[list[BenchRecord], list[str]]:
+    records: list[BenchRecord] = []
+    problems: list[str] = []
+    for path in sorted(results_dir.glob("*.jsonl")):
+        if path.name.endswith(".failures.jsonl"):
+            continue  # snapshots/<variant>.jsonl is in a subfolder: the glob never sees it
+        parsed = parse_jsonl(path)
+        records += parsed.records
+        problems += parsed.problems
+    return records, problems
+
+
+def gates_of(results_dir: Path, plan: AccuracyPlan | None, variants: list[str]) -> dict[str, GateResult]:
+    if plan is None:
+        return {}
+    found = load_results(results_dir)
+    if plan.skip_reason:
+        return gate({v: None for v in variants}, plan)  # type: ignore[arg-type]  # every variant: not checked
+    return gate(found, plan)
+
+
+def decide_folder(results_dir: Path, plan: AccuracyPlan | None, slo: Slo | None) -> Verdict | None:
+    records, _problems = bench_records(results_dir)
+    if not records:
+        return None
+    return decide(records, gates_of(results_dir, plan, sorted({r.variant for r in records})), slo)

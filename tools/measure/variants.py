@@ -1,0 +1,184 @@
+"""Which speculative settings to measure: one per distinct setting the evidence supports, each cited.
+
+The evidence answer (tools/mtp/) lists launch recipes (``candidates``) and recommends one. The
+measure plan gets the recommended setting (variant ``mtp``), then every other distinct setting
+of a candidate that holds under the hooks' rules for this architecture (variant
+``mtp-<steps>-<topk>-<draft tokens>``), then the hooks' automatic choice when no candidate has it.
+A candidate of another model carries over only when its draft is the target's own checkpoint (the
+hooks' unconditional draft-path fallback), as the recommendation does. ``cap`` keeps the first
+``cap`` of those (recommended first, then by closeness of the recipe's hardware to the target).
+
+User settings (``--mtp-steps 1,2,3`` or ``S/K/D``) are added after the cap. Each is checked
+against the enforced hook rules after SGLang's own rewrites (topk 1 forces draft tokens = steps +
+1); a setting a rule forbids is an error citing the rule.
+"""
+from __future__ import annotations
+
+import re
+
+from pydantic import BaseModel, Field
+
+from tools.base import ToolError
+from tools.constraints.extract import Rule
+from tools.mtp.infer import Candidate, MtpAnswer
+from tools.mtp.pick import ALGO, DRAFT, STEPS, TOKENS, TOPK, check, enforced, flag, hardware_score, repair
+from tools.source.origin import Origin
+
+_USER = re.compile(r"^\s*(\d+)(?:/(\d+)/(\d+))?\s*$")
+CORE = (ALGO, STEPS, TOPK, TOKENS)
+
+
+class SpecChoice(BaseModel):
+    """One speculative setting to measure, with where it comes from."""
+
+    name: str = Field(description="Variant name: 'mtp' for the recommendation, else mtp-S-K-D")
+    flags: dict[str, str] = Field(description="--speculative-* flags, as the server will run them")
+    origins: dict[str, str] = Field(default_factory=dict, description="flag -> 'path:line' of its evidence")
+    env: dict[str, str] = Field(default_factory=dict)
+    why: list[str] = Field(default_factory=list)
+    source: str = Field(description="recommended | evidence | hooks | user")
+
+    @property
+    def label(self) -> str:
+        return setting_label(self.flags)
+
+
+def setting_label(flags: dict[str, str]) -> str:
+    """'3/1/4' for steps/topk/draft tokens; the algorithm and other flags when those are absent."""
+    if flags.get(STEPS):
+        return "/".join(flags.get(k, "?") for k in (STEPS, TOPK, TOKENS))
+    rest = " ".join(f"{k.removeprefix('--speculative-')}={v}" for k, v in flags.items() if k != ALGO)
+    return (flags.get(ALGO, "none") + (f" {rest}" if rest else "")).strip()
+
+
+def _key(flags: dict[str, str]) -> tuple:
+    return tuple(sorted(flags.items()))
+
+
+def _name(flags: dict[str, str]) -> str:
+    if flags.get(STEPS):
+        return "mtp-" + "-".join(flags.get(k, "x") for k in (STEPS, TOPK, TOKENS))
+    return "mtp-" + re.sub(r"[^a-z0-9]+", "-", setting_label(flags).lower()).strip("-")[:35]
+
+
+def _carries_over(cand: Candidate, model: str, rules: list[Rule], arch: str | None) -> bool:
+    same = cand.model.lower().rstrip("/").split("/")[-1] == model.lower().rstrip("/").split("/")[-1]
+    if same:
+        return True
+    algorithm = cand.flags.get(ALGO)
+    fallback = [r for r in rules if r.kind == "draft_path_fallback" and r.condition is None
+                and r.architectures and r.applies(arch, algorithm)]
+    return bool(fallback) and cand.flags.get(DRAFT) in (None, cand.model)
+
+
+def _from_candidate(cand: Candidate, rules: list[Rule], arch: str | None) -> SpecChoice | str:
+    flags = {k: v for k, v in cand.flags.items() if k.startswith("--speculative-")}
+    origins = {k: cand.origin for k in flags}
+    why = [f"recipe for {cand.model} on {cand.hardware or 'unspecified hardware'} ({cand.origin.cite()})"]
+    repair(flags, origins, rules, arch, why)
+    problems = check(flags, rules, arch)
+    if problems:
+        text, rule = problems[0]
+        return f"{setting_label(flags)} from {cand.origin.cite()} breaks a hook rule: {text} ({rule.origin.cite()})"
+    return SpecChoice(name=_name(flags), flags=flags, origins={k: o.cite() for k, o in origins.items()},
+                      env=dict(cand.env), why=why, source="evidence")
+
+
+def _auto(answer: MtpAnswer, rules: list[Rule], arch: str | None) -> SpecChoice | None:
+    algorithm = (answer.recommended.flags.get(ALGO) if answer.recommended else None)
+    if not algorithm:
+        return None
+    auto = next((r for r in enforced(rules, arch, algorithm) if r.kind == "auto_default"), None)
+    if auto is None:
+        return None
+    flags = {ALGO: algorithm}
+    for pair in auto.values:
+        field, _, value = pair.partition("=")
+        flags[flag(field)] = value
+    why = [f"SGLang's automatic choice for {arch} when no steps are given ({auto.origin.cite()})"]
+    return SpecChoice(name=_name(flags), flags=flags, origins={k: auto.origin.cite() for k in flags if k != ALGO},
+                      why=why, source="hooks")
+
+
+def evidence_choices(answer: MtpAnswer, rules: list[Rule], target_gpu: str | None = None,
+                     target_gpus: int | None = None, cap: int | None = None) -> tuple[list[SpecChoice], list[str]]:
+    """The MTP settings the evidence supports, recommended first; notes say what was left out."""
+    arch = answer.architecture
+    notes: list[str] = []
+    chosen: list[SpecChoice] = []
+    rec = answer.recommended
+    if rec is not None:
+        flags = {k: v for k, v in rec.flags.items() if k.startswith("--speculative-")}
+        chosen.append(SpecChoice(name="mtp", flags=flags, env=dict(rec.env), why=list(rec.rationale),
+                                 origins={k: o.cite() for k, o in rec.flag_origins.items()}, source="recommended"))
+    ranked = sorted(answer.candidates, key=lambda c: -hardware_score(c.hardware, None, target_gpu, target_gpus))
+    for cand in ranked:
+        if not _carries_over(cand, answer.model, rules, arch):
+            notes.append(f"{setting_label(cand.flags)} ({cand.origin.cite()}) is a recipe for {cand.model} whose draft "
+                         "is not the target checkpoint's own: not measured")
+            continue
+        choice = _from_candidate(cand, rules, arch)
+        if isinstance(choice, str):
+            notes.append(choice)
+        elif _key(choice.flags) not in {_key(c.flags) for c in chosen}:
+            chosen.append(choice)
+        else:
+            twin = next(c for c in chosen if _key(c.flags) == _key(choice.flags))
+            twin.why.append(f"also in {cand.origin.cite()} ({cand.hardware or 'unspecified hardware'})")
+    auto = _auto(answer, rules, arch)
+    if auto is not None:
+        twin = next((c for c in chosen if _key(c.flags) == _key(auto.flags)), None)
+        if twin is None:
+            chosen.append(auto)
+        else:
+            twin.why.append(auto.why[0].replace("SGLang's", "also SGLang's"))
+    if cap is not None and len(chosen) > cap:
+        notes.append(f"--mtp-variants {cap}: left out {', '.join(c.label for c in chosen[cap:])}")
+        chosen = chosen[:cap]
+    return chosen, notes
+
+
+def parse_user_setting(text: str) -> tuple[int, int | None, int | None]:
+    match = _USER.match(text)
+    if not match or int(match[1]) < 1:
+        raise ToolError(f"--mtp-steps entry {text!r} must be a step count >= 1 (e.g. 2) or steps/topk/draft "
+                        "tokens (e.g. 3/1/4)")
+    steps, topk, draft = match.groups()
+    return int(steps), (int(topk) if topk else None), (int(draft) if draft else None)
+
+
+def _topk1_rewrite(flags: dict[str, str], origins: dict[str, Origin], rules: list[Rule], arch: str | None,
+                   why: list[str]) -> None:
+    """SGLang's own rewrite (topk 1: draft tokens = steps + 1); other rules are checked, never bent."""
+    rule = next((r for r in enforced(rules, arch, flags[ALGO]) if r.kind == "topk1_draft_tokens"), None)
+    wanted = str(int(flags[STEPS]) + 1)
+    if rule is not None and flags[TOPK] == "1" and flags[TOKENS] != wanted:
+        why.append(f"{TOKENS} set to {wanted} (= steps + 1): {rule.rule} ({rule.origin.cite()})")
+        flags[TOKENS], origins[TOKENS] = wanted, rule.origin
+
+
+def user_choices(entries: list[str], answer: MtpAnswer, rules: list[Rule],
+                 known: list[SpecChoice]) -> list[SpecChoice]:
+    """Settings the user asked for, checked against the hooks' rules; a forbidden one raises."""
+    arch = answer.architecture
+    algorithm = next((c.flags[ALGO] for c in known if c.flags.get(ALGO)), None)
+    if algorithm is None:
+        raise ToolError(f"--mtp-steps needs a speculative algorithm, and the evidence has none for {answer.model}: "
+                        "see `dsv4-agent mtp` for what the tree says")
+    out: list[SpecChoice] = []
+    for entry in entries:
+        steps, topk, draft = parse_user_setting(entry)
+        flags = {ALGO: algorithm, STEPS: str(steps), TOPK: str(topk or 1), TOKENS: str(draft or steps + 1)}
+        origins: dict[str, Origin] = {}
+        why = [f"user choice (--mtp-steps {entry.strip()})"]
+        _topk1_rewrite(flags, origins, rules, arch, why)
+        problems = check(flags, rules, arch)
+        if problems:
+            text, rule = problems[0]
+            raise ToolError(f"--mtp-steps {entry.strip()}: {text}: {rule.rule} ({rule.origin.cite()}); "
+                            "pick a setting the hooks allow")
+        if _key(flags) in {_key(c.flags) for c in [*known, *out]}:
+            continue  # already measured from the evidence
+        out.append(SpecChoice(name=_name(flags), flags=flags, why=why, source="user",
+                              origins={k: o.cite() for k, o in origins.items()}))
+    return out
