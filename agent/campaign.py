@@ -124,6 +124,12 @@ def _finish(rt: Runtime, status: str, summary: str) -> int:
     if steps_dir.is_dir():
         outcomes = {p.stem: json.loads(p.read_text()).get("status") for p in sorted(steps_dir.glob("*.json"))}
     extra = {"run": str(rt.run.path), "steps": outcomes}
+    verdict = rt.run.path / "verdict.json"
+    if verdict.exists():  # the decision travels with the result (tools/measure/verdict.py)
+        extra["verdict"] = json.loads(verdict.read_text())
+    report = rt.run.path / "report.html"
+    if report.exists():
+        extra["report"] = str(report)
     if status == "planned":
         extra["next"] = (f"on a GPU host with SGLang: dsv4-agent resume {rt.run.path} "
                          f"--sglang-python PATH  (or review and run {rt.run.path}/run_measure.sh)")
@@ -132,7 +138,12 @@ def _finish(rt: Runtime, status: str, summary: str) -> int:
     rt.say(f"[control] run {status}: {summary}")
     if "next" in extra:
         rt.say(f"[control] next step: {extra['next']}")
+    if "verdict" in extra:
+        rec = extra["verdict"].get("recommended")
+        rt.say(f"[control] verdict: {'deploy ' + rec if rec else 'no recommendation'}: {extra['verdict'].get('reason')}")
     rt.say(f"[control] run folder: {rt.run.path}")
+    if "report" in extra:
+        rt.say(f"[control] report: {extra['report']}")
     return EXIT_CODES[status]
 
 

@@ -13,7 +13,7 @@ import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings.exceptions import SettingsError as PydanticSettingsError
@@ -68,6 +68,16 @@ class Settings(BaseSettings):
     input_len: int | None = Field(None, gt=0, description="Benchmark prompt length in tokens [1024]")
     output_len: int | None = Field(None, gt=0, description="Benchmark output length in tokens [1024]")
     prompts_per_concurrency: int | None = Field(None, gt=0, description="Prompts per point = this x concurrency [8]")
+    repeats: int = Field(3, ge=1, description="Runs of every benchmark point on the same server (median, spread)")
+    mtp_variants: int | None = Field(None, ge=1, description="Most MTP settings from the evidence to measure")
+    mtp_steps: Annotated[list[str], NoDecode] = Field(default_factory=list,
+                                                      description="Extra MTP settings: steps, or steps/topk/draft")
+    accuracy_questions: int = Field(50, ge=1, description="GSM8K questions per variant for the accuracy gate")
+    accuracy_data: str | None = Field(None, description="GSM8K test.jsonl for offline use (few_shot_gsm8k --data-path)")
+    accuracy_tolerance: float | None = Field(None, ge=0, le=1, description="Accuracy drop allowed [95% interval]")
+    max_ttft_ms: float | None = Field(None, gt=0, description="SLO: highest TTFT (ms) at the SLO percentile")
+    max_tpot_ms: float | None = Field(None, gt=0, description="SLO: highest TPOT (ms) at the SLO percentile")
+    slo_percentile: Literal["p50", "p90", "p95", "p99"] = Field("p99", description="Percentile the SLOs apply to")
     llm_base_url: str | None = Field(None, description="OpenAI-compatible endpoint; unset = playbook")
     llm_model: str | None = Field(None, description="Model name at the LLM endpoint")
     llm_api_key: SecretStr | None = Field(None, description="API key of the LLM endpoint (never written)")
@@ -85,7 +95,7 @@ class Settings(BaseSettings):
             raise ValueError(f"takes integers separated by commas, e.g. 0,1,2,3 (got {raw!r})")
         return words
 
-    @field_validator("ssh_options", "shapes", mode="before")
+    @field_validator("ssh_options", "shapes", "mtp_steps", mode="before")
     @classmethod
     def _word_list(cls, raw: Any) -> Any:
         return _split_words(raw)

@@ -54,7 +54,8 @@ def campaign_args(root: Path, wheel_root: Path, goal: str = "enable MTP and tune
         build_tokenizer(tok)
     args = [goal, "--sglang", str(checkout), "--sglang-python", str(DOUBLES / "sglang_python"),
             "--model", MODEL, "--model-path", str(tok), "--tokenizer", str(tok),
-            "--concurrency", "1,2", "--input-len", "8", "--output-len", "16", "--prompts-per-concurrency", "2"]
+            "--concurrency", "1,2", "--input-len", "8", "--output-len", "16", "--prompts-per-concurrency", "2",
+            "--repeats", "1"]
     for shape in SHAPES:
         args += ["--shapes", shape]
     return args

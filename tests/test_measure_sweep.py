@@ -41,7 +41,7 @@ RECOMMENDED = {"flags": {"--speculative-algorithm": "EAGLE", "--speculative-num-
 
 def make_context(run_dir: Path, tok: Path, gpus: list[GpuInfo], recommended: dict | None) -> StepContext:
     settings = load_settings({"model_path": str(tok), "sglang_python": SGLANG_PYTHON, "concurrency": [1, 4],
-                              "tokenizer": str(tok)}, cwd=run_dir, environ={})
+                              "tokenizer": str(tok), "repeats": 1}, cwd=run_dir, environ={})
     run = RunFolder(run_dir)
     (run_dir / "config.json").write_text("{}")
     outcomes = {}

@@ -45,6 +45,8 @@ def run(goal: Goal, config: ConfigFile = None, as_json: JsonFlag = False, **sett
         chosen = load_settings(settings, config=config, flags=flag_names(RUN_OPTIONS))
         if not chosen.llm_base_url:
             plan_goal(goal, pull=chosen.pull)  # refuse an unusable goal before writing anything
+        if chosen.mtp_steps:
+            _check_mtp_steps(chosen)  # a setting a hook forbids is refused before a run folder exists
         code = start(chosen, goal, view)
     except (SettingsError, GoalError, CampaignError, RunFolderError) as err:
         fail(str(err))
@@ -69,6 +71,28 @@ def resume(run: RunRef, runs_dir: RunsDir = "runs", as_json: JsonFlag = False, *
         fail(str(err))
     _print_result(view, as_json)
     raise typer.Exit(code)
+
+
+def _check_mtp_steps(settings) -> None:
+    """Each --mtp-steps entry against the rules of the tree this run will read (the plan checks the same)."""
+    from pathlib import Path
+
+    from agent.steps.measure_plan import hook_rules
+    from tools.base import ToolError
+    from tools.measure.variants import evidence_choices, parse_user_setting, user_choices
+    from tools.mtp.infer import InferMtpArgs, infer_mtp
+
+    try:
+        for entry in settings.mtp_steps:
+            parse_user_setting(entry)
+        answer = infer_mtp(InferMtpArgs(sglang=settings.sglang_src, model=settings.model,
+                                        model_path=settings.model_path, sglang_python=settings.sglang_python,
+                                        version=settings.sglang_version))
+        rules = hook_rules(Path(answer.source.root))
+        known, _notes = evidence_choices(answer, rules)
+        user_choices(settings.mtp_steps, answer, rules, known)
+    except ToolError as err:
+        fail(str(err))
 
 
 def _print_result(view, as_json: bool) -> None:

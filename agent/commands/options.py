@@ -71,6 +71,20 @@ OPTIONS: dict[str, SettingOption] = {o.field: o for o in [
     O("output_len", "--output-len", "Benchmark output tokens [1024].", BENCH, "TOKENS", int),
     O("prompts_per_concurrency", "--prompts-per-concurrency", "Prompts per point = this x concurrency [8].", BENCH,
       "N", int),
+    O("repeats", "--repeats", "Runs of every point on the same server; median and spread [3].", BENCH, "K", int, 1),
+    O("mtp_variants", "--mtp-variants", "Measure at most N MTP settings from the evidence, recommended first [all].",
+      BENCH, "N", int, 1),
+    O("mtp_steps", "--mtp-steps", "More MTP settings to measure: steps (1,2,3) or steps/topk/draft (3/1/4), "
+      "checked against the hooks' rules.", BENCH, "LIST"),
+    O("accuracy_questions", "--accuracy-questions", "GSM8K questions per variant for the accuracy gate [50].", BENCH,
+      "N", int, 1),
+    O("accuracy_data", "--accuracy-data", "GSM8K test.jsonl (few_shot_gsm8k --data-path); offline without it the "
+      "gate is skipped.", BENCH, "FILE"),
+    O("accuracy_tolerance", "--accuracy-tolerance", "Largest accuracy drop allowed, e.g. 0.02 [the baseline's 95% "
+      "interval].", BENCH, "FRACTION", float, 0),
+    O("max_ttft_ms", "--max-ttft-ms", "SLO: highest TTFT in ms at --slo-percentile.", BENCH, "MS", float, 0),
+    O("max_tpot_ms", "--max-tpot-ms", "SLO: highest TPOT in ms at --slo-percentile.", BENCH, "MS", float, 0),
+    O("slo_percentile", "--slo-percentile", "Percentile the SLOs apply to: p50 p90 p95 p99 [p99].", BENCH, "P"),
     O("llm_base_url", "--llm-base-url", "OpenAI-compatible endpoint; unset = the deterministic playbook.", LLM,
       "URL"),
     O("llm_model", "--llm-model", "Model name at the LLM endpoint [the one it serves].", LLM, "NAME"),

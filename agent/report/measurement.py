@@ -101,6 +101,9 @@ def accuracy_section(results: dict[str, AccuracyResult], gates: dict[str, GateRe
     if skip:
         return Section("Accuracy (GSM8K)", [Para(f"Accuracy gate skipped: {skip}. No variant was checked; the "
                                                  "verdict does not vouch for accuracy.")], id="accuracy")
+    if not results:
+        return Section("Accuracy (GSM8K)", [Para("Not run yet: each variant's server gets SGLang's GSM8K few-shot "
+                                                 "check after its benchmark points.")], id="accuracy")
     table = Table(["variant", "accuracy", "invalid", "questions", "gate", "why"], id="accuracy-table")
     for name in sorted(set(results) | set(gates), key=lambda v: (v != "baseline", v)):
         res, g = results.get(name), gates.get(name)

@@ -56,8 +56,9 @@ def evidence_section(run_dir: Path) -> Section | None:
     if not path.exists():
         return None
     text = path.read_text(errors="replace").split("\n", 1)
-    return Section("MTP evidence (with citations)", [Markdown(_capped(text[1] if len(text) > 1 else text[0]))],
-                   id="evidence")
+    body = text[1] if len(text) > 1 else text[0]  # its title is the section's; its headings go one level down
+    body = "\n".join("#" + line if line.startswith("#") else line for line in body.splitlines())
+    return Section("MTP evidence (with citations)", [Markdown(_capped(body))], id="evidence")
 
 
 def flag_review_section(run_dir: Path) -> Section | None:

@@ -3,8 +3,11 @@
 Runs the plan that write_scripts reviewed (``measure_plan.json``; rebuilt the same way when that
 step did not run). Without GPUs the step is ``planned``: the scripts are in the run folder and
 the summary says how to run them. With GPUs it blocks until the sweep is done; results go to
-``bench/<variant>.jsonl``. Idempotent: finished points (their line is in the JSONL) are skipped and
-jobs re-attach by key (``serve-<variant>``, ``bench-<variant>-c<k>``).
+``bench/<variant>.jsonl``, each point ``--repeats`` times on the same server, then SGLang's GSM8K
+check per variant (``bench/accuracy/``). Idempotent: finished points (their line is in the JSONL) are
+skipped and jobs re-attach by key (``serve-<variant>``, ``bench-<variant>-c<k>[-r<i>]``,
+``gsm8k-<variant>``). Then the verdict (tools/measure/verdict.py) goes to ``verdict.json`` and the
+winner's serve script, with the reason as its header, to ``serve_recommended.sh``.
 
 Executors: local; SSH (server and bench client run on the host, probes and snapshots go through
 an ``ssh -L`` forward, each point's JSONL comes back); Slurm (server and bench clients are batch
@@ -13,12 +16,19 @@ folder). See tools/measure/bench.py and tools/measure/server.py.
 """
 from __future__ import annotations
 
+import os
 import shlex
 
 from agent.steps.base import PlanStep, StepContext, StepOutcome
-from agent.steps.write_scripts import PLAN_FILE, build_plan
+from agent.steps.measure_plan import build_plan
+from agent.steps.write_scripts import PLAN_FILE
 from tools.measure.bench import run_sweep
+from tools.measure.decision import VERDICT_FILE, decide_folder
+from tools.measure.verdict import Slo, Verdict
 from tools.scripts import MeasurePlan
+from tools.scripts.render import render_serve_script
+
+RECOMMENDED_SCRIPT = "serve_recommended.sh"
 
 
 def _plan(ctx: StepContext, step: PlanStep) -> MeasurePlan:
@@ -50,7 +60,7 @@ def run(ctx: StepContext, step: PlanStep) -> StepOutcome:
     finally:
         ctx.lane = previous_lane
     measured = len(sweep.done) + len(sweep.skipped)
-    total = len(plan.variants) * len(plan.concurrency)
+    total = len(plan.variants) * len(plan.points())
     status, reason = ("done", "measured") if measured else ("failed", "nothing_measured")
     summary = f"{measured}/{total} points measured ({len(sweep.skipped)} from before a restart)"
     if sweep.failures:
@@ -58,8 +68,38 @@ def run(ctx: StepContext, step: PlanStep) -> StepOutcome:
         summary += (f"; {len(sweep.failures)} failed, first: {first.variant} c{first.concurrency}: "
                     f"{first.reason.splitlines()[0]}")
     results = {v: str(p) for v, p in sweep.results.items()}
-    return StepOutcome(kind="benchmark", status=status, reason=reason, summary=summary,
-                       artifacts=[f"bench/{v}.jsonl" for v in results],
+    verdict = _decide(ctx, plan)
+    artifacts = [f"bench/{v}.jsonl" for v in results]
+    if verdict is not None:
+        summary += f"; verdict: {_verdict_line(verdict)}"
+        artifacts += [VERDICT_FILE] + ([RECOMMENDED_SCRIPT] if verdict.recommended else [])
+    return StepOutcome(kind="benchmark", status=status, reason=reason, summary=summary, artifacts=artifacts,
                        data={"results": results, "server_logs": sweep.server_logs,
                              "failures": [f.model_dump() for f in sweep.failures],
-                             "done": sweep.done, "skipped": sweep.skipped})
+                             "done": sweep.done, "skipped": sweep.skipped,
+                             "verdict": verdict.model_dump(mode="json") if verdict else None})
+
+
+def _verdict_line(verdict: Verdict) -> str:
+    return f"deploy {verdict.recommended}" if verdict.recommended else "no recommendation: " + verdict.reason
+
+
+def _decide(ctx: StepContext, plan: MeasurePlan) -> Verdict | None:
+    """verdict.json and serve_recommended.sh (the winner's script, the reason as its header comment)."""
+    s = ctx.settings
+    slo = Slo(max_ttft_ms=s.max_ttft_ms, max_tpot_ms=s.max_tpot_ms, percentile=s.slo_percentile)
+    verdict = decide_folder(ctx.run.path / "bench", plan.accuracy, slo if slo.given else None)
+    if verdict is None:
+        return None
+    ctx.write_artifact(VERDICT_FILE, verdict.model_dump_json(indent=2))
+    stale = ctx.run.path / RECOMMENDED_SCRIPT
+    winner = next((v for v in plan.variants if v.name == verdict.recommended), None)
+    if winner is None:
+        stale.unlink(missing_ok=True)  # a re-run whose verdict changed to "none" leaves no old winner behind
+        return verdict
+    header = [f"RECOMMENDED by the measurement in {ctx.run.path.name}: {verdict.reason}"]
+    header += [f"at concurrency {lv.concurrency}: {lv.summary}" for lv in verdict.levels]
+    variant = winner.model_copy(update={"rationale": [*header, *winner.rationale]})
+    text = render_serve_script(variant, s.sglang_python, plan.port)
+    os.chmod(ctx.write_artifact(RECOMMENDED_SCRIPT, text), 0o755)
+    return verdict

@@ -112,20 +112,34 @@ snapshot() {  # variant host tag phase
   fi
 }
 
-bench_point() {  # variant host concurrency num_prompts
-  local log="$LOG_DIR/bench_$1_c$3.log"
+bench_point() {  # variant host concurrency num_prompts tag
+  local log="$LOG_DIR/bench_$5.log"
   local out="$RESULTS_DIR/$1.jsonl"
   local before=0
   if [[ -f "$out" ]]; then before=$(wc -l <"$out"); fi
-  echo "== $1: concurrency $3, $4 prompts (log: $log)"
-  snapshot "$1" "$2" "$1-c$3" before
-  if ! "$SGLANG_PYTHON" -m sglang.bench_serving "${bench_common[@]}" --host "$2" --port "$PORT" \
-      --max-concurrency "$3" --num-prompts "$4" --tag "$1-c$3" --output-file "$out" >"$log" 2>&1; then
+  echo "== $1: concurrency $3, $4 prompts, $5 (log: $log)"
+  snapshot "$1" "$2" "$5" before
+  if ! "$SGLANG_PYTHON" -m sglang.benchmark.serving "${bench_common[@]}" --host "$2" --port "$PORT" \
+      --max-concurrency "$3" --num-prompts "$4" --tag "$5" --output-file "$out" >"$log" 2>&1; then
     record_failure "$1" "$3" "bench client exited with an error" "$log"
   elif [[ ! -f "$out" ]] || (($(wc -l <"$out") <= before)); then
     record_failure "$1" "$3" "bench client wrote no result line" "$log"
   else
-    snapshot "$1" "$2" "$1-c$3" after
+    snapshot "$1" "$2" "$5" after
+  fi
+}
+
+accuracy() {  # variant host: SGLang's GSM8K few-shot check against the same server
+  local log="$LOG_DIR/gsm8k_$1.log"
+  echo "== $1: GSM8K accuracy (log: $log)"
+  mkdir -p "$RESULTS_DIR/accuracy"
+  if (cd "$RESULTS_DIR/accuracy" && "$SGLANG_PYTHON" -m sglang.test.few_shot_gsm8k --num-questions 50 --num-shots 5 --parallel 64 --max-new-tokens 512 --host "$2" --port "$PORT") >"$log" 2>&1; then
+    # the figure in the form `dsv4-agent report` reads (bench/accuracy/<variant>.json)
+    "$SGLANG_PYTHON" -c 'import json, re, sys; t = open(sys.argv[2]).read(); f = lambda k: ([float(x) for x in re.findall("^" + k + r":\s*([0-9.]+)", t, re.M)] or [None])[-1]; print(json.dumps({"variant": sys.argv[1], "accuracy": f("Accuracy"), "invalid": f("Invalid"), "questions": int(sys.argv[3]), "log": sys.argv[2]}))' \
+      "$1" "$log" 50 >"$RESULTS_DIR/accuracy/$1.json"
+  else
+    failures=$((failures + 1))
+    echo "FAILED $1: GSM8K accuracy check exited with an error (log: $log)" >&2
   fi
 }
 
@@ -134,9 +148,16 @@ echo "== baseline: starting server (log: $LOG_DIR/server_baseline.log)"
 setsid bash "$here/serve_baseline.sh" >"$LOG_DIR/server_baseline.log" 2>&1 &
 server_pid=$!
 if wait_ready 127.0.0.1 "$LOG_DIR/server_baseline.log"; then
-  bench_point baseline 127.0.0.1 1 16
-  bench_point baseline 127.0.0.1 8 64
-  bench_point baseline 127.0.0.1 16 128
+  bench_point baseline 127.0.0.1 1 16 baseline-c1
+  bench_point baseline 127.0.0.1 1 16 baseline-c1-r2
+  bench_point baseline 127.0.0.1 1 16 baseline-c1-r3
+  bench_point baseline 127.0.0.1 8 64 baseline-c8
+  bench_point baseline 127.0.0.1 8 64 baseline-c8-r2
+  bench_point baseline 127.0.0.1 8 64 baseline-c8-r3
+  bench_point baseline 127.0.0.1 16 128 baseline-c16
+  bench_point baseline 127.0.0.1 16 128 baseline-c16-r2
+  bench_point baseline 127.0.0.1 16 128 baseline-c16-r3
+  accuracy baseline 127.0.0.1
 else
   record_failure baseline 1 "server was not ready" "$LOG_DIR/server_baseline.log"
   record_failure baseline 8 "server was not ready" "$LOG_DIR/server_baseline.log"
@@ -149,9 +170,16 @@ echo "== mtp: starting server (log: $LOG_DIR/server_mtp.log)"
 setsid bash "$here/serve_mtp.sh" >"$LOG_DIR/server_mtp.log" 2>&1 &
 server_pid=$!
 if wait_ready 127.0.0.1 "$LOG_DIR/server_mtp.log"; then
-  bench_point mtp 127.0.0.1 1 16
-  bench_point mtp 127.0.0.1 8 64
-  bench_point mtp 127.0.0.1 16 128
+  bench_point mtp 127.0.0.1 1 16 mtp-c1
+  bench_point mtp 127.0.0.1 1 16 mtp-c1-r2
+  bench_point mtp 127.0.0.1 1 16 mtp-c1-r3
+  bench_point mtp 127.0.0.1 8 64 mtp-c8
+  bench_point mtp 127.0.0.1 8 64 mtp-c8-r2
+  bench_point mtp 127.0.0.1 8 64 mtp-c8-r3
+  bench_point mtp 127.0.0.1 16 128 mtp-c16
+  bench_point mtp 127.0.0.1 16 128 mtp-c16-r2
+  bench_point mtp 127.0.0.1 16 128 mtp-c16-r3
+  accuracy mtp 127.0.0.1
 else
   record_failure mtp 1 "server was not ready" "$LOG_DIR/server_mtp.log"
   record_failure mtp 8 "server was not ready" "$LOG_DIR/server_mtp.log"

@@ -1,0 +1,134 @@
+"""The measure plan a run reviews and then runs: the baseline plus one MTP variant per distinct
+speculative setting the evidence supports (tools/measure/variants.py), the user's ``--mtp-steps``,
+repeats, the bench client of this SGLang version, and the accuracy gate.
+
+Variants: ``baseline``; ``mtp`` for the ``infer_mtp`` recommendation; ``mtp-<steps>-<topk>-<draft>``
+for every other setting of a recipe that holds under the hooks' rules, for the hooks' automatic
+choice when no recipe has it, and for each ``--mtp-steps`` entry (checked against the rules; a
+forbidden one is an error citing the rule). Every flag carries its evidence into the scripts.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from agent.steps.base import PlanStep, StepContext
+from agent.steps.infer_mtp import recommendation
+from tools.constraints.extract import ExtractConstraintsArgs, Rule, extract_constraints
+from tools.measure.accuracy import AccuracyPlan
+from tools.measure.client import bench_client_module, package_dir
+from tools.measure.variants import SpecChoice, evidence_choices, user_choices
+from tools.mtp.infer import MtpAnswer, Recommendation
+from tools.scripts import EnvChoice, FlagChoice, MeasurePlan, ServeVariant
+from tools.scripts.models import RESERVED_FLAGS
+
+PLAN_PARAMS = ("input_len", "output_len", "prompts_per_concurrency", "min_prompts", "warmup_requests",
+               "ready_timeout_s", "port")
+NO_CITATION = "recommended by infer_mtp without a citation: check before use"
+
+
+def _source(recommended: Recommendation, flag: str) -> str:
+    origin = recommended.flag_origins.get(flag)
+    return origin.cite() if origin is not None else NO_CITATION
+
+
+def mtp_variant(base: ServeVariant, recommended: Recommendation) -> tuple[ServeVariant, list[str]]:
+    notes: list[str] = []
+    flags = []
+    for flag, value in recommended.flags.items():
+        if flag in RESERVED_FLAGS:
+            notes.append(f"{flag} from the recommendation is left to the script's own setting")
+            continue
+        flags.append(FlagChoice(flag=flag, value=value, source=_source(recommended, flag)))
+    env = [EnvChoice(name=k, value=v, source="infer_mtp recommendation") for k, v in recommended.env.items()]
+    variant = base.model_copy(update={"name": "mtp", "flags": flags, "env": env,
+                                      "rationale": list(recommended.rationale)})
+    return ServeVariant.model_validate(variant.model_dump()), notes  # re-validate names and values
+
+
+def _choice_variant(base: ServeVariant, choice: SpecChoice) -> ServeVariant:
+    flags = [FlagChoice(flag=k, value=v, source=choice.origins.get(k) or
+                        ("user choice" if choice.source == "user" else NO_CITATION))
+             for k, v in choice.flags.items() if k not in RESERVED_FLAGS]
+    env = [EnvChoice(name=k, value=v, source=f"recipe env ({choice.origins.get(next(iter(choice.flags)), '?')})")
+           for k, v in choice.env.items()]
+    return ServeVariant.model_validate({**base.model_dump(), "name": choice.name, "flags": [f.model_dump() for f in flags],
+                                        "env": [e.model_dump() for e in env],
+                                        "rationale": [f"setting {choice.label}", *choice.why]})
+
+
+def _answer(ctx: StepContext) -> MtpAnswer | None:
+    path = ctx.run.path / "mtp.json"
+    return MtpAnswer.model_validate_json(path.read_text()) if path.exists() else None
+
+
+def hook_rules(root: Path) -> list[Rule]:
+    return extract_constraints(ExtractConstraintsArgs(root=str(root), package_dir=str(package_dir(root)))).rules
+
+
+def _more_variants(ctx: StepContext, base: ServeVariant) -> tuple[list[ServeVariant], list[str]]:
+    """MTP variants beyond ``mtp``: other evidence settings, the hooks' choice, --mtp-steps."""
+    s, answer = ctx.settings, _answer(ctx)
+    if answer is None or ctx.sglang_root is None:
+        if s.mtp_steps:
+            return [], ["--mtp-steps ignored: no MTP evidence was gathered in this run (infer_mtp did not run)"]
+        return [], []
+    rules = hook_rules(ctx.sglang_root)
+    gpu = ctx.gpus[0].name if ctx.gpus else None
+    choices, notes = evidence_choices(answer, rules, gpu, len(ctx.gpus) or None, cap=s.mtp_variants)
+    extra = [c for c in choices if c.source != "recommended"]
+    extra += user_choices(s.mtp_steps, answer, rules, choices)  # ToolError on a setting a hook forbids
+    return [_choice_variant(base, c) for c in extra], notes
+
+
+def _accuracy(ctx: StepContext, variants: list[ServeVariant], tokenizer: str | None) -> AccuracyPlan | None:
+    if len(variants) < 2:
+        return None  # nothing to gate: only the baseline
+    s = ctx.settings
+    skip = None
+    if not s.accuracy_data and (tokenizer or os.environ.get("HF_HUB_OFFLINE") == "1"):
+        skip = ("offline (a local tokenizer is given, so the benchmark runs with HF_HUB_OFFLINE=1) and no "
+                "--accuracy-data: SGLang's few_shot_gsm8k would download the GSM8K test set; pass "
+                "--accuracy-data FILE (GSM8K test.jsonl) to gate accuracy")
+    return AccuracyPlan(questions=s.accuracy_questions, data_path=s.accuracy_data, tolerance=s.accuracy_tolerance,
+                        skip_reason=skip)
+
+
+def with_extra_flags(variants: list[ServeVariant], extra_flags: dict) -> list[ServeVariant]:
+    """Flags the LLM planner proposed and the flag guard accepted ({flag: {value, origin}}):
+    added to every variant but the baseline (or, with no other variant, to a new ``extra`` one)."""
+    if not extra_flags:
+        return variants
+    choices = [FlagChoice(flag=f, value=str(v.get("value", "")), source=str(v.get("origin") or "user-accepted"))
+               for f, v in extra_flags.items()]
+    targets = variants[1:] or [variants[0].model_copy(update={"name": "extra", "flags": [], "rationale": [
+        "baseline plus the extra flags the LLM planner proposed and the flag guard accepted"]})]
+    tuned = []
+    for v in targets:
+        known = {c.flag for c in v.flags}
+        tuned.append(ServeVariant.model_validate({**v.model_dump(), "flags": [
+            *[c.model_dump() for c in v.flags], *[c.model_dump() for c in choices if c.flag not in known]]}))
+    return [variants[0], *tuned]
+
+
+def build_plan(ctx: StepContext, step: PlanStep) -> tuple[MeasurePlan, list[str]]:
+    s = ctx.settings
+    gpus = s.gpus if s.gpus is not None else ([g.index for g in ctx.gpus] or None)
+    tp = s.tp or (len(gpus) if gpus else 1)
+    model = s.model_path or s.model
+    base = ServeVariant(name="baseline", model_path=model, tp=tp, gpus=gpus,
+                        rationale=["SGLang defaults for this model: the reference every ratio is against"])
+    variants, notes = [base], []
+    recommended = recommendation(ctx.outcomes)
+    if recommended:
+        mtp, notes = mtp_variant(base, recommended)
+        variants.append(mtp)
+    more, more_notes = _more_variants(ctx, base)
+    variants, notes = [*variants, *more], [*notes, *more_notes]
+    variants = with_extra_flags(variants, step.params.get("extra_flags") or {})
+    extra = {k: step.params[k] for k in PLAN_PARAMS if k in step.params}
+    tokenizer = s.tokenizer or s.model_path
+    plan = MeasurePlan(variants=variants, concurrency=s.concurrency, tokenizer=tokenizer, repeats=s.repeats,
+                       client_module=bench_client_module(ctx.sglang_root), accuracy=_accuracy(ctx, variants, tokenizer),
+                       **extra)
+    return plan, notes
