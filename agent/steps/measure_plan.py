@@ -111,7 +111,8 @@ def with_extra_flags(variants: list[ServeVariant], extra_flags: dict) -> list[Se
     return [variants[0], *tuned]
 
 
-def build_plan(ctx: StepContext, step: PlanStep) -> tuple[MeasurePlan, list[str]]:
+def build_plan(ctx: StepContext, step: PlanStep) -> tuple[MeasurePlan, list[str], list[str]]:
+    """The plan, notes for the step's summary, and the evidence settings left out (and why)."""
     s = ctx.settings
     gpus = s.gpus if s.gpus is not None else ([g.index for g in ctx.gpus] or None)
     tp = s.tp or (len(gpus) if gpus else 1)
@@ -123,12 +124,12 @@ def build_plan(ctx: StepContext, step: PlanStep) -> tuple[MeasurePlan, list[str]
     if recommended:
         mtp, notes = mtp_variant(base, recommended)
         variants.append(mtp)
-    more, more_notes = _more_variants(ctx, base)
-    variants, notes = [*variants, *more], [*notes, *more_notes]
+    more, left_out = _more_variants(ctx, base)
+    variants = [*variants, *more]
     variants = with_extra_flags(variants, step.params.get("extra_flags") or {})
     extra = {k: step.params[k] for k in PLAN_PARAMS if k in step.params}
     tokenizer = s.tokenizer or s.model_path
     plan = MeasurePlan(variants=variants, concurrency=s.concurrency, tokenizer=tokenizer, repeats=s.repeats,
                        client_module=bench_client_module(ctx.sglang_root), accuracy=_accuracy(ctx, variants, tokenizer),
                        **extra)
-    return plan, notes
+    return plan, notes, left_out

@@ -40,7 +40,7 @@ def _multinode(ctx: StepContext, plan: MeasurePlan):
 
 def run(ctx: StepContext, step: PlanStep) -> StepOutcome:
     try:
-        plan, notes = build_plan(ctx, step)
+        plan, notes, left_out = build_plan(ctx, step)
     except ToolError as err:  # e.g. an --mtp-steps setting a hook forbids
         return StepOutcome(kind="write_scripts", status="failed", reason="tool_error", summary=str(err))
     python = ctx.settings.sglang_python
@@ -59,8 +59,10 @@ def run(ctx: StepContext, step: PlanStep) -> StepOutcome:
         notes += multinode.notes
     if notes:
         summary += "; " + "; ".join(notes)
+    if left_out:
+        summary += f"; {len(left_out)} setting(s) from the evidence not measured (data.left_out says why)"
     return StepOutcome(kind="write_scripts", status="done", reason="scripts_written", summary=summary,
                        artifacts=[*texts, PLAN_FILE, *(multinode.files if multinode else [])],
-                       data={"variants": {v.name: v.model_dump() for v in plan.variants},
+                       data={"variants": {v.name: v.model_dump() for v in plan.variants}, "left_out": left_out,
                              "scripts": list(texts), "plan": PLAN_FILE,
                              "run_command": f"bash {ctx.run.path / 'run_measure.sh'}"})
