@@ -5,5 +5,7 @@ Modules (one job each): ``shapes`` (what to tune and where each shape came from)
 ``configs`` (SGLang's config folder and file names), ``engagement`` (is the Triton path used),
 ``script`` (static argparse introspection of the tuning script), ``plan`` (units and
 longest-first assignment), ``render`` (per-GPU scripts and the driver), ``progress`` (log
-parsing), ``fanout`` (launch, poll, retry), ``merge``, ``install``, ``prove``.
+parsing), ``fanout`` (launch, poll, retry), ``merge``, ``install``, ``prove``; ``prepare`` (what to
+tune and whether it matters), ``tune`` and ``tune_gpus`` (the whole decision tree the campaign's
+tune_kernels step calls, with ``outcome``: its arguments and result).
 """

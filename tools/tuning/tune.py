@@ -1,0 +1,194 @@
+"""The tuning decision tree: shapes -> skip existing -> engagement -> scripts -> one job per GPU ->
+merge -> install -> manifest. Without GPUs it stops at the scripts ("planned").
+
+Shapes come from ``shapes``, server logs (given, or of earlier server jobs in the executor's
+ledger), the model's config.json, and — with GPUs, as the last resort — a discovery boot: the
+baseline server is started once in the background (job ``discovery``), stopped when ready, and its
+``Using default W8A8 Block FP8 kernel config ... Config file not found at <path>`` warnings mined.
+
+Status when nothing is tuned. A resumed run reuses ``done``/``skipped`` outcomes, and a run planned
+on a laptop is resumed on the GPU host, so ``skipped`` is kept for verdicts the GPU host would reach
+too; anything resting on facts only the GPU host has is ``planned`` when there is no GPU here:
+
+- no shapes known (no shapes, no log, no usable config.json): GPU here -> discovery boot; no GPU
+  -> ``planned`` (the GPU host boots the discovery server).
+- config.json has no block-FP8 weights: ``skipped`` everywhere (no source would find shapes).
+- every shape already has a config: GPU here -> ``skipped``; no GPU -> ``planned`` (the lookup
+  depends on the GPU's name and the SGLang the server runs, which may not be the source read here).
+- Triton path not engaged: decided by a server log, an explicit ``--fp8-gemm-backend`` or a non-128
+  weight block -> ``skipped`` everywhere; decided by GPU architecture and environment -> ``skipped``
+  with a GPU, ``planned`` without (the GPU host's GPU and environment decide).
+- with a GPU and the Triton path predicted not engaged, no discovery boot (it would find nothing)
+  unless ``force_tune``; a discovery log with no default-config warning -> ``skipped``.
+- the source has no tuning script (wheel): GPU here -> ``skipped`` (the summary says how to get a
+  checkout); no GPU -> ``planned`` (the GPU host may have a checkout).
+
+Idempotent: scripts are rewritten identically, jobs re-attach by key through the executor's ledger
+(the discovery server too; once it was seen ready, its log is reused), finished units are skipped
+by the per-GPU driver, and an install already recorded as done in the manifest is not repeated
+(re-installing would back up our own files as if they were originals). The GPU half (fan-out,
+merge, install) is ``tools/tuning/tune_gpus.py``.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from tools.base import ToolError, cap_lines
+from tools.jobs import Executor
+from tools.tuning.discovery import DiscoveryResult, discovery_variant, run_discovery
+from tools.tuning.engagement import FINAL_BASES
+from tools.tuning.install import MANIFEST, load_manifest
+from tools.tuning.outcome import TUNING_DIR, Recorder, TuneKernelsArgs, TuningOutcome, outcome
+from tools.tuning.plan import make_units, plan_units
+from tools.tuning.prepare import PrepareTuningArgs, TuningPreparation, TuningReason, prepare_tuning
+from tools.tuning.render import render_tuning, shellcheck
+from tools.tuning.script import find_script, introspect_script
+from tools.tuning.tune_gpus import run_on_gpus
+
+DISCOVERY_STATE = f"{TUNING_DIR}/discovery.json"
+GPU_HOST_WILL = {  # what resuming on the GPU host does for each verdict that waits for it
+    "no_shapes": "boot the baseline server once (discovery job), mine its 'Using default W8A8 Block FP8 kernel "
+                 "config' warnings and tune those shapes on every GPU",
+    "all_configured": "look the shapes up again for its GPU in the config folder of the SGLang the server runs, "
+                      "and tune the ones still missing",
+    "not_engaged": "decide from its GPU and environment whether the Triton block-FP8 path is used, and tune if it is",
+}
+PLAN_GPUS_WITHOUT_HARDWARE = 8  # a DeepSeek-V4 host; overridden by gpu_indices or tp
+
+
+def plan_gpus(args: TuneKernelsArgs) -> list[int]:
+    if args.gpus:
+        have = [g.index for g in args.gpus]
+        return [g for g in (args.gpu_indices or have) if g in have]
+    if args.gpu_indices:
+        return list(args.gpu_indices)
+    return list(range(args.tp or PLAN_GPUS_WITHOUT_HARDWARE))
+
+
+def _earlier_server_logs(executor: Executor) -> list[str]:
+    """Logs of server jobs already run in this run (their warnings name the shapes to tune)."""
+    return [s.log_path for s in executor.jobs() if s.kind in ("serve", "discovery") and Path(s.log_path).exists()]
+
+
+def _prepare(args: TuneKernelsArgs, executor: Executor, gpu_list: list[int]) -> TuningPreparation:
+    log_files = list(dict.fromkeys([*args.log_files, *_earlier_server_logs(executor)]))
+    device = args.gpus[0].name if args.gpus else args.device_name
+    return prepare_tuning(PrepareTuningArgs(
+        shapes=args.shapes, log_files=log_files, model_path=args.model_path, tp=args.tp or len(gpu_list) or 1,
+        sglang_root=args.sglang_root, device_name=device, retune=args.retune, force_tune=args.force_tune,
+        server_args=args.server_args, env={**os.environ, **args.env}))
+
+
+def _nothing_discovered(found: DiscoveryResult) -> str:
+    text = Path(found.log_path).read_text(errors="replace") if Path(found.log_path).exists() else ""
+    loaded = sum("Using configuration from" in line and "W8A8 Block FP8" in line for line in text.splitlines())
+    if loaded:
+        return (f"the discovery server (log {found.log_path}) found a config for each of the {loaded} block-FP8 "
+                "shapes it looked up and used no default: nothing to tune (--retune with --shapes to tune anyway)")
+    return (f"the discovery server (log {found.log_path}) looked up no W8A8 Block FP8 config: the Triton block-FP8 "
+            "path did not run on this setup, so tuning it would change nothing")
+
+
+def _discover(args: TuneKernelsArgs, executor: Executor, run_dir: Path, rec: Recorder, prep: TuningPreparation,
+              gpu_list: list[int]) -> tuple[TuningPreparation, dict, TuningReason | None]:
+    """With GPUs and no shapes (or a discovery server a crash left running): boot the baseline
+    server once and mine its log. (preparation, discovery facts, why nothing is tuned if decided here)."""
+    in_flight = any(state.kind == "discovery" and not state.done for state in executor.jobs())
+    if not args.gpus or not (in_flight or prep.skip_kind == "no_shapes"):
+        return prep, {}, None
+    # A discovery server left running by a crash is finished first (its log may be mid-load).
+    if not in_flight and prep.engagement.verdict == "not_engaged" and not args.force_tune:
+        prep.reason = ("no shapes known and the Triton block-FP8 path is not used here, so a discovery boot "
+                       "would find nothing to tune (--force-tune boots it anyway): " + "; ".join(prep.engagement.evidence))
+        return prep, {}, "not_engaged_no_discovery"
+    variant = discovery_variant(args.model_path or args.model, args.tp or len(gpu_list), gpu_list,
+                                list(args.server_args), dict(args.env))
+    rec.emit("progress", message=f"tuning: no shapes known; discovery boot of the baseline server on GPUs {gpu_list}")
+    found = run_discovery(executor, variant, args.sglang_python, run_dir / DISCOVERY_STATE,
+                          ready_timeout_s=args.discovery_timeout_s)
+    rec.emit("job_finished", key=found.key, kind="discovery", status="stopped", reused=found.reused, log=found.log_path)
+    prep = _prepare(args, executor, gpu_list)  # the discovery job's log is now among the server logs
+    if prep.skip_kind != "no_shapes":
+        return prep, {"discovery": found.model_dump()}, None
+    prep.reason = _nothing_discovered(found)
+    return prep, {"discovery": found.model_dump()}, "discovery_found_nothing"
+
+
+def _not_tuned(args: TuneKernelsArgs, run_dir: Path, prep: TuningPreparation, artifacts: list[str],
+               reason: TuningReason, **data: Any) -> TuningOutcome:
+    """``skipped`` when the GPU host would decide the same, else (no GPU here) ``planned``."""
+    final = prep.skip_kind == "no_block_fp8" or (
+        prep.skip_kind == "not_engaged" and prep.engagement.basis in FINAL_BASES)
+    if args.gpus or final:
+        return outcome("skipped", reason, prep.reason, prep, artifacts, **data)
+    there = GPU_HOST_WILL[prep.skip_kind]
+    return outcome("planned", reason, f"no GPU here, so this waits for the GPU host: {prep.reason}. There, "
+                                      f"`dsv4-agent resume {run_dir}` will {there}", prep, artifacts,
+                   gpu_host_will=there, **data)
+
+
+def tune_kernels(args: TuneKernelsArgs, executor: Executor, run_dir: Path, rec: Recorder) -> TuningOutcome:
+    """Decide, plan, and (with GPUs) tune, merge and install; the outcome says what happened and why.
+    Files are reached by absolute path (jobs run in other folders); messages name ``run_dir`` as given."""
+    shown, run_dir = run_dir, run_dir.resolve()
+    gpu_list = plan_gpus(args)
+    try:
+        prep = _prepare(args, executor, gpu_list)
+    except ToolError as err:
+        return outcome("failed", "tuning_input_error", str(err), None, [])
+    try:
+        prep, discovery, reason = _discover(args, executor, run_dir, rec, prep, gpu_list)
+    except ToolError as err:
+        return outcome("failed", "discovery_failed", str(err), prep, [])
+    artifacts = [f"{TUNING_DIR}/shapes.json"]
+    rec.write_artifact(f"{TUNING_DIR}/shapes.json", prep.model_dump_json(indent=2) + "\n")
+    rec.emit("progress", message=f"tuning: {len(prep.shapes)} shapes ({prep.shapes_note}), "
+                                 f"{len(prep.skipped_existing)} already tuned, Triton path {prep.engagement.verdict}")
+    manifest_path = run_dir / MANIFEST
+    if manifest_path.exists() and load_manifest(manifest_path).state == "installed":
+        manifest = load_manifest(manifest_path)  # a re-run after this run's install: nothing left to do
+        return outcome("done", "already_installed", f"already installed {len(manifest.entries)} configs in this run",
+                       prep, artifacts + [MANIFEST], installed=[e.target for e in manifest.entries], manifest=MANIFEST)
+    if prep.decision == "skip":
+        return _not_tuned(args, shown, prep, artifacts, reason or prep.skip_kind, **discovery)
+    return _write_scripts(args, executor, run_dir, rec, prep, gpu_list, artifacts, discovery, shown=shown)
+
+
+def _write_scripts(args: TuneKernelsArgs, executor: Executor, run_dir: Path, rec: Recorder, prep: TuningPreparation,
+                   gpu_list: list[int], artifacts: list[str], discovery: dict, shown: Path) -> TuningOutcome:
+    """Plan the units over the GPUs and write the per-GPU scripts; with GPUs, run them (``shown``:
+    the run folder as the user named it, for the commands in the summary)."""
+    units = make_units(prep.to_tune, args.batch_sizes)
+    plan = plan_units(units, gpu_list)
+    plan_lines = [f"{len(units)} units over GPUs {gpu_list}; estimated makespan/lower bound {plan.ratio:.2f}"]
+    plan_lines += [f"GPU {w.gpu}: {len(w.units)} units, cost {w.est_cost:.1f}: " + " ".join(u.id for u in w.units)
+                   for w in plan.per_gpu]
+    rec.write_artifact(f"{TUNING_DIR}/plan.txt", "\n".join(prep.derivation + [""] + plan_lines) + "\n")
+    artifacts.append(f"{TUNING_DIR}/plan.txt")
+    try:
+        info = introspect_script(find_script(Path(args.sglang_root) if args.sglang_root else None))
+    except ToolError as err:
+        why = f"cannot write the tuning scripts: {err}. The shapes and the GPU plan are in {TUNING_DIR}/plan.txt"
+        if args.gpus:
+            return outcome("skipped", "no_tuning_script", why, prep, artifacts, plan=plan_lines, **discovery)
+        return outcome("planned", "no_tuning_script", f"no GPU here; {why}. Tuning on the GPU host needs an SGLang "
+                                                      "git checkout there (--sglang-src PATH)", prep, artifacts,
+                       plan=plan_lines)
+    rendered = render_tuning(run_dir / TUNING_DIR, plan.per_gpu, info, python=args.sglang_python,
+                             device_name=prep.device_name or "UNKNOWN_GPU")
+    for relative in rendered.files:
+        rec.emit("artifact_written", path=relative, bytes=(run_dir / relative).stat().st_size)
+    artifacts += rendered.files
+    findings = shellcheck([run_dir / p for p in rendered.scripts.values()])
+    if findings:
+        rec.emit("error", message="shellcheck findings in generated tuning scripts", findings=findings[:4000])
+    data = {"plan": plan_lines, **discovery, "mode": rendered.mode, "scripts": rendered.scripts,
+            "script_notes": info.notes}
+    if not args.gpus:
+        runs = " ; ".join(f"bash {shown}/{p}" for p in rendered.scripts.values())
+        return outcome("planned", "no_gpu", f"no GPU here: {len(units)} tuning units for {len(gpu_list)} GPUs written "
+                                            f"to {TUNING_DIR}/ ({rendered.mode} mode). On the GPU host run, one per GPU "
+                                            f"in parallel: {cap_lines([runs], 1, 600).text}", prep, artifacts, **data)
+    return run_on_gpus(args, executor, run_dir, rec, prep, plan, rendered, units, artifacts, data)

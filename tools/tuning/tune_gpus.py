@@ -1,0 +1,96 @@
+"""The GPU half of the tuning decision tree (``tools/tuning/tune.py``): one job per GPU, merge the
+per-process outputs, install where the server runs, and say so in the outcome."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from tools.base import ToolError
+from tools.jobs import Executor
+from tools.source.resolve import cache_dir
+from tools.tuning.configs import find_config_dir, installed_package_parent
+from tools.tuning.fanout import FanoutJob, run_fanout
+from tools.tuning.install import MANIFEST, Manifest, install_configs
+from tools.tuning.merge import merge_outputs
+from tools.tuning.outcome import TUNING_DIR, Recorder, TuneKernelsArgs, TuningOutcome, outcome
+from tools.tuning.plan import TuningPlan, Unit
+from tools.tuning.prepare import TuningPreparation
+from tools.tuning.remote_install import HOST_SCRIPT, install_on_host
+from tools.tuning.render import RenderedTuning
+
+
+def _is_our_corpus(root: str | None) -> bool:
+    """Our cached wheel corpus is read for evidence but is never what a server runs."""
+    return root is not None and Path(root).resolve().is_relative_to(cache_dir().resolve())
+
+
+def _install_target(args: TuneKernelsArgs) -> Path:
+    """The config folder of the SGLang the *server* runs (never our cached wheel corpus)."""
+    if args.config_dir:
+        return Path(args.config_dir)
+    parent = installed_package_parent(args.sglang_python)
+    if parent is not None:
+        return find_config_dir(parent)
+    if args.sglang_root is not None and not _is_our_corpus(args.sglang_root):
+        return find_config_dir(Path(args.sglang_root))
+    raise ToolError(f"{args.sglang_python} has no sglang, so the folder the server reads configs from is "
+                    "unknown; pass --sglang-python to the interpreter that runs the server")
+
+
+def _install(args: TuneKernelsArgs, executor: Executor, run_dir: Path, rec: Recorder, merged: list[Path]) -> Manifest:
+    """Install where the server runs: on the SSH host through a job there, else from this machine
+    (local, and Slurm whose run folder is shared: see the summary's note)."""
+    if not hasattr(executor, "fetch_run_file"):
+        return install_configs(merged, _install_target(args), run_dir)
+    root = args.sglang_root
+    source = args.sglang_src or (root if not _is_our_corpus(root) else None)
+    rec.emit("progress", message=f"tuning: installing {len(merged)} configs on the GPU host ({HOST_SCRIPT} as a job there)")
+    return install_on_host(executor, merged, run_dir, sglang_python=args.sglang_python,
+                           sglang_src=source, config_dir=args.config_dir)
+
+
+def _fanout_jobs(run_dir: Path, plan: TuningPlan, rendered: RenderedTuning) -> list[FanoutJob]:
+    jobs = []
+    for work in plan.per_gpu:
+        by_shape: dict[str, list[int]] = {}
+        for unit in work.units:
+            by_shape.setdefault(f"{unit.n},{unit.k}", []).append(unit.m)
+        jobs.append(FanoutJob(gpu=work.gpu, key=f"tune-gpu{work.gpu}", argv=["bash", str(run_dir / rendered.scripts[work.gpu])],
+                              cwd=str(run_dir / TUNING_DIR), unit_ids=[u.id for u in work.units], units_by_shape=by_shape))
+    return jobs
+
+
+def run_on_gpus(args: TuneKernelsArgs, executor: Executor, run_dir: Path, rec: Recorder, prep: TuningPreparation,
+                plan: TuningPlan, rendered: RenderedTuning, units: list[Unit], artifacts: list[str],
+                data: dict[str, Any]) -> TuningOutcome:
+    tuning_dir = run_dir / TUNING_DIR
+    jobs = _fanout_jobs(run_dir, plan, rendered)
+    result = run_fanout(executor, jobs, lambda kind, payload: rec.emit(kind, **payload), poll_s=args.poll_s,
+                        timeout_s=args.timeout_s)
+    data["jobs"] = [j.model_dump() for j in result.jobs]
+    failed = [j for j in result.jobs if j.status != "succeeded"]
+    if failed:
+        tails = {j.keys[-1]: executor.read_log(j.keys[-1], 1500) for j in failed}
+        return outcome("failed", "tuning_jobs_failed", "tuning jobs failed after one retry: " + "; ".join(
+            f"GPU {j.gpu} {j.status} ({j.reason})" for j in failed) + ". Nothing was installed; logs under jobs/. "
+            "Re-running the campaign resumes and keeps finished units.", prep, artifacts, log_tails=tails, **data)
+    try:
+        merged = merge_outputs(tuning_dir / "out", tuning_dir / "merged", [u.id for u in units])
+        if merged.missing_units:
+            raise ToolError(f"{len(merged.missing_units)} planned units have no result (e.g. {merged.missing_units[:3]}); "
+                            "re-run the campaign to resume them")
+        manifest = _install(args, executor, run_dir, rec, [Path(f.path) for f in merged.files])
+    except ToolError as err:
+        return outcome("failed", "install_failed", f"tuned but not installed: {err}", prep, artifacts, **data)
+    rec.emit("artifact_written", path=MANIFEST, bytes=(run_dir / MANIFEST).stat().st_size)
+    where, written = "", [MANIFEST]
+    if manifest.installed_by != "local":
+        where, written = f" on the GPU host ({manifest.installed_by})", [MANIFEST, HOST_SCRIPT]
+    if executor.name == "slurm":
+        where = (f" from this machine (the Slurm nodes read them only if {manifest.config_dir} is on the "
+                 "filesystem they share with it, as the run folder is)")
+    return outcome("done", "tuned", f"tuned {len(units)} units on {len(jobs)} GPUs in {result.elapsed_s:.0f} s; installed "
+                                    f"{len(manifest.entries)} configs into {manifest.config_dir}{where} (undo: dsv4-agent "
+                                    f"tuning uninstall {run_dir.name})", prep, artifacts + written,
+                   installed=[e.target for e in manifest.entries], manifest=MANIFEST,
+                   installed_by=manifest.installed_by, **data)
