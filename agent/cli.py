@@ -14,7 +14,7 @@ import typer
 from typer._click.exceptions import UsageError
 
 from agent.commands import campaign, mtp, replay, report, runs, sync, tuning
-from agent.commands.base import CONTEXT, Command, Group, run_main
+from agent.commands.base import CONTEXT, Command, Group, end_at_once_when_done, run_main
 
 CAMPAIGN, INSPECT, PARTS = "Campaigns", "Runs", "Evidence and tools"
 # (function, name, panel); the order is the order in --help
@@ -102,4 +102,5 @@ app.add_typer(tuning.tuning, name="tuning", rich_help_panel=PARTS)
 
 
 def main() -> None:
+    end_at_once_when_done()
     app()

@@ -5,6 +5,7 @@ lines printed above it; elsewhere (CI, pipes) it prints one plain line per notab
 """
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
@@ -43,7 +44,16 @@ class LiveView:
         if self._live is not None:
             self._live.console.print(line, markup=False)
         else:
-            print(line, file=self.stream, flush=True)
+            try:
+                print(line, file=self.stream, flush=True)
+            except BrokenPipeError:  # `dsv4-agent ... | head`: the reader left; the campaign goes on
+                self._silence()
+
+    def _silence(self) -> None:
+        """Send this stream's further output (and the final flush) nowhere."""
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, self.stream.fileno())
+        os.close(devnull)
 
     def on_event(self, event: dict) -> None:
         kind, lane = event.get("type"), event.get("lane", "control")

@@ -55,7 +55,8 @@ def research_lane(rt: Runtime, state: CampaignState) -> dict:
         accepted = llm_research.research(rt, state["goal"], preflight, {**outcomes, **done})
         steps = llm_research.with_research_flags(steps, accepted)
     done.update(run_lane(rt, steps, preflight, {**outcomes, **done}, (scripts,)))
-    import agent.report.build  # noqa: F401  warm the report's imports (matplotlib, ~0.5 s) while GPU jobs run
+    if preflight.gpus:  # GPU jobs are running: draw the report's imports (matplotlib, ~0.5 s) behind them
+        import agent.report.plots  # noqa: F401
     return {"outcomes": done, "lanes_done": {"research": True}}
 
 

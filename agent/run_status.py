@@ -35,7 +35,7 @@ def _table(rows: list[list[str]], header: list[str], wrap_last: bool = False) ->
         head = "  ".join(f"{c:<{w}}" for c, w in zip(cells[:-1], widths[:-1], strict=True))
         last = cells[-1]
         if wrap_last and len(last) > room:
-            last = ("\n" + " " * start).join(textwrap.wrap(last, room))
+            last = ("\n" + " " * start).join(textwrap.wrap(last, room, break_long_words=False, break_on_hyphens=False))
         return (f"{head}  {last}" if head else last).rstrip()
 
     return "\n".join([line(header), line(["-" * w for w in widths]), *(line(r) for r in rows)])

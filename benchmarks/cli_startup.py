@@ -1,42 +1,49 @@
-"""How fast `dsv4-agent --help` starts, against a bare interpreter start measured alongside.
+"""How fast `--help` answers, for the tool and every subcommand, as whole processes.
 
-    .venv/bin/python benchmarks/cli_startup.py [--runs 15]
+    .venv/bin/python benchmarks/cli_startup.py [--runs 11]
 
-Goal: median `--help` < 0.5 s (no LangGraph/openai import just for help).
+Each round times a bare interpreter start (`python -c pass`, the reference) and then every
+`dsv4-agent [SUB] --help` once, so that load on the machine shows in all of them alike.
+Goal: the median of every one of them <= 0.2 s.
 """
 from __future__ import annotations
 
 import argparse
 import statistics
-import subprocess
 import sys
-import time
 from pathlib import Path
 
-AGENT = str(Path(sys.executable).with_name("dsv4-agent"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.harness import AGENT, clean_env, finish, row, time_process  # noqa: E402
+
+SUBCOMMANDS = ["", "run", "resume", "status", "jobs", "runs", "report", "replay", "mtp", "sync",
+               "tuning", "tuning plan", "tuning shapes", "tuning prove", "tuning uninstall"]
+GOAL_S = 0.2
 
 
-def timed(argv: list[str], runs: int) -> list[float]:
-    out = []
-    for _ in range(runs):
-        started = time.perf_counter()
-        subprocess.run(argv, stdout=subprocess.DEVNULL, check=True)
-        out.append(time.perf_counter() - started)
-    return out
-
-
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument("--runs", type=int, default=11)
     runs = parser.parse_args().runs
-    bare = statistics.median(timed([sys.executable, "-c", "pass"], runs))
-    help_ = statistics.median(timed([AGENT, "--help"], runs))
-    sub = statistics.median(timed([AGENT, "resume", "--help"], runs))
-    print(f"bare python start     median {bare * 1000:7.1f} ms")
-    print(f"dsv4-agent --help     median {help_ * 1000:7.1f} ms  ({help_ / bare:.2f}x bare python; goal < 500 ms)")
-    print(f"dsv4-agent resume -h  median {sub * 1000:7.1f} ms  ({sub / bare:.2f}x bare python)")
-    print("goal met" if help_ < 0.5 else "GOAL MISSED")
+    env = clean_env()
+    bare: list[float] = []
+    helps: dict[str, list[float]] = {sub: [] for sub in SUBCOMMANDS}
+    for _ in range(runs):
+        bare.append(time_process([sys.executable, "-c", "pass"], env=env))
+        for sub in SUBCOMMANDS:
+            helps[sub].append(time_process([AGENT, *sub.split(), "--help"], env=env))
+    ref = f"bare python {statistics.median(bare) * 1000:.0f} ms"
+    slowest = max((s for s in SUBCOMMANDS if s), key=lambda s: statistics.median(helps[s]))
+    for sub in SUBCOMMANDS:
+        print(f"  dsv4-agent {sub + ' ' if sub else ''}--help  median {statistics.median(helps[sub]) * 1000:6.1f} ms")
+    return finish([
+        row("cli_startup", "dsv4-agent --help", helps[""], "ms", ref, f"<= {GOAL_S * 1000:.0f} ms",
+            GOAL_S * 1000, scale=1000),
+        row("cli_startup", f"slowest subcommand --help ({slowest})", helps[slowest], "ms", ref,
+            f"<= {GOAL_S * 1000:.0f} ms", GOAL_S * 1000, scale=1000),
+    ])
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -17,6 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.harness import finish, row  # noqa: E402
 from tools.measure.results import compare, parse_jsonl  # noqa: E402
 
 N = 10_000
@@ -34,30 +35,25 @@ def record(i: int) -> str:
     return '{"request_rate": Infinity, ' + json.dumps(body)[1:]
 
 
-def timed(fn) -> float:
+def samples(fn) -> list[float]:
     times = []
     for _ in range(RUNS):
         start = time.perf_counter()
         fn()
         times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    return times
 
 
 def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "v.jsonl"
         path.write_text("\n".join(record(i) for i in range(N)) + "\n")
-        reference = timed(lambda: [json.loads(line) for line in path.read_text().splitlines()])
-        parsed_holder = {}
-        ours = timed(lambda: parsed_holder.update(p=parse_jsonl(path)))
-        with_compare = timed(lambda: compare(parse_jsonl(path).records))
-    assert len(parsed_holder["p"].records) == N and not parsed_holder["p"].problems
-    print(f"records: {N}, runs: {RUNS} (medians)")
-    print(f"json.loads only (reference): {reference:.3f} s")
-    print(f"parse_jsonl:                 {ours:.3f} s  ({ours / reference:.2f}x reference)")
-    print(f"parse_jsonl + compare:       {with_compare:.3f} s  ({with_compare / reference:.2f}x reference)")
-    print("goal < 1 s:", "met" if with_compare < 1.0 else "MISSED")
-    return 0 if with_compare < 1.0 else 1
+        reference = samples(lambda: [json.loads(line) for line in path.read_text().splitlines()])
+        parsed = parse_jsonl(path)
+        with_compare = samples(lambda: compare(parse_jsonl(path).records))
+    assert len(parsed.records) == N and not parsed.problems
+    ref = f"json.loads of every line {statistics.median(reference):.2f} s"
+    return finish([row("parse_results", f"parse {N:,} bench records + compare", with_compare, "s", ref, "< 1 s", 1.0)])
 
 
 if __name__ == "__main__":

@@ -34,6 +34,20 @@ def service_running(pid_file: Path) -> bool:
         return False
 
 
+def pytest_collection_modifyitems(config, items):
+    """Under xdist (pyproject's addopts), tests sharing an expensive module-scoped fixture (a whole
+    campaign, a measured sweep) run on one worker, so the fixture is built once, not once per
+    worker (``--dist loadgroup``); an explicit ``xdist_group`` mark (e.g. the one Slurm cluster) wins."""
+    for item in items:
+        if item.get_closest_marker("xdist_group"):
+            continue
+        defs = getattr(item, "_fixtureinfo", None)
+        shared = sorted(name for name, chain in (defs.name2fixturedefs.items() if defs else ())
+                        if chain and chain[-1].scope == "module")
+        if shared:
+            item.add_marker(pytest.mark.xdist_group(f"{item.module.__name__}:{shared[0]}"))
+
+
 @pytest.fixture(scope="session")
 def sglang_wheel_root() -> Path:
     from tools.source.resolve import ensure_wheel_source

@@ -13,6 +13,8 @@ import json
 import socket
 from pathlib import Path
 
+import pytest
+
 from tests.campaign_fixtures import DOUBLES, MODEL, campaign_args
 from tests.cli_helpers import agent, only_run
 from tests.test_executor_slurm import slurm  # noqa: F401  (the session's one-node cluster)
@@ -22,6 +24,9 @@ from tools.measure.results import parse_jsonl
 from tools.scripts import MeasurePlan
 from tools.scripts.models import ServeVariant
 from tools.measure.server import launch_server, probe_ready, stop_server
+
+# One Slurm cluster for the whole session: these tests share one xdist worker (--dist loadgroup).
+pytestmark = pytest.mark.xdist_group("slurm")
 
 
 def _node_address(slurm_env: dict[str, str]) -> str:

@@ -31,6 +31,9 @@ from tools.jobs.spec import JobSpec
 SERVICES = Path(__file__).parent / "services"
 REPO = Path(__file__).parent.parent
 
+# One Slurm cluster for the whole session: these tests share one xdist worker (--dist loadgroup).
+pytestmark = pytest.mark.xdist_group("slurm")
+
 
 @dataclass
 class Slurm:

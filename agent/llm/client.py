@@ -14,8 +14,6 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-import openai
-
 from agent.config import Settings
 from agent.trace import TraceWriter
 
@@ -39,6 +37,19 @@ def _usage(raw: Any) -> dict:
         return {"prompt": 0, "completion": 0, "total": 0}
     prompt, completion = raw.prompt_tokens or 0, raw.completion_tokens or 0
     return {"prompt": prompt, "completion": completion, "total": raw.total_tokens or prompt + completion}
+
+
+class _Openai:
+    """``openai`` imported on first use: it takes about a second to import, and a campaign in
+    playbook mode (no LLM configured) never uses it."""
+
+    def __getattr__(self, name: str):
+        import openai as module
+
+        return getattr(module, name)
+
+
+openai = _Openai()
 
 
 def _retry_after(err: openai.APIStatusError) -> float | None:

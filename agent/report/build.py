@@ -20,7 +20,6 @@ from agent.report.measurement import (
     accuracy_section, comparison_section, metrics_section, results_files, verdict_section,
 )
 from agent.report.page import render
-from agent.report.plots import write_plots
 from agent.report import sections as parts
 from tools.measure.accuracy import load_results as load_accuracy
 from tools.measure.decision import VERDICT_FILE, bench_records, decide_folder, gates_of
@@ -114,6 +113,8 @@ def _measurement(run_dir: Path, plan: MeasurePlan | None, labels: dict[str, str]
     written: list[Path] = []
     if rows:
         stats = point_stats(records)
+        from agent.report.plots import write_plots  # matplotlib (~0.5 s): only when there are figures
+
         plots = write_plots(stats, run_dir / "plots")
         out += [metrics_section(stats, labels), comparison_section(rows),
                 Section("Plots", [Image(p, f"plots/{p.name}", p.stem) for p in plots], id="plots")]

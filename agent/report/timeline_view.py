@@ -108,13 +108,18 @@ def report_section(tl: Timeline, png: Path | None) -> Section:
     return Section("Timeline", blocks, id="timeline")
 
 
-def run_timeline(run_dir: Path) -> tuple[Timeline, Path] | None:
-    """The run's timeline (from its good trace events) and its PNG, or None without a trace."""
+def run_timeline(run_dir: Path, draw: bool = False) -> tuple[Timeline, Path | None] | None:
+    """The run's timeline (from its good trace events) and its PNG, or None without a trace.
+    Without GPUs (a planned run) there is no job to draw, and no chart unless ``draw`` asks for
+    one (``replay --timeline``): matplotlib costs a second."""
     if not (run_dir / "trace.jsonl").exists():
         return None
     timeline, stop = timeline_for_run(run_dir)
     if stop:
         timeline.notes.append(f"trace read up to a bad line: {stop}")
+    if not timeline.gpus and not draw:
+        timeline.notes.append("no GPU here: no chart (`dsv4-agent replay RUN --timeline` draws one)")
+        return timeline, None
     return timeline, write_png(timeline, run_dir / "timeline.png")
 
 
@@ -141,6 +146,6 @@ def publish(run_dir: Path | str) -> tuple[Timeline, Path, str]:
     from agent.report.build import build_report
 
     run_dir = Path(run_dir)
-    tl, png = run_timeline(run_dir)
+    tl, png = run_timeline(run_dir, draw=True)
     build_report(run_dir, extra_sections=[report_section(tl, png)])
     return tl, png, render_terminal(tl)

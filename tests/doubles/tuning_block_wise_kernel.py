@@ -11,14 +11,22 @@ real file format ``N={N},K={K},device_name={name},dtype=fp8_w8a8,block_shape=[12
 Controls (environment):
   DSV4_DOUBLE_DEVICE_NAME   GPU name it reports (default "NVIDIA H200")
   DSV4_DOUBLE_UNIT_S        seconds one tune() call sleeps (default 0.05)
+  DSV4_DOUBLE_COST          "work": a tune() call sleeps UNIT_S x (0.6 + 0.4 x max(M, 64)·N·K / 2^31),
+                            a fixed part (compiling every candidate) plus one growing with the GEMM;
+                            a law of its own, not the agent's cost estimate (benchmarks/tuning_assignment.py)
   DSV4_DOUBLE_CALLS         file to append "N K M CUDA_VISIBLE_DEVICES" per tune() call
   DSV4_DOUBLE_CRASH_ONCE    marker path: the first tune() call while it is absent creates it and
                             crashes the process (exit 1, like a CUDA error), to test retries
   DSV4_DOUBLE_GPUS          device count when CUDA_VISIBLE_DEVICES is unset (default 1)
+  DSV4_DOUBLE_HOLD_FOR      a regex: the first tune() call waits (at most 120 s) until the run's
+                            trace (../trace.jsonl from the job's folder) has a matching line, so a
+                            test can keep the GPU jobs running until another lane is done,
+                            whatever the machine's speed
 """
 import argparse
 import json
 import os
+import re
 import sys
 import time
 
@@ -70,13 +78,41 @@ def _maybe_crash():
         os._exit(1)
 
 
+def unit_seconds(M, N, K):
+    base = float(os.environ.get("DSV4_DOUBLE_UNIT_S", "0.05"))
+    if os.environ.get("DSV4_DOUBLE_COST") == "work":
+        return base * (0.6 + 0.4 * max(M, 64) * N * K / 2 ** 31)
+    return base
+
+
+_held = False
+
+
+def _hold():
+    global _held
+    pattern = os.environ.get("DSV4_DOUBLE_HOLD_FOR")
+    if not pattern or _held:
+        return
+    _held = True
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            with open(os.path.join("..", "trace.jsonl")) as f:
+                if any(re.search(pattern, line) for line in f):
+                    return
+        except FileNotFoundError:
+            pass
+        time.sleep(0.05)
+
+
 def tune(M, N, K, block_size, out_dtype, search_space, input_type):
     _maybe_crash()
+    _hold()
     calls = os.environ.get("DSV4_DOUBLE_CALLS")
     if calls:
         with open(calls, "a") as f:
             f.write(f"{N} {K} {M} {os.environ.get('CUDA_VISIBLE_DEVICES', '')}\n")
-    time.sleep(float(os.environ.get("DSV4_DOUBLE_UNIT_S", "0.05")))
+    time.sleep(unit_seconds(M, N, K))
     best = dict(search_space[(M * 7 + N + K) % len(search_space)])
     return best
 

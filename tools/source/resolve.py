@@ -14,6 +14,7 @@ that contains ``sglang/``.
 """
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -42,6 +43,16 @@ def ensure_wheel_source(version: str, cache: Path | None = None) -> Path:
     if (root / "sglang" / "__init__.py").exists():
         return root
     root.parent.mkdir(parents=True, exist_ok=True)
+    # One downloader at a time: a second process (another campaign, a parallel test worker)
+    # waits, then finds the folder complete instead of replacing it under the first one's readers.
+    with open(root.parent / f".sglang-{version}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (root / "sglang" / "__init__.py").exists():
+            return root
+        return _download_wheel(version, root)
+
+
+def _download_wheel(version: str, root: Path) -> Path:
     with tempfile.TemporaryDirectory(dir=root.parent) as tmp:
         cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
                "-d", tmp, f"sglang=={version}"]

@@ -1,0 +1,66 @@
+"""A campaign planned on a machine without GPUs, as the user runs it: `dsv4-agent "enable MTP and tune kernels"`.
+
+    .venv/bin/python benchmarks/planned_campaign.py [--runs 5]
+
+Each run is the whole process in a fresh folder (source: the cached sglang 0.5.23 wheel;
+`--nvidia-smi` names a program that does not exist, so even a GPU host plans instead of running).
+The trace's first and last events split the wall time into start-up (process start to
+run_started), the campaign (run_started to run_finished) and exit (run_finished to process exit).
+Reference, in the same rounds: a bare interpreter start. Goal: median wall <= 3 s.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.harness import AGENT, clean_env, finish, row, time_process  # noqa: E402
+from tools.source.resolve import ensure_wheel_source  # noqa: E402
+
+GOAL = "enable MTP and tune kernels"
+GOAL_S = 3.0
+
+
+def one_run() -> dict[str, float]:
+    with tempfile.TemporaryDirectory() as tmp:
+        started = time.time()
+        done = subprocess.run([AGENT, GOAL, "--nvidia-smi", str(Path(tmp) / "no-nvidia-smi")], cwd=tmp,
+                              env=clean_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        ended = time.time()
+        if done.returncode != 0:
+            raise SystemExit(f"the campaign exited {done.returncode}: {done.stderr.decode()[-2000:]}")
+        run = next((Path(tmp) / "runs").iterdir())
+        assert json.loads((run / "result.json").read_text())["status"] == "planned"
+        events = [json.loads(line) for line in (run / "trace.jsonl").read_text().splitlines()]
+    return {"wall": ended - started, "startup": events[0]["t"] - started,
+            "campaign": events[-1]["t"] - events[0]["t"], "exit": ended - events[-1]["t"]}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=5)
+    runs = parser.parse_args().runs
+    ensure_wheel_source("0.5.23")  # downloading is not what is measured
+    bare, results = [], []
+    for _ in range(runs):
+        bare.append(time_process([sys.executable, "-c", "pass"], env=clean_env()))
+        results.append(one_run())
+    ref = f"bare python {statistics.median(bare) * 1000:.0f} ms"
+    parts = {k: [r[k] for r in results] for k in ("wall", "startup", "campaign", "exit")}
+    return finish([
+        row("planned_campaign", "planned campaign, process wall", parts["wall"], "s", ref, f"<= {GOAL_S:g} s", GOAL_S),
+        row("planned_campaign", "  of which start-up (to run_started)", parts["startup"], "s", ref),
+        row("planned_campaign", "  of which campaign (to run_finished)", parts["campaign"], "s", ref),
+        row("planned_campaign", "  of which exit (run_finished to exit)", parts["exit"], "s", ref),
+    ])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
