@@ -44,7 +44,7 @@ def sync(rt: Runtime, state: CampaignState) -> dict:
 
 
 def gpu_lane(rt: Runtime, state: CampaignState) -> dict:
-    return {"outcomes": _run_node(rt, state, "gpu_lane"), "lanes_done": {"gpu": True}}
+    return {"outcomes": _run_node(rt, state, "gpu_lane")}
 
 
 def research_lane(rt: Runtime, state: CampaignState) -> dict:
@@ -57,7 +57,7 @@ def research_lane(rt: Runtime, state: CampaignState) -> dict:
     done.update(run_lane(rt, steps, preflight, {**outcomes, **done}, (scripts,)))
     if preflight.gpus:  # GPU jobs are running: draw the report's imports (matplotlib, ~0.5 s) behind them
         import agent.report.plots  # noqa: F401
-    return {"outcomes": done, "lanes_done": {"research": True}}
+    return {"outcomes": done}
 
 
 def join(rt: Runtime, state: CampaignState) -> dict:

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Protocol
 
 from agent.config import Settings
@@ -37,7 +36,3 @@ class Runtime:
     llm: ChatClient | None = None               # built from settings on first use (agent.llm.planner.client)
     planner_tools: Registry | None = None       # the tools the LLM planner may call, built once per process
     research_tools: Registry | None = None      # the research lane's read-only subset
-
-    @property
-    def run_dir(self) -> Path:
-        return self.run.path

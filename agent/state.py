@@ -25,5 +25,4 @@ class CampaignState(TypedDict, total=False):
     llm: LlmLoop                             # only on the LLM planner's path
     steps: list[dict]                        # PlanStep dumps, campaign order; also plan.json
     outcomes: Annotated[dict, merge]         # step kind → StepOutcome dump; also steps/<kind>.json
-    lanes_done: Annotated[dict, merge]       # lane → monotonic-free wall time it finished
     status: str                              # exit status, set by the report node

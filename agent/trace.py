@@ -109,10 +109,6 @@ class TraceWriter:
         with open(self.path, "r+b") as f:
             f.truncate(self.path.stat().st_size - size)
 
-    @property
-    def next_seq(self) -> int:
-        return self._seq
-
     def emit(self, type: str, lane: Lane = "control", **data: Any) -> dict:
         if type not in EVENT_TYPES:
             raise ValueError(f"unknown trace event type {type!r}")

@@ -8,7 +8,7 @@ import json
 import math
 
 from agent.report.build import build_report
-from tools.measure.results import CompareResultsArgs, compare, compare_results, parse_jsonl
+from tools.measure.results import compare, parse_jsonl
 
 NEW = {"tag": "mtp-c8", "backend": "sglang", "max_concurrency": 8, "median_ttft_ms": 50.0, "p99_ttft_ms": 90.0,
        "median_tpot_ms": 10.0, "p99_tpot_ms": 14.0, "median_itl_ms": 9.0, "p99_itl_ms": 30.0,
@@ -104,9 +104,10 @@ def test_ratios_are_against_the_baseline_at_the_same_concurrency(tmp_path):
                                                          "output_throughput": 400.0, "accept_length": None}) + "\n")
     (tmp_path / "mtp.jsonl").write_text(json.dumps(NEW) + "\n" + json.dumps({**NEW, "max_concurrency": 16, "tag": None}) + "\n")
     write_snapshots(tmp_path, "mtp", [snap("mtp-c8", "before", 100, 40, 3.0), snap("mtp-c8", "after", 600, 240, 2.7)])
-    result = compare_results(CompareResultsArgs(files=[str(tmp_path / "mtp.jsonl"), str(tmp_path / "baseline.jsonl")]))
-    rows = {(r.variant, r.concurrency): r for r in result.rows}
-    assert [(r.variant, r.concurrency) for r in result.rows][0] == ("baseline", 8)  # baseline first
+    records = [r for name in ("mtp", "baseline") for r in parse_jsonl(tmp_path / f"{name}.jsonl").records]
+    result = compare(records)
+    rows = {(r.variant, r.concurrency): r for r in result}
+    assert [(r.variant, r.concurrency) for r in result][0] == ("baseline", 8)  # baseline first
     assert rows[("mtp", 8)].ratios["median_tpot_ms"] == 0.5
     assert rows[("mtp", 8)].ratios["output_throughput"] == 2.0
     assert rows[("mtp", 16)].ratios["median_tpot_ms"] is None  # no baseline at 16: no ratio invented

@@ -14,11 +14,6 @@ class GpuInfo(BaseModel):
     name: str
     memory_mib: int
 
-    @property
-    def config_name(self) -> str:
-        """The name as SGLang writes it into kernel config file names (spaces become '_')."""
-        return self.name.replace(" ", "_")
-
 
 class DetectGpusArgs(BaseModel):
     """List the NVIDIA GPUs on this machine (index, name, memory) using nvidia-smi."""

@@ -45,13 +45,10 @@ VIA_PLAN = {
 # Known tools that act on the world; never handed to the model.
 WITHHELD = {
     "render_scripts": "writes scripts; its flags would bypass the flag guard (use step write_scripts)",
-    "run_benchmark_sweep": "starts servers with arbitrary flags (use step benchmark)",
-    "start_server": "starts a server with arbitrary flags (use step benchmark)",
     "uninstall_kernel_configs": "changes the SGLang installation",
     "prove_kernel_configs_loaded": "reads arbitrary log paths; runs inside the tune_kernels step",
     "sync_upstream": "pulls a git checkout (use step sync)",
     "resolve_source": "the SGLang source is fixed by preflight",
-    "compare_results": "no results exist while planning; the report node compares them",
 }
 
 

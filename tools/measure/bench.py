@@ -34,8 +34,8 @@ from pydantic import BaseModel, Field
 
 from tools.measure.accept_snapshots import snapshot_file, take_snapshot
 from tools.measure.accuracy import result_file, run_accuracy
-from tools.base import Tool, ToolError, cap_text
-from tools.jobs import Executor, JobSpec, JobState, LocalExecutor
+from tools.base import ToolError, cap_text
+from tools.jobs import Executor, JobSpec, JobState
 from tools.measure.results import parse_jsonl
 from tools.scripts.models import BenchPoint, MeasurePlan, ServeVariant, point_args
 from tools.measure.server import ServerHandle, launch_server, stop_server
@@ -216,20 +216,3 @@ def _check_accuracy(executor: Executor, plan: MeasurePlan, variant: ServeVariant
                           cwd=str(folder.resolve()) if local else None)  # the check writes a file where it runs
     emit("job_finished", {"key": f"gsm8k-{variant.name}", "status": "failed" if result.error else "succeeded",
                           "accuracy": result.accuracy})
-
-
-class RunSweepArgs(BaseModel):
-    """Benchmark every variant at every concurrency with SGLang's bench client, a fresh server per
-    variant, results appended to <results_dir>/<variant>.jsonl. Blocks until done."""
-
-    jobs_dir: str = Field(description="Job ledger folder (the run folder's jobs/)")
-    results_dir: str = Field(description="Where <variant>.jsonl and <variant>.failures.jsonl go")
-    plan: MeasurePlan = Field(description="Variants and sweep settings")
-    sglang_python: str = Field("python3", description="Interpreter that has SGLang installed")
-
-
-def run_sweep_tool(args: RunSweepArgs) -> SweepResult:
-    return run_sweep(LocalExecutor(Path(args.jobs_dir)), args.plan, args.sglang_python, Path(args.results_dir))
-
-
-RUN_SWEEP = Tool(name="run_benchmark_sweep", args=RunSweepArgs, run=run_sweep_tool)

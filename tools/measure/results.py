@@ -21,7 +21,6 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from tools.measure.accept_snapshots import SNAPSHOTS_DIR, Snapshot, load_pairs, point_accept_length
-from tools.base import Tool
 
 # Canonical metric -> keys seen across client versions, first match wins.
 METRIC_KEYS: dict[str, tuple[str, ...]] = {
@@ -33,8 +32,6 @@ METRIC_KEYS: dict[str, tuple[str, ...]] = {
     "request_throughput": ("request_throughput",),
     "total_throughput": ("total_throughput", "total_token_throughput"),
 }
-LOWER_IS_BETTER = {"median_ttft_ms", "p99_ttft_ms", "mean_ttft_ms", "median_tpot_ms", "p99_tpot_ms",
-                   "mean_tpot_ms", "median_itl_ms", "p99_itl_ms", "median_e2e_latency_ms"}
 COMPARED = ("median_ttft_ms", "p99_ttft_ms", "median_tpot_ms", "p99_tpot_ms", "median_itl_ms",
             "p99_itl_ms", "output_throughput", "accept_length")
 
@@ -198,30 +195,3 @@ def compare(records: list[BenchRecord], baseline: str = "baseline") -> list[Comp
                                   accept_isolated=record.accept_isolated, accept_note=record.accept_note,
                                   accept_length_cumulative=record.accept_length_cumulative))
     return rows
-
-
-class CompareResultsArgs(BaseModel):
-    """Parse bench_serving JSONL files (one per variant, named <variant>.jsonl) and compare every
-    variant with the baseline per concurrency: TTFT, TPOT, ITL (median, p99), output throughput,
-    accept length, and the ratio variant/baseline of each."""
-
-    files: list[str] = Field(description="JSONL paths; the file name (without .jsonl) is the variant")
-    baseline: str = Field("baseline", description="Variant the ratios are relative to")
-
-
-class CompareResultsResult(BaseModel):
-    rows: list[ComparisonRow]
-    problems: list[str]
-
-
-def compare_results(args: CompareResultsArgs) -> CompareResultsResult:
-    records: list[BenchRecord] = []
-    problems: list[str] = []
-    for file in args.files:
-        parsed = parse_jsonl(file)
-        records += parsed.records
-        problems += parsed.problems
-    return CompareResultsResult(rows=compare(records, args.baseline), problems=problems)
-
-
-COMPARE_RESULTS = Tool(name="compare_results", args=CompareResultsArgs, run=compare_results)

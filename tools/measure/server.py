@@ -23,12 +23,11 @@ import socket
 import time
 import urllib.error
 import urllib.request
-from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from tools.base import Tool, ToolError, cap_text
-from tools.jobs import Executor, JobSpec, JobState, LocalExecutor
+from tools.base import ToolError, cap_text
+from tools.jobs import Executor, JobSpec, JobState
 from tools.scripts.models import ServeVariant
 
 READY_PATHS = ("/health", "/v1/models")
@@ -191,22 +190,3 @@ def wait_ready(executor: Executor, handle: ServerHandle, timeout_s: float, poll_
 def stop_server(executor: Executor, key: str, grace_s: float | None = None) -> JobState:
     """Stop the server job's process group (the executor only signals groups it started)."""
     return executor.stop(key, grace_s=grace_s)
-
-
-class StartServerArgs(BaseModel):
-    """Start an SGLang server (python -m sglang.launch_server) as a background job on this
-    machine, on a free port unless one is given, and wait until /health answers."""
-
-    jobs_dir: str = Field(description="Job ledger folder (the run folder's jobs/)")
-    variant: ServeVariant = Field(description="Model path, flags, env and GPUs of the server")
-    sglang_python: str = Field("python3", description="Interpreter that has SGLang installed")
-    port: int | None = Field(None, ge=1, le=65535, description="Port; unset picks a free one")
-    ready_timeout_s: float = Field(1800.0, gt=0, description="Readiness timeout in seconds")
-
-
-def start_server(args: StartServerArgs) -> ServerHandle:
-    return launch_server(LocalExecutor(Path(args.jobs_dir)), args.variant, args.sglang_python,
-                         port=args.port, ready_timeout_s=args.ready_timeout_s)
-
-
-START_SERVER = Tool(name="start_server", args=StartServerArgs, run=start_server)
