@@ -14,10 +14,7 @@ def render_plan_md(goal: str, steps: list[PlanStep], ignored: list[str], preflig
         lines += [f"Words the planner did not use: {', '.join(ignored)}.", ""]
     lines += ["| # | step | lane | will | why |", "|---|---|---|---|---|"]
     for i, step in enumerate(steps, 1):
-        if step.lane == "gpu" and not has_gpu:
-            will = "planned (no GPU here): scripts written, not run"
-        else:
-            will = "run"
+        will = "planned (no GPU here): scripts written, not run" if step.lane == "gpu" and not has_gpu else "run"
         lines.append(f"| {i} | {step.kind} | {step.lane} | {will} | {step.why} |")
     if preflight.notes:
         lines += ["", "## Preflight notes", "", *[f"- {n}" for n in preflight.notes]]

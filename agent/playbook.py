@@ -18,8 +18,9 @@ CAPABILITIES: dict[str, tuple[str, ...]] = {
                 "throughput", "latency", "accept", "sweep", "baseline", "report"),
     "sync": ("sync", "pull", "upstream", "update", "fetch"),
 }
-FILLER = frozenset("""a an and the then also to for of on in with my our please run enable enabling turn
-use it its all both do make get set up from by into this that try see what how""".split())
+FILLER_WORDS = """a an and the then also to for of on in with my our please run enable enabling turn
+use it its all both do make get set up from by into this that try see what how"""
+FILLER = frozenset(FILLER_WORDS.split())
 
 WHAT_IT_CAN_DO = (
     "the playbook understands: tune kernels (FP8 block-GEMM Triton tuning), enable MTP / EAGLE "

@@ -121,7 +121,7 @@ class RunFolder:
 
     # -- lock ----------------------------------------------------------------------------------
     def lock(self) -> None:
-        f = open(self.path / ".lock", "a+")
+        f = open(self.path / ".lock", "a+")  # noqa: SIM115  held open: the lock lasts while the file is open
         try:
             fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -102,7 +102,7 @@ class TraceWriter:
                 with open(self.path, "ab") as f:
                     f.write(b"\n")
             self._seq = (result.events[-1]["seq"] + 1) if result.events else 0
-        self._file = open(self.path, "ab")
+        self._file = open(self.path, "ab")  # noqa: SIM115  the writer's for its life; close() closes it
         self.listeners: list = []  # callables taking each event after it is on disk (live view)
 
     def _drop_torn_tail(self, size: int) -> None:

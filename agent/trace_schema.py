@@ -166,7 +166,7 @@ def json_schema() -> dict:
     """JSON schema of one trace line: a union discriminated by ``type``."""
     defs: dict[str, Any] = {}
     refs = []
-    for name, model in EVENT_MODELS.items():
+    for model in EVENT_MODELS.values():
         schema = model.model_json_schema(ref_template="#/$defs/{model}")
         defs.update(schema.pop("$defs", {}))
         defs[model.__name__] = schema

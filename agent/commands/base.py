@@ -6,6 +6,7 @@ Commands import their heavy dependencies inside their bodies, so that ``--help``
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -48,10 +49,8 @@ def end_campaign(code: int) -> NoReturn:
     """
     if _END_AT_ONCE:
         for stream in (sys.stdout, sys.stderr):
-            try:
+            with contextlib.suppress(BrokenPipeError, ValueError):  # the reader went away, or the stream is closed
                 stream.flush()
-            except (BrokenPipeError, ValueError):  # the reader went away, or the stream is closed
-                pass
         os._exit(code)
     raise typer.Exit(code)
 

@@ -79,9 +79,8 @@ def seen_in(messages: list[dict]) -> Seen:
     seen = Seen()
     for message in messages:
         content = message.get("content") or ""
-        if message.get("role") == "tool" and content.startswith("status: ok"):
-            seen.take_text(content)
-        elif message.get("role") == "user" and "untrusted data from" in content:
+        role = message.get("role")
+        if (role == "tool" and content.startswith("status: ok")) or (role == "user" and "untrusted data from" in content):
             seen.take_text(content)
     return seen
 

@@ -85,7 +85,7 @@ class TuningPlan(BaseModel):
 def plan_units(units: list[Unit], gpus: list[int]) -> TuningPlan:
     buckets = assign_longest_first([u.cost for u in units], len(gpus))
     per_gpu = [GpuWork(gpu=g, units=[units[i] for i in b], est_cost=sum(units[i].cost for i in b))
-               for g, b in zip(gpus, buckets)]
+               for g, b in zip(gpus, buckets, strict=True)]
     return TuningPlan(per_gpu=per_gpu, total_units=len(units), makespan=max((w.est_cost for w in per_gpu), default=0.0),
                       lower_bound=lower_bound([u.cost for u in units], len(gpus)))
 

@@ -90,6 +90,62 @@ def _split(total: int, tp: int, what: str) -> int:
     return total // tp
 
 
+Row = tuple[str, int, int, str]  # (layer, N, K, formula)
+
+
+def _v4_rows(config: dict, h: int, tp: int) -> list[Row]:
+    head = int(config.get("head_dim") or config["qk_nope_head_dim"] + config["qk_rope_head_dim"])
+    heads, q_lora = int(config["num_attention_heads"]), int(config["q_lora_rank"])
+    groups, o_lora = int(config["o_groups"]), int(config["o_lora_rank"])
+    return [
+        ("attn.wqkv_a (replicated; fused wq_a+wkv, SGLANG_OPT_FUSE_WQA_WKV default on)", q_lora + head, h,
+         f"N = q_lora_rank + head_dim = {q_lora} + {head}; K = hidden_size"),
+        ("attn.wq_b (column-parallel)", _split(heads * head, tp, "num_attention_heads*head_dim"), q_lora,
+         f"N = num_attention_heads*head_dim/TP = {heads}*{head}/{tp}; K = q_lora_rank"),
+        ("attn.wo_b (row-parallel)", h, _split(groups * o_lora, tp, "o_groups*o_lora_rank"),
+         f"N = hidden_size; K = o_groups*o_lora_rank/TP = {groups}*{o_lora}/{tp}"),
+    ]
+
+
+def _v3_rows(config: dict, h: int, tp: int) -> list[Row]:
+    heads = int(config["num_attention_heads"])
+    nope, rope, v = int(config["qk_nope_head_dim"]), int(config["qk_rope_head_dim"]), int(config["v_head_dim"])
+    kv_lora = int(config["kv_lora_rank"])
+    q_lora = config.get("q_lora_rank")
+    rows: list[Row]
+    if q_lora:
+        rows = [("attn.fused_qkv_a_proj_with_mqa (replicated)", int(q_lora) + kv_lora + rope, h,
+                 f"N = q_lora_rank + kv_lora_rank + qk_rope_head_dim = {q_lora}+{kv_lora}+{rope}; K = hidden_size"),
+                ("attn.q_b_proj (column-parallel)", _split(heads * (nope + rope), tp, "q_b_proj N"), int(q_lora),
+                 f"N = heads*(qk_nope+qk_rope)/TP = {heads}*{nope + rope}/{tp}; K = q_lora_rank")]
+    else:
+        rows = [("attn.q_proj (column-parallel)", _split(heads * (nope + rope), tp, "q_proj N"), h,
+                 f"N = heads*(qk_nope+qk_rope)/TP = {heads}*{nope + rope}/{tp}; K = hidden_size"),
+                ("attn.kv_a_proj_with_mqa (replicated)", kv_lora + rope, h,
+                 f"N = kv_lora_rank + qk_rope_head_dim = {kv_lora}+{rope}; K = hidden_size")]
+    rows += [("attn.kv_b_proj (column-parallel)", _split(heads * (nope + v), tp, "kv_b_proj N"), kv_lora,
+              f"N = heads*(qk_nope+v_head)/TP = {heads}*{nope + v}/{tp}; K = kv_lora_rank"),
+             ("attn.o_proj (row-parallel)", h, _split(heads * v, tp, "o_proj K"),
+              f"N = hidden_size; K = heads*v_head_dim/TP = {heads}*{v}/{tp}")]
+    if int(config.get("first_k_dense_replace") or 0) > 0:
+        inter = int(config["intermediate_size"])
+        rows += [("dense mlp.gate_up_proj", _split(2 * inter, tp, "2*intermediate_size"), h,
+                  f"N = 2*intermediate_size/TP = 2*{inter}/{tp}; K = hidden_size"),
+                 ("dense mlp.down_proj", h, _split(inter, tp, "intermediate_size"),
+                  f"N = hidden_size; K = intermediate_size/TP = {inter}/{tp}")]
+    return rows
+
+
+def _shared_expert_rows(config: dict, h: int, tp: int) -> list[Row]:
+    shared = int(config.get("n_shared_experts") or 0) * int(config.get("moe_intermediate_size") or 0)
+    if not shared:
+        return []
+    return [("shared_experts.gate_up_proj (unless fused into the MoE)", _split(2 * shared, tp, "2*shared"), h,
+             f"N = 2*moe_intermediate_size*n_shared_experts/TP = 2*{shared}/{tp}; K = hidden_size"),
+            ("shared_experts.down_proj (unless fused into the MoE)", h, _split(shared, tp, "shared"),
+             f"N = hidden_size; K = moe_intermediate_size*n_shared_experts/TP = {shared}/{tp}")]
+
+
 def derive_from_config(config: dict, tp: int) -> tuple[list[Shape], list[str]]:
     """Dense block-FP8 linear shapes of a DeepSeek V3/V4 model under TP, with the derivation.
 
@@ -106,59 +162,16 @@ def derive_from_config(config: dict, tp: int) -> tuple[list[Shape], list[str]]:
     if block is None:
         return [], ["quantization_config has no fp8 weight_block_size: the block-FP8 GEMM is not used"]
     h = int(config["hidden_size"])
-    rows: list[tuple[str, int, int, str]] = []  # (layer, N, K, formula)
-    if archs & V4_ARCHS:
-        head = int(config.get("head_dim") or config["qk_nope_head_dim"] + config["qk_rope_head_dim"])
-        heads, q_lora = int(config["num_attention_heads"]), int(config["q_lora_rank"])
-        groups, o_lora = int(config["o_groups"]), int(config["o_lora_rank"])
-        rows += [
-            ("attn.wqkv_a (replicated; fused wq_a+wkv, SGLANG_OPT_FUSE_WQA_WKV default on)", q_lora + head, h,
-             f"N = q_lora_rank + head_dim = {q_lora} + {head}; K = hidden_size"),
-            ("attn.wq_b (column-parallel)", _split(heads * head, tp, "num_attention_heads*head_dim"), q_lora,
-             f"N = num_attention_heads*head_dim/TP = {heads}*{head}/{tp}; K = q_lora_rank"),
-            ("attn.wo_b (row-parallel)", h, _split(groups * o_lora, tp, "o_groups*o_lora_rank"),
-             f"N = hidden_size; K = o_groups*o_lora_rank/TP = {groups}*{o_lora}/{tp}"),
-        ]
-    else:
-        heads = int(config["num_attention_heads"])
-        nope, rope, v = int(config["qk_nope_head_dim"]), int(config["qk_rope_head_dim"]), int(config["v_head_dim"])
-        kv_lora = int(config["kv_lora_rank"])
-        q_lora = config.get("q_lora_rank")
-        if q_lora:
-            rows += [("attn.fused_qkv_a_proj_with_mqa (replicated)", int(q_lora) + kv_lora + rope, h,
-                      f"N = q_lora_rank + kv_lora_rank + qk_rope_head_dim = {q_lora}+{kv_lora}+{rope}; K = hidden_size"),
-                     ("attn.q_b_proj (column-parallel)", _split(heads * (nope + rope), tp, "q_b_proj N"), int(q_lora),
-                      f"N = heads*(qk_nope+qk_rope)/TP = {heads}*{nope + rope}/{tp}; K = q_lora_rank")]
-        else:
-            rows += [("attn.q_proj (column-parallel)", _split(heads * (nope + rope), tp, "q_proj N"), h,
-                      f"N = heads*(qk_nope+qk_rope)/TP = {heads}*{nope + rope}/{tp}; K = hidden_size"),
-                     ("attn.kv_a_proj_with_mqa (replicated)", kv_lora + rope, h,
-                      f"N = kv_lora_rank + qk_rope_head_dim = {kv_lora}+{rope}; K = hidden_size")]
-        rows += [("attn.kv_b_proj (column-parallel)", _split(heads * (nope + v), tp, "kv_b_proj N"), kv_lora,
-                  f"N = heads*(qk_nope+v_head)/TP = {heads}*{nope + v}/{tp}; K = kv_lora_rank"),
-                 ("attn.o_proj (row-parallel)", h, _split(heads * v, tp, "o_proj K"),
-                  f"N = hidden_size; K = heads*v_head_dim/TP = {heads}*{v}/{tp}")]
-        if int(config.get("first_k_dense_replace") or 0) > 0:
-            inter = int(config["intermediate_size"])
-            rows += [("dense mlp.gate_up_proj", _split(2 * inter, tp, "2*intermediate_size"), h,
-                      f"N = 2*intermediate_size/TP = 2*{inter}/{tp}; K = hidden_size"),
-                     ("dense mlp.down_proj", h, _split(inter, tp, "intermediate_size"),
-                      f"N = hidden_size; K = intermediate_size/TP = {inter}/{tp}")]
-    shared = int(config.get("n_shared_experts") or 0) * int(config.get("moe_intermediate_size") or 0)
-    if shared:
-        rows += [("shared_experts.gate_up_proj (unless fused into the MoE)", _split(2 * shared, tp, "2*shared"), h,
-                  f"N = 2*moe_intermediate_size*n_shared_experts/TP = 2*{shared}/{tp}; K = hidden_size"),
-                 ("shared_experts.down_proj (unless fused into the MoE)", h, _split(shared, tp, "shared"),
-                  f"N = hidden_size; K = moe_intermediate_size*n_shared_experts/TP = {shared}/{tp}")]
-    family = "DeepSeek V4" if archs & V4_ARCHS else "DeepSeek V3"
-    lines = [f"{family} family, TP={tp}, block {list(block)}, hidden_size={h}:"]
+    v4 = bool(archs & V4_ARCHS)
+    rows = (_v4_rows if v4 else _v3_rows)(config, h, tp) + _shared_expert_rows(config, h, tp)
+    lines = [f"{'DeepSeek V4' if v4 else 'DeepSeek V3'} family, TP={tp}, block {list(block)}, hidden_size={h}:"]
     shapes = []
     for layer, n, k, formula in rows:
         lines.append(f"  {layer}: {formula} -> N={n}, K={k}")
         shapes.append(Shape(n=n, k=k, block_n=block[0], block_k=block[1], source=f"config.json:{layer.split(' ')[0]}",
                             why=formula))
     lines.append("  not listed: routed experts (fused-MoE kernel, tuned separately)"
-                 + ("; attn.wo_a (own batched GEMM)" if archs & V4_ARCHS else ""))
+                 + ("; attn.wo_a (own batched GEMM)" if v4 else ""))
     return _unique(shapes), lines
 
 
