@@ -184,9 +184,11 @@ def run_sweep(executor: Executor, plan: MeasurePlan, python: str, results_dir: P
         out.server_logs[variant.name] = server.log_path
         emit("progress", {"message": f"{variant.name}: server ready at {server.url}", "key": key})
         try:
-            for point in todo:
+            for number, point in enumerate(todo):
+                emit("progress", {"message": f"{variant.name}: point {number + 1} of {len(todo)}", "key": key,
+                                  "done": number, "total": len(todo)})
                 emit("progress", {"message": f"{variant.name}: concurrency {point.concurrency}, "
-                                             f"{point.num_prompts} prompts"})
+                                             f"{point.num_prompts} prompts", "key": f"bench-{point.tag(variant.name)}"})
                 failure = run_point(executor, plan, variant, point, python, server, results_file,
                                     bench_env, point_timeout_s)
                 if failure is None:
@@ -197,6 +199,8 @@ def run_sweep(executor: Executor, plan: MeasurePlan, python: str, results_dir: P
                     out.failures.append(failure)
                     emit("job_finished", {"key": f"bench-{point.tag(variant.name)}", "status": "failed",
                                           "reason": failure.reason.splitlines()[0]})
+            emit("progress", {"message": f"{variant.name}: {len(todo)} points measured", "key": key,
+                              "done": len(todo), "total": len(todo)})
             if check_accuracy:
                 _check_accuracy(executor, plan, variant, python, server, results_dir, bench_env, emit)
         finally:
