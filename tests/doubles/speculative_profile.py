@@ -11,8 +11,8 @@ SGLang's hooks resolve it for an MTP architecture: an algorithm with no steps ge
   active requests`` (``DSV4_DOUBLE_DRAFT_COST``, default 0.1): verifying more draft tokens costs
   more as the batch grows, so the best setting moves with concurrency, as on a real GPU.
 
-``DSV4_DOUBLE_SPEC_PROFILE`` (JSON ``{"S/K/D": {"accept": a, "step_ms": ms}}``, "none" for no
-speculation) replaces either figure for a setting. A server given an algorithm but no steps (the
+``DSV4_DOUBLE_SPEC_PROFILE`` (JSON ``{"S/K/D": {"accept": a, "step_ms": ms, "cost": c}}``, "none" for
+no speculation) replaces any of the figures for a setting. A server given an algorithm but no steps (the
 hooks choose) decodes ``DSV4_DOUBLE_ACCEPT_LENGTH`` tokens per step (default 3), as the double
 always did.
 
@@ -50,7 +50,7 @@ class Profile:
         self.setting = setting
         override = json.loads(os.environ.get("DSV4_DOUBLE_SPEC_PROFILE") or "{}").get(label(setting), {})
         self.step_ms = float(override.get("step_ms", base_step_ms))
-        self.cost = float(os.environ.get("DSV4_DOUBLE_DRAFT_COST", "0.1"))
+        self.cost = float(override.get("cost", os.environ.get("DSV4_DOUBLE_DRAFT_COST", "0.1")))
         if "accept" in override:
             self.accept = float(override["accept"])
         elif setting is not None and not explicit:

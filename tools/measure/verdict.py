@@ -158,12 +158,16 @@ def _level(conc: int, stats: dict[str, PointStats], slo: Slo | None) -> LevelVer
     meets = [v for v, s in stats.items() if slo is not None and slo.given and _meets(s, slo)]
     if tpot is not None:
         summary = f"{tpot} is fastest on TPOT: {tpot_r.text()} of the baseline"  # type: ignore[union-attr]
+    elif tpot_r is not None and tpot_r.low > 1:
+        summary = f"the baseline is fastest on TPOT (best variant {tpot_r.text()} of it, measurably slower)"
     elif tpot_r is not None:
         summary = f"no measurable difference on TPOT (best variant {tpot_r.text()} of the baseline)"
     else:
         summary = "no comparison (the baseline or every variant is missing at this level)"
     if thr is not None:
         summary += f"; {thr} has the highest throughput: {thr_r.text()}"  # type: ignore[union-attr]
+    elif thr_r is not None and thr_r.high < 1:
+        summary += f"; the baseline has the highest throughput (best variant {thr_r.text()})"
     elif thr_r is not None:
         summary += "; no measurable difference on throughput"
     accept = stats[tpot].accept_length if tpot else None

@@ -1,0 +1,164 @@
+"""The decision, end to end through the real CLI on doubles (tests/campaign_fixtures.py): variants from
+the evidence of an upstream-shaped checkout, repeats, SGLang's real GSM8K check against the server
+double (one setting answers degraded), the verdict, serve_recommended.sh, results.csv/json, and the
+report opened in headless Chromium with the header and the verdict in the first screen."""
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.campaign_fixtures import DOUBLES, MODEL, campaign_args, campaign_env
+from tests.cli_helpers import agent, only_run
+from tests.conftest import require_binary
+from tests.decision_fixtures import upstream_checkout, write_gsm8k
+from tests.doubles.tokenizer import build_tokenizer
+
+VERDICT_BORDER = (0x3A, 0x7D, 0x44)  # the verdict box's border colour in report.html's style
+
+
+@pytest.fixture(scope="module")
+def decided(tmp_path_factory, sglang_wheel_root):
+    root = tmp_path_factory.mktemp("decision")
+    checkout = upstream_checkout(root / "sglang", sglang_wheel_root)
+    tok = build_tokenizer(root / "tok")
+    data = write_gsm8k(root / "gsm8k.jsonl")
+    env = {**campaign_env(root, gpus=1), "DSV4_DOUBLE_GSM8K": str(data), "DSV4_DOUBLE_GSM8K_DEGRADED": "2/1/3"}
+    out = agent("enable MTP", "--sglang", str(checkout), "--sglang-python", str(DOUBLES / "sglang_python"),
+                "--model", MODEL, "--model-path", str(tok), "--tokenizer", str(tok), "--concurrency", "1,4",
+                "--input-len", "8", "--output-len", "24", "--prompts-per-concurrency", "2",
+                "--mtp-steps", "2", "--accuracy-data", str(data), "--accuracy-questions", "12",
+                cwd=root, env=env, timeout=600)
+    return root, out
+
+
+def test_every_supported_setting_is_measured_with_its_evidence_and_repeats(decided):
+    root, out = decided
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    run = only_run(root)
+    plan = json.loads((run / "measure_plan.json").read_text())
+    settings = {}
+    for v in plan["variants"]:
+        flags = {f["flag"]: f for f in v["flags"]}
+        if flags:
+            settings["/".join(flags[k]["value"] for k in ("--speculative-num-steps", "--speculative-eagle-topk",
+                                                          "--speculative-num-draft-tokens"))] = v["name"]
+            assert all(".py:" in f["source"] or f["source"] == "user choice" for f in v["flags"]), v["flags"]
+    assert {"3/1/4", "1/1/2", "2/1/3"} <= set(settings), settings  # two from evidence, one from --mtp-steps
+    b200 = next(v for v in plan["variants"] if v["name"] == settings["1/1/2"])
+    assert any("test_deepseek_v4_flash_b200_balanced.py" in f["source"] for f in b200["flags"])
+    assert plan["repeats"] == 3 and plan["client_module"] == "sglang.benchmark.serving"  # the default K
+    for v in plan["variants"]:
+        tags = [json.loads(x)["tag"] for x in (run / "bench" / f"{v['name']}.jsonl").read_text().splitlines()]
+        assert sorted(tags) == sorted(f"{v['name']}-c{c}{r}" for c in (1, 4) for r in ("", "-r2", "-r3"))
+
+
+def test_the_accuracy_gate_excludes_the_degraded_setting(decided):
+    root, _ = decided
+    run = only_run(root)
+    acc = {p.stem: json.loads(p.read_text()) for p in (run / "bench" / "accuracy").glob("*.json")}
+    degraded = next(n for n in acc if n.endswith("2-1-3"))
+    assert acc["baseline"]["accuracy"] == 1.0 and acc[degraded]["accuracy"] == 0.5
+    assert all(a["accuracy"] == 1.0 for n, a in acc.items() if n != degraded)
+    verdict = json.loads((run / "verdict.json").read_text())
+    assert list(verdict["excluded"]) == [degraded] and "below" in verdict["excluded"][degraded]
+    assert verdict["recommended"] != degraded
+    assert all(degraded not in (lv["tpot_winner"], lv["throughput_winner"]) for lv in verdict["levels"])
+
+
+def test_the_verdict_follows_the_measurements_and_names_the_winner(decided):
+    root, out = decided
+    run = only_run(root)
+    verdict = json.loads((run / "result.json").read_text())["verdict"]  # result.json carries it
+    points = {(p["variant"], p["concurrency"]): p for p in json.loads((run / "results.json").read_text())["points"]}
+    for level in verdict["levels"]:
+        conc = level["concurrency"]
+        eligible = {v: p["metrics"]["median_tpot_ms"]["median"] for (v, c), p in points.items()
+                    if c == conc and v not in verdict["excluded"] and v != "baseline"}
+        best = min(eligible, key=eligible.get)
+        ratio = eligible[best] / points[("baseline", conc)]["metrics"]["median_tpot_ms"]["median"]
+        assert abs(level["tpot_ratio"]["value"] - ratio) < 1e-9
+        assert level["tpot_winner"] in (best, None)
+    first = next(lv for lv in verdict["levels"] if lv["concurrency"] == 1)
+    # the double decodes ~1.7-2.5 tokens per step at concurrency 1: MTP is measurably faster there
+    assert first["tpot_winner"] is not None and first["tpot_ratio"]["high"] < 1 and first["accept_length"] > 1
+    assert verdict["recommended"] in {v for v, _ in points} - {"baseline", *verdict["excluded"]}
+    script = (run / "serve_recommended.sh").read_text()
+    assert "# why: RECOMMENDED by the measurement" in script and verdict["reason"][:60] in script
+    winner = json.loads((run / "measure_plan.json").read_text())
+    winner = next(v for v in winner["variants"] if v["name"] == verdict["recommended"])
+    assert all(f"args+=({f['flag']} {f['value']})" in script for f in winner["flags"])
+    subprocess.run(["bash", "-n", str(run / "serve_recommended.sh")], check=True)
+    printed = [line.split(": ", 1)[1] for line in out.stdout.splitlines() if line.startswith("[control] report: ")]
+    assert [(root / p).resolve() for p in printed] == [(run / "report.html").resolve()]  # printed at the end
+    rows = list(csv.DictReader((run / "results.csv").open()))
+    assert len(rows) == 4 * 2 and {r["repeats"] for r in rows} == {"3"}
+    assert len(json.loads((run / "results.json").read_text())["runs"]) == 4 * 2 * 3
+
+
+def test_report_opens_with_header_and_verdict_in_the_first_screen(decided, tmp_path):
+    root, _ = decided
+    run = only_run(root)
+    page = (run / "report.html").read_text()
+    order = [page.index(s) for s in ('id="header"', 'id="verdict"', 'id="all-metrics"', 'id="accuracy"',
+                                     'id="evidence"', 'id="steps-section"', 'id="timeline"')]
+    assert order == sorted(order)
+    for name in ("model", "GPU", "TP", "SGLang", "lengths", "prompts", "date"):
+        assert f"<dt>{name}</dt>" in page
+    md = (run / "report.md").read_text()
+    for metric in ("p50 ttft", "p90 tpot", "p95 itl", "p99 e2e", "req/s", "out tok/s", "accept len"):
+        assert metric in md, metric
+    assert "| FAIL |" in md and "test_deepseek_v4_flash_b200_balanced.py" in md
+    assert page.count('src="data:image/png;base64,') == 5  # four plots and the timeline
+    chromium = require_binary("chromium")
+    shot = tmp_path / "first-screen.png"
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1280,800", f"--screenshot={shot}"]
+    subprocess.run([chromium, *flags, (run / "report.html").as_uri()], capture_output=True, timeout=90, check=True)
+    from PIL import Image
+
+    pixels = set(Image.open(shot).convert("RGB").get_flattened_data())
+    assert any(all(abs(p[i] - VERDICT_BORDER[i]) < 10 for i in range(3)) for p in pixels)  # the verdict box
+
+
+@pytest.fixture(scope="module")
+def unmet_slo(tmp_path_factory, sglang_wheel_root):
+    """MTP made exactly as fast as the baseline (the double's profile), noisy repeats, an SLO nobody meets."""
+    root = tmp_path_factory.mktemp("slo")
+    env = {**campaign_env(root, gpus=1), "DSV4_DOUBLE_SPEC_PROFILE": json.dumps({"3/1/4": {"accept": 1, "cost": 0}}),
+           "DSV4_DOUBLE_NOISE": "0.5"}
+    out = agent(*campaign_args(root, sglang_wheel_root, goal="enable MTP"), "--repeats", "3", "--concurrency", "1",
+                "--max-tpot-ms", "0.001", cwd=root, env=env, timeout=600)
+    return root, out
+
+
+def test_an_slo_no_variant_meets_is_a_verdict_not_an_error(unmet_slo):
+    root, out = unmet_slo
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    run = only_run(root)
+    verdict = json.loads((run / "result.json").read_text())["verdict"]
+    assert verdict["recommended"] is None
+    assert verdict["reason"].startswith("no variant meets TPOT p99 ≤ 0.001 ms at any concurrency measured")
+    assert not (run / "serve_recommended.sh").exists()
+    assert "No recommendation: no variant meets" in (run / "report.md").read_text()
+    assert "[control] verdict: no recommendation" in out.stdout
+
+
+def test_within_the_spread_is_no_measurable_difference(unmet_slo):
+    root, _ = unmet_slo
+    level = json.loads((only_run(root) / "verdict.json").read_text())["levels"][0]
+    assert level["tpot_winner"] is None and level["summary"].startswith("no measurable difference on TPOT")
+    assert level["tpot_ratio"]["low"] <= 1 <= level["tpot_ratio"]["high"]
+
+
+def test_offline_without_data_the_gate_is_skipped_and_says_why(unmet_slo):
+    root, _ = unmet_slo
+    run = only_run(root)
+    assert not (run / "bench" / "accuracy").exists() or not list((run / "bench" / "accuracy").glob("*.json"))
+    md = (run / "report.md").read_text()
+    assert "Accuracy gate skipped: offline" in md and "--accuracy-data FILE" in md
+    assert "not checked" not in json.loads((run / "verdict.json").read_text())["excluded"]
