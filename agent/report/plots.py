@@ -64,7 +64,8 @@ def _latency_vs_throughput(stats: list[PointStats], path: Path) -> Path | None:
         return None
     fig, ax = plt.subplots(figsize=(6, 3.6), dpi=100)
     for name in names:
-        pairs = sorted((t[1], l[1], l[0]) for t, l in zip(thr[name], tpot[name], strict=False))
+        latency = {p[0]: p[1] for p in tpot[name]}
+        pairs = sorted((t[1], latency[t[0]], t[0]) for t in thr[name] if t[0] in latency)
         ax.plot([p[0] for p in pairs], [p[1] for p in pairs], marker="o", linewidth=2, label=name)
         for x, y, conc in pairs:
             ax.annotate(f"c{conc}", (x, y), textcoords="offset points", xytext=(4, 4), fontsize=8)

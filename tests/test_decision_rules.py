@@ -1,0 +1,118 @@
+"""The decision's rules on their own: variants from real evidence (upstream-shaped checkout), the
+hooks' check of --mtp-steps, the accuracy gate's interval, the verdict (spread, SLO, gate), and the
+CLI's refusals of bad input before any run folder exists."""
+from __future__ import annotations
+
+import pytest
+
+from tests.cli_helpers import agent
+from tests.decision_fixtures import upstream_checkout
+from tools.base import ToolError
+from tools.constraints.extract import ExtractConstraintsArgs, extract_constraints
+from tools.measure.accuracy import AccuracyPlan, AccuracyResult, gate, wilson
+from tools.measure.results import record_from_dict
+from tools.measure.variants import evidence_choices, user_choices
+from tools.measure.verdict import Slo, decide, point_stats
+from tools.mtp.infer import InferMtpArgs, infer_mtp
+
+
+@pytest.fixture(scope="module")
+def evidence(tmp_path_factory, sglang_wheel_root):
+    checkout = upstream_checkout(tmp_path_factory.mktemp("up") / "sglang", sglang_wheel_root)
+    answer = infer_mtp(InferMtpArgs(sglang=str(checkout), model="deepseek-ai/DeepSeek-V4-Flash"))
+    rules = extract_constraints(ExtractConstraintsArgs(root=str(checkout),
+                                                       package_dir=str(checkout / "python" / "sglang"))).rules
+    return answer, rules
+
+
+def test_upstream_evidence_gives_both_deepseek_v4_settings_each_cited(evidence):
+    answer, rules = evidence
+    choices, _notes = evidence_choices(answer, rules, "NVIDIA B200", 8)
+    by_label = {c.label: c for c in choices}
+    assert {"3/1/4", "1/1/2"} <= set(by_label)
+    assert all(o.endswith(tuple("0123456789")) and ".py:" in o for c in choices for o in c.origins.values())
+    assert "8-gpu-b200" in " ".join(by_label["1/1/2"].why)
+    capped, notes = evidence_choices(answer, rules, "NVIDIA B200", 8, cap=1)
+    assert len(capped) == 1 and "--mtp-variants 1: left out" in notes[-1]
+
+
+def test_user_steps_get_the_topk1_rewrite_and_a_forbidden_one_cites_the_rule(evidence):
+    answer, rules = evidence
+    known, _ = evidence_choices(answer, rules)
+    added = user_choices(["2", "4/1/9", "1"], answer, rules, known)  # 1 is 1/1/2: already measured
+    assert [c.label for c in added] == ["2/1/3", "4/1/5"]
+    assert any("set to 5 (= steps + 1)" in line and "speculative_hook.py:" in line for line in added[1].why)
+    with pytest.raises(ToolError, match=r"--mtp-steps 2/4/8: .*topk .*must be 1.*deepseek_v4_hook\.py:\d+"):
+        user_choices(["2/4/8"], answer, rules, known)
+    with pytest.raises(ToolError, match="must be a step count >= 1"):
+        user_choices(["0"], answer, rules, known)
+
+
+def test_the_gate_is_the_baselines_95_percent_interval_or_a_tolerance():
+    low, high = wilson(1.0, 12)
+    assert 0.74 < low < 0.76 and high == 1.0  # sound at p = 1, where p ± z·se would be [1, 1]
+    results = {"baseline": AccuracyResult(variant="baseline", accuracy=0.9, questions=100),
+               "a": AccuracyResult(variant="a", accuracy=0.85, questions=100),
+               "b": AccuracyResult(variant="b", accuracy=0.7, questions=100),
+               "c": AccuracyResult(variant="c", questions=100, error="few_shot_gsm8k failed: exit 1")}
+    gates = gate(results, AccuracyPlan(questions=100))
+    assert (gates["a"].passed, gates["b"].passed, gates["c"].passed) == (True, False, False)
+    assert "below" in gates["b"].reason and "failed" in gates["c"].reason
+    assert not gate(results, AccuracyPlan(questions=100, tolerance=0.01))["a"].passed
+    skipped = gate(results, AccuracyPlan(skip_reason="offline"))
+    assert all(g.passed is None and "not checked: offline" in g.reason for g in skipped.values())
+
+
+def _records(points: dict[tuple[str, int], list[float]], ttft: float = 50.0) -> list:
+    out = []
+    for (variant, conc), tpots in points.items():
+        for repeat, tpot in enumerate(tpots, 1):
+            out.append(record_from_dict({"tag": f"{variant}-c{conc}" + (f"-r{repeat}" if repeat > 1 else ""),
+                                         "max_concurrency": conc, "median_tpot_ms": tpot, "p99_tpot_ms": tpot * 1.2,
+                                         "p99_ttft_ms": ttft, "output_throughput": 1000 / tpot * conc}, variant))
+    return out
+
+
+def test_verdict_per_concurrency_with_spread_and_no_measurable_difference():
+    records = _records({("baseline", 1): [10, 10.5, 9.8], ("fast", 1): [5, 5.2, 5.1], ("same", 1): [10.2, 9.9, 10.6],
+                        ("baseline", 8): [20, 21, 19], ("fast", 8): [19.5, 21.5, 20], ("same", 8): [20.5, 19, 21]})
+    verdict = decide(records, {})
+    one, eight = verdict.levels
+    assert one.tpot_winner == "fast" and one.tpot_ratio.high < 1 and "fast is fastest on TPOT" in one.summary
+    assert eight.tpot_winner is None and eight.summary.startswith("no measurable difference on TPOT")
+    assert verdict.recommended == "fast" and "1 of 2 levels" in verdict.reason
+    flat = decide(_records({("baseline", 1): [10, 11, 9], ("same", 1): [10.5, 9.5, 10]}), {})
+    assert flat.recommended == "baseline" and "no MTP variant is measurably faster" in flat.reason
+    noisy = point_stats(_records({("baseline", 1): [10, 14, 9]}))[0]
+    assert noisy.noisy == ["median_tpot_ms", "output_throughput"]
+
+
+def test_slo_picks_the_variant_meeting_it_at_the_highest_concurrency_and_the_gate_excludes():
+    records = _records({("baseline", 1): [10] * 3, ("a", 1): [5] * 3, ("b", 1): [7] * 3,
+                        ("baseline", 8): [20] * 3, ("a", 8): [30] * 3, ("b", 8): [14] * 3})
+    slo = Slo(max_tpot_ms=20, percentile="p99")  # p99 TPOT = 1.2 x median in these records
+    verdict = decide(records, {}, slo)
+    assert verdict.recommended == "b" and "up to concurrency 8" in verdict.reason
+    assert set(verdict.levels[0].meets_slo) == {"a", "b", "baseline"} and verdict.levels[1].meets_slo == ["b"]
+    from tools.measure.accuracy import GateResult
+
+    gated = decide(records, {"b": GateResult(variant="b", passed=False, reason="accuracy 0.5 is below 0.76")}, slo)
+    assert gated.recommended == "a" and gated.excluded == {"b": "accuracy 0.5 is below 0.76"}
+    none = decide(records, {}, Slo(max_ttft_ms=1))
+    assert none.recommended is None and none.reason.startswith("no variant meets TTFT p99 ≤ 1 ms")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--mtp-steps", "2/4/8"], r"--mtp-steps 2/4/8: .*must be 1.*deepseek_v4_hook\.py:\d+"),
+    (["--mtp-steps", "two"], r"--mtp-steps entry 'two' must be a step count"),
+    (["--repeats", "0"], r"--repeats.*greater than or equal to 1"),
+    (["--slo-percentile", "p42"], r"--slo-percentile .*p99"),
+])
+def test_bad_decision_options_are_refused_before_a_run_exists(tmp_path, args, message):
+    import re
+
+    out = agent("enable MTP", "--sglang-python", "python3", *args, cwd=tmp_path, timeout=180)
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert re.search(message, out.stderr), out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1 and out.stderr.startswith("dsv4-agent: ")
+    assert not (tmp_path / "runs").exists()
