@@ -38,8 +38,8 @@ def verdict_section(verdict: Verdict | None, labels: dict[str, str], planned: bo
                 "(see Steps) for a verdict." if planned else "No verdict: no benchmark point was measured.")
         return Section("Verdict", [Para(text)], id="verdict")
     rec = verdict.recommended
-    head = (f"Deploy {rec} ({labels.get(rec, '')})".rstrip(" ()") + f": {verdict.reason}." if rec
-            else f"No recommendation: {verdict.reason}.")
+    setting = f" ({labels[rec]})" if rec and labels.get(rec) else ""
+    head = f"Deploy {rec}{setting}: {verdict.reason}." if rec else f"No recommendation: {verdict.reason}."
     table = Table(["concurrency", "TPOT winner", "TPOT vs baseline", "throughput winner", "throughput vs baseline",
                    "accept length", "meets SLO", "verdict"], id="verdict-table")
     for lv in verdict.levels:
