@@ -1,2 +1,3 @@
-"""LLM mode: the client (the only openai importer), the tool registry and dispatch, the planner's graph
-nodes and the research lane, their recorded conversations, the budget, the flag guard and prompts."""
+"""LLM mode: the client (the only openai importer), the one tool loop (``loop``) with its recorded
+conversations, budget, tool registry and dispatch; the planner's contract and graph nodes, the research
+lane, the flag guard and prompts."""
