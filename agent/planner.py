@@ -3,21 +3,24 @@ from __future__ import annotations
 
 from agent.playbook import plan_goal
 from agent.preflight import Preflight
+from agent.report.table import Table, md_text
 from agent.runtime import Runtime
 from agent.steps.base import PlanStep
 
 
 def render_plan_md(goal: str, steps: list[PlanStep], ignored: list[str], preflight: Preflight, planner: str) -> str:
+    """plan.md; the goal and an LLM planner's reasons are data, so every cell and line is escaped."""
     has_gpu = bool(preflight.gpus)
-    lines = [f"# Plan: {goal}", "", f"Planner: {planner}.", ""]
+    lines = [f"# Plan: {md_text(goal)}", "", f"Planner: {planner}.", ""]
     if ignored:
-        lines += [f"Words the planner did not use: {', '.join(ignored)}.", ""]
-    lines += ["| # | step | lane | will | why |", "|---|---|---|---|---|"]
+        lines += [md_text(f"Words the planner did not use: {', '.join(ignored)}."), ""]
+    table = Table(["#", "step", "lane", "will", "why"])
     for i, step in enumerate(steps, 1):
         will = "planned (no GPU here): scripts written, not run" if step.lane == "gpu" and not has_gpu else "run"
-        lines.append(f"| {i} | {step.kind} | {step.lane} | {will} | {step.why} |")
+        table.add(i, step.kind, step.lane, will, step.why)
+    lines.append(table.markdown())
     if preflight.notes:
-        lines += ["", "## Preflight notes", "", *[f"- {n}" for n in preflight.notes]]
+        lines += ["", "## Preflight notes", "", *[f"- {md_text(n)}" for n in preflight.notes]]
     return "\n".join(lines) + "\n"
 
 

@@ -33,3 +33,21 @@ def test_a_playbook_run_has_no_llm_sections(tmp_path: Path):
     build_report(tmp_path)
     md = (tmp_path / "report.md").read_text()
     assert "LLM" not in md
+
+
+def test_plan_md_escapes_an_llm_planners_reasons(tmp_path: Path):
+    from agent.planner import render_plan_md
+    from agent.preflight import Preflight
+    from agent.steps.base import PlanStep
+
+    preflight = Preflight.model_validate(json.loads((Path(__file__).parent / "golden" / "playbook-mtp-tune"
+                                                     / "preflight.json").read_text()))
+    why = "measure | then <script>alert(1)</script>\n| 9 | injected | row |"
+    md = render_plan_md("goal\nwith a newline", [PlanStep(kind="benchmark", lane="gpu", why=why)], [], preflight, "LLM")
+    rows = [line for line in md.splitlines() if line.startswith("| 1 ")]
+    assert len(rows) == 1 and "\\| then" in rows[0] and "| 9 |" not in md.replace("\\|", "")
+    assert md.startswith("# Plan: goal with a newline\n")
+    (tmp_path / "plan.md").write_text(md)
+    build_report(tmp_path)
+    page = (tmp_path / "report.html").read_text()
+    assert "<script>alert" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
