@@ -37,7 +37,7 @@ BENCHMARKS = [
     ("mtp_inference.py", "`mtp` inference over the whole wheel", [], [], False),
     ("replay_speed.py", "replay and timeline of a 10,000-event trace", [], ["--repeats", "2"], False),
     ("tuning_assignment.py", "tuning fan-out makespan on real jobs ÷ lower bound, vs SGLang's split", [],
-     ["--unit-s", "0.02"], False),
+     ["--unit-s", "0.3", "--rounds", "1"], False),
     ("parse_results.py", "parsing 10,000 benchmark records", [], [], False),
     ("polling_overhead.py", "agent CPU while 8 tuning jobs run", [], ["--runs", "1"], False),
     ("sync_commit_listing.py", "listing 300 upstream commits with their files", [], ["--repeat", "2"], False),

@@ -10,7 +10,7 @@ round-robin slice of the batch sizes, as its script does). The lower bound comes
 real times under that law. Makespan = first job launched to last job ended, from the ledger, so
 process start-up and polling count. Goal: ours <= 1.10.
 
-    .venv/bin/python benchmarks/tuning_assignment.py [--gpus 4] [--unit-s 0.12]
+    .venv/bin/python benchmarks/tuning_assignment.py [--gpus 4] [--unit-s 0.6] [--rounds 3]
 """
 from __future__ import annotations
 
@@ -70,7 +70,7 @@ def makespan(folder: Path, per_gpu: list[GpuWork], env: dict[str, str]) -> float
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--gpus", type=int, default=4)
-    parser.add_argument("--unit-s", type=float, default=0.12, help="the double's base seconds per unit")
+    parser.add_argument("--unit-s", type=float, default=0.6, help="the double's base seconds per unit")
     parser.add_argument("--rounds", type=int, default=3)
     opts = parser.parse_args()
     shapes, _ = derive_from_config(V4_FLASH_LIKE, 8)

@@ -15,6 +15,23 @@ def agent(*args: str, cwd: Path, env: dict | None = None, timeout: float = 120) 
                           timeout=timeout)
 
 
+def run_cli(*args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
+    """The CLI in this process, for checks where a new interpreter adds nothing (usage errors,
+    --json output): the same commands, exit codes and streams as ``agent()``, a second faster."""
+    from typer.testing import CliRunner
+
+    from agent.cli import app
+
+    leaked = {k: None for k in os.environ if k.startswith(("DSV4_", "OPENAI_"))}  # as clean_env drops them
+    old = os.getcwd()
+    os.chdir(cwd)
+    try:
+        done = CliRunner().invoke(app, list(args), env={**leaked, **(env or {})})
+    finally:
+        os.chdir(old)
+    return subprocess.CompletedProcess(list(args), done.exit_code, done.stdout, done.stderr)
+
+
 def only_run(cwd: Path) -> Path:
     runs = [p for p in (cwd / "runs").iterdir() if p.is_dir()]
     assert len(runs) == 1, runs

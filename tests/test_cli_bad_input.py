@@ -6,7 +6,7 @@ import json
 import time
 from pathlib import Path
 
-from tests.cli_helpers import agent
+from tests.cli_helpers import agent, run_cli
 
 
 def test_help_teaches_and_is_fast(tmp_path: Path):
@@ -27,7 +27,7 @@ def test_unknown_option(tmp_path: Path):
 
 
 def test_goal_without_any_capability_lists_what_the_playbook_can_do(tmp_path: Path):
-    out = agent("make coffee", cwd=tmp_path)
+    out = run_cli("make coffee", cwd=tmp_path)
     assert out.returncode == 2
     assert "did not understand 'coffee'" in out.stderr and "enable MTP" in out.stderr
     assert not (tmp_path / "runs").exists()
@@ -36,23 +36,23 @@ def test_goal_without_any_capability_lists_what_the_playbook_can_do(tmp_path: Pa
 def test_unwritable_runs_dir(tmp_path: Path):
     blocker = tmp_path / "file"
     blocker.write_text("")
-    out = agent("tune kernels", "--runs-dir", str(blocker / "runs"), cwd=tmp_path)
+    out = run_cli("tune kernels", "--runs-dir", str(blocker / "runs"), cwd=tmp_path)
     assert out.returncode == 2 and "cannot create runs dir" in out.stderr and "--runs-dir" in out.stderr
 
 
 def test_unknown_executor_leaves_no_run_behind(tmp_path: Path):
-    out = agent("tune kernels", "--executor", "carrier-pigeon", cwd=tmp_path)
+    out = run_cli("tune kernels", "--executor", "carrier-pigeon", cwd=tmp_path)
     assert out.returncode == 2 and "carrier-pigeon" in out.stderr and "local" in out.stderr
     assert list((tmp_path / "runs").iterdir()) == []
 
 
 def test_bad_gpu_list(tmp_path: Path):
-    out = agent("tune kernels", "--gpus", "zero", cwd=tmp_path)
+    out = run_cli("tune kernels", "--gpus", "zero", cwd=tmp_path)
     assert out.returncode == 2 and "--gpus takes integers" in out.stderr
 
 
 def test_resume_of_a_missing_run(tmp_path: Path):
-    out = agent("resume", "nope", cwd=tmp_path)
+    out = run_cli("resume", "nope", cwd=tmp_path)
     assert out.returncode == 2 and "no run 'nope'" in out.stderr
 
 
@@ -68,7 +68,7 @@ def _fake_run(tmp_path: Path, result: dict | None, trace: str) -> Path:
 
 def test_resume_of_a_finished_run_is_refused(tmp_path: Path):
     run = _fake_run(tmp_path, {"status": "finished", "summary": "ok"}, "")
-    out = agent("resume", str(run), cwd=tmp_path)
+    out = run_cli("resume", str(run), cwd=tmp_path)
     assert out.returncode == 2 and "already finished" in out.stderr
 
 
@@ -76,7 +76,7 @@ def test_resume_with_a_corrupt_trace_is_refused_and_nothing_changes(tmp_path: Pa
     good = '{"v": 1, "seq": %d, "type": "progress", "lane": "control", "t": 0, "mono": 0, "pid": 1}\n'
     run = _fake_run(tmp_path, None, good % 0 + "garbage\n" + good % 2)
     before = sorted(p.name for p in run.iterdir())
-    out = agent("resume", run.name, cwd=tmp_path)
+    out = run_cli("resume", run.name, cwd=tmp_path)
     assert out.returncode == 2 and "line 2 is not JSON" in out.stderr
     assert sorted(p.name for p in run.iterdir() if p.name != ".lock") == before
 
@@ -93,15 +93,15 @@ def test_a_locked_run_cannot_be_driven_twice(tmp_path: Path):
 
 def test_status_and_jobs_of_a_missing_run(tmp_path: Path):
     for sub in ("status", "jobs"):
-        out = agent(sub, "ghost", cwd=tmp_path)
+        out = run_cli(sub, "ghost", cwd=tmp_path)
         assert out.returncode == 2 and "no run 'ghost'" in out.stderr
 
 
 def test_resume_with_a_bad_setting_names_it_and_changes_nothing(tmp_path: Path):
     run = _fake_run(tmp_path, {"status": "planned", "summary": "no GPU"}, "")
-    bad = agent("resume", run.name, "--executor", "carrier-pigeon", cwd=tmp_path)
+    bad = run_cli("resume", run.name, "--executor", "carrier-pigeon", cwd=tmp_path)
     assert bad.returncode == 2 and "carrier-pigeon" in bad.stderr
     assert (run / "result.json").exists()  # the planned result was not archived by a refused resume
     assert not list(run.glob("result.attempt-*"))
-    zero = agent("resume", run.name, "--max-llm-steps", "0", cwd=tmp_path)
+    zero = run_cli("resume", run.name, "--max-llm-steps", "0", cwd=tmp_path)
     assert zero.returncode == 2 and "max-llm-steps" in zero.stderr.replace("_", "-")

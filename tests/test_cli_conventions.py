@@ -230,3 +230,14 @@ def test_a_closed_pipe_ends_quietly(planned_run):
     head = subprocess.run(f"{AGENT} status {planned_run} | head -n 1", shell=True, capture_output=True, text=True,
                           env=clean_env(), timeout=60)
     assert head.stdout.startswith("run:") and "Traceback" not in head.stderr and "Broken pipe" not in head.stderr
+
+
+def test_tuning_json_is_the_tools_result_model():
+    from tools.tuning.plan import TuningPlan
+    from tools.tuning.shapes import FindShapesResult
+
+    plan = cli("tuning", "plan", "--shape", "4096,7168", "--gpus", "2", "--json")
+    assert plan.exit_code == 0 and TuningPlan.model_validate_json(plan.stdout).total_units == 18
+    shapes = cli("tuning", "shapes", "--shape", "4096,7168", "--json")
+    assert shapes.exit_code == 0 and [(s.n, s.k) for s in FindShapesResult.model_validate_json(shapes.stdout).shapes] \
+        == [(4096, 7168)]

@@ -5,14 +5,14 @@ from typing import Annotated, Optional
 
 import typer
 
-from agent.commands.base import EXIT_FAILED, Command, RunRef, RunsDir, fail, sub_app
+from agent.commands.base import EXIT_FAILED, Command, JsonFlag, RunRef, RunsDir, fail, sub_app
 
 tuning = sub_app("FP8 block-GEMM kernel tuning: shapes, plan, prove, uninstall.")
 Force = Annotated[bool, typer.Option("--force", help="Also restore files changed since the install.")]
 
 
 @tuning.command("uninstall", cls=Command)
-def uninstall(run: RunRef, runs_dir: RunsDir = "runs", force: Force = False) -> None:
+def uninstall(run: RunRef, runs_dir: RunsDir = "runs", force: Force = False, as_json: JsonFlag = False) -> None:
     """Restore SGLang's config folder exactly as it was before RUN installed tuned configs.
 
     On the GPU host when the run installed them there through its SSH executor. Exit 1 when a
@@ -34,6 +34,9 @@ def uninstall(run: RunRef, runs_dir: RunsDir = "runs", force: Force = False) -> 
             result = _uninstall_on_host(folder, installed_by, force)
     except ToolError as err:
         fail(str(err), EXIT_FAILED)
+    if as_json:
+        print(result.model_dump_json(indent=2))
+        raise typer.Exit(EXIT_FAILED if result.left_alone else 0)
     for path in result.restored:
         print(f"restored {path}")
     for path in result.removed:
@@ -46,7 +49,7 @@ def uninstall(run: RunRef, runs_dir: RunsDir = "runs", force: Force = False) -> 
 
 
 @tuning.command("prove", cls=Command)
-def prove(run: RunRef, runs_dir: RunsDir = "runs") -> None:
+def prove(run: RunRef, runs_dir: RunsDir = "runs", as_json: JsonFlag = False) -> None:
     """Say which configs RUN installed were loaded by its benchmark servers (from their logs).
 
     Exit 0 when all were loaded (or none were installed), 1 otherwise.
@@ -65,9 +68,9 @@ def prove(run: RunRef, runs_dir: RunsDir = "runs") -> None:
     except ToolError as err:
         fail(str(err), EXIT_FAILED)
     if proof is None:
-        print("this run installed no kernel configs: nothing to prove")
+        print("null" if as_json else "this run installed no kernel configs: nothing to prove")
         raise typer.Exit(0)
-    print(proof_section(proof, path).markdown())
+    print(proof.model_dump_json(indent=2) if as_json else proof_section(proof, path).markdown())
     raise typer.Exit(0 if proof.all_loaded else EXIT_FAILED)
 
 
@@ -80,7 +83,8 @@ Tp = Annotated[int, typer.Option("--tp", metavar="N", min=1, help="Tensor-parall
 
 
 @tuning.command("shapes", cls=Command)
-def shapes(model_path: ModelPath = None, log: Logs = None, shape: Shapes = None, tp: Tp = 1) -> None:
+def shapes(model_path: ModelPath = None, log: Logs = None, shape: Shapes = None, tp: Tp = 1,
+           as_json: JsonFlag = False) -> None:
     """List the FP8 block-GEMM shapes worth tuning and where each came from."""
     from tools.base import ToolError
     from tools.tuning.shapes import FindShapesArgs, find_shapes
@@ -89,6 +93,9 @@ def shapes(model_path: ModelPath = None, log: Logs = None, shape: Shapes = None,
         found = find_shapes(FindShapesArgs(shapes=shape or [], log_files=log or [], model_path=model_path, tp=tp))
     except ToolError as err:
         fail(str(err))
+    if as_json:
+        print(found.model_dump_json(indent=2))
+        return
     for line in found.derivation:
         print(line)
     for s in found.shapes:
@@ -104,7 +111,7 @@ BatchSizes = Annotated[Optional[list[int]], typer.Option("--batch-size", metavar
 
 
 @tuning.command("plan", cls=Command)
-def plan(shape: RequiredShapes, gpus: Gpus = 8, batch_size: BatchSizes = None) -> None:
+def plan(shape: RequiredShapes, gpus: Gpus = 8, batch_size: BatchSizes = None, as_json: JsonFlag = False) -> None:
     """Show how (shape x batch size) units would be split over GPUs, longest first."""
     from tools.base import ToolError
     from tools.tuning.plan import PlanTuningArgs, plan_tuning
@@ -114,6 +121,9 @@ def plan(shape: RequiredShapes, gpus: Gpus = 8, batch_size: BatchSizes = None) -
         result = plan_tuning(args)
     except ToolError as err:
         fail(str(err))
+    if as_json:
+        print(result.model_dump_json(indent=2))
+        return
     print(f"{result.total_units} units; estimated makespan / lower bound = {result.ratio:.3f}")
     for work in result.per_gpu:
         print(f"GPU {work.gpu}: {len(work.units)} units, est. cost {work.est_cost:.1f}")
