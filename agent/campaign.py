@@ -25,6 +25,7 @@ from agent.runfolder import EXIT_CODES, RunFolder, RunFolderError
 from agent.runtime import Runtime
 from agent.trace import TraceError, TraceWriter, read_trace
 from tools.base import ToolError
+from tools.jobs import attempts as attempts_lib
 
 
 class CampaignError(Exception):
@@ -166,7 +167,7 @@ def start(settings: Settings, goal: str, view: LiveView | None = None) -> int:
         return _drive(rt, "attempt-1", fresh=True)
 
 
-def resume(ref: str, runs_dir: str, overrides: dict, view: LiveView | None = None) -> int:
+def resume(ref: str, runs_dir: str, overrides: dict, view: LiveView | None = None, retry_failed: bool = False) -> int:
     view = view or LiveView(force_plain=True)
     try:
         run = RunFolder.find(ref, runs_dir)
@@ -203,8 +204,9 @@ def resume(ref: str, runs_dir: str, overrides: dict, view: LiveView | None = Non
     if changed:  # config.json holds the settings in force (e.g. `jobs RUN` must find a new executor)
         history = [*recorded.get("resumed_with", []), {"attempt": thread, "changed": changed}]
         run.write_json("config.json", {**recorded, "settings": settings.public_dump(), "resumed_with": history})
+    retried = attempts_lib.retry_failed(rt.executor) if retry_failed else []
     rt.trace.emit("run_resumed", "control", run=run.path.name, thread=thread, after=(result or {}).get("status"),
-                  changed={k: settings.public_dump()[k] for k in changed})
+                  changed={k: settings.public_dump()[k] for k in changed}, retry_granted=retried)
     rt.say(f"[control] resuming {run.path}")
     with view:
         return _drive(rt, thread, fresh=result is not None)

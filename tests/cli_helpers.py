@@ -40,7 +40,8 @@ def only_run(cwd: Path) -> Path:
 
 def clean_env(extra: dict | None = None) -> dict:
     """This process's environment without settings that would leak into the agent under test."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("DSV4_", "OPENAI_"))}
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("DSV4_", "OPENAI_")) or k == "DSV4_DOUBLE_REAL_PYTHON"}  # a test setting
     env.update(extra or {})
     return env
 

@@ -7,11 +7,16 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
 
 SGLANG_TEST_VERSION = "0.5.23"
+
+# The doubles of the SGLang interpreter (tests/doubles/sglang_python, argv_dump) run their Python
+# parts with the interpreter running the tests, whatever venv that is; jobs inherit this.
+os.environ["DSV4_DOUBLE_REAL_PYTHON"] = sys.executable
 
 
 def require_binary(name: str) -> str:

@@ -222,7 +222,8 @@ def test_each_point_gets_its_own_accept_length_on_a_shared_server(tmp_path):
     try:
         for point, accept in zip(plan.points(), ("4", "2")):
             accept_file.write_text(accept)
-            assert run_point(ex, plan, variant, point, SGLANG_PYTHON, server, results, {}, 120) is None
+            key, failure = run_point(ex, plan, variant, point, SGLANG_PYTHON, server, results, {}, 120)
+            assert failure is None and key == f"bench-mtp-c{point.concurrency}"
     finally:
         stop_server(ex, server.key)
     first, second = parse_jsonl(results).records

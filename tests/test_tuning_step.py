@@ -122,7 +122,7 @@ def test_a_crashed_job_is_retried_once_and_keeps_finished_units(tmp_path, monkey
     assert outcome.status == "done", outcome.summary
     assert (tmp_path / "crashed").exists()
     retried = [j for j in outcome.data["jobs"] if len(j["keys"]) == 2]
-    assert len(retried) == 1 and retried[0]["keys"][1].endswith("-retry1")
+    assert len(retried) == 1 and retried[0]["keys"][1] == retried[0]["keys"][0] + "-a2"
     units = [tuple(l.split()[:3]) for l in calls.read_text().splitlines()]
     assert len(units) == len(set(units)) == 9  # 3 shapes x 3 M, none tuned twice
 
@@ -136,7 +136,8 @@ def test_failing_twice_installs_nothing(tmp_path, monkeypatch):
     ctx = _context(tmp_path, _fake_gpus(1), checkout)
     outcome = run(ctx, STEP)
     assert outcome.status == "failed" and outcome.reason == "tuning_jobs_failed"
-    assert "after one retry" in outcome.summary and "Nothing was installed" in outcome.summary
+    assert "after 2 attempt(s)" in outcome.summary and "Nothing was installed" in outcome.summary
+    assert "`dsv4-agent resume RUN` tries again" in outcome.summary
     assert "CUDA out of memory" in json.dumps(outcome.data["log_tails"])
     assert _snapshot(config_dir(checkout)) == before and not (ctx.run.path / "tuning/manifest.json").exists()
 

@@ -59,14 +59,20 @@ RESUME_HELP = (
     "Finished steps are reused, running jobs re-attached, nothing launched twice.")
 
 
+RetryFailed = Annotated[bool, typer.Option(
+    "--retry-failed", rich_help_panel="Run",
+    help="Also run again the jobs that were stopped or failed every attempt they were allowed.")]
+
+
 @with_options(RESUME_OPTIONS)
-def resume(run: RunRef, runs_dir: RunsDir = "runs", as_json: JsonFlag = False, **overrides) -> None:
+def resume(run: RunRef, runs_dir: RunsDir = "runs", retry_failed: RetryFailed = False, as_json: JsonFlag = False,
+           **overrides) -> None:
     from agent.campaign import CampaignError, resume as resume_run
     from agent.live import LiveView
 
     view = LiveView(to_stderr=as_json)
     try:
-        code = resume_run(run, runs_dir, overrides, view)
+        code = resume_run(run, runs_dir, overrides, view, retry_failed=retry_failed)
     except CampaignError as err:
         fail(str(err))
     _print_result(view, as_json)

@@ -34,11 +34,14 @@ Logs = Annotated[Optional[str], typer.Option("--logs", metavar="JOB", help="Prin
 Stop = Annotated[Optional[str], typer.Option("--stop", metavar="JOB|all",
                                              help="Stop this job, or every job of the run that still runs.")]
 Lines = Annotated[int, typer.Option("--lines", metavar="N", min=1, help="Log lines to print with --logs.")]
+Retry = Annotated[Optional[str], typer.Option("--retry", metavar="JOB",
+                                              help="Let the next resume run this ended, unsuccessful job again.")]
 
 
-def jobs(run: RunRef, logs: Logs = None, stop: Stop = None, lines: Lines = 40, runs_dir: RunsDir = "runs",
-         as_json: JsonFlag = False) -> None:
-    """List a run's jobs; --logs JOB prints a log tail; --stop JOB (or all) stops jobs.
+def jobs(run: RunRef, logs: Logs = None, stop: Stop = None, retry: Retry = None, lines: Lines = 40,
+         runs_dir: RunsDir = "runs", as_json: JsonFlag = False) -> None:
+    """List a run's jobs; --logs JOB prints a log tail; --stop JOB (or all) stops jobs; --retry JOB
+    lets `resume` run a stopped or failed job again as a new attempt.
 
     Only jobs in this run's ledger can be stopped, and only through the process identity it recorded.
     """
@@ -66,6 +69,9 @@ def jobs(run: RunRef, logs: Logs = None, stop: Stop = None, lines: Lines = 40, r
             for s in states if not as_json else []:
                 print(f"{s.key}: {s.status} {s.reason}".rstrip(), flush=True)
             return
+        if retry:
+            _retry(executor, retry, folder, as_json)
+            return
         found = executor.jobs()
     except ToolError as err:
         fail(str(err))
@@ -73,6 +79,18 @@ def jobs(run: RunRef, logs: Logs = None, stop: Stop = None, lines: Lines = 40, r
         print_json([job_data(j) for j in found])
     else:
         print(render_jobs(found), flush=True)
+
+
+def _retry(executor, key: str, folder, as_json: bool) -> None:
+    from agent.run_status import job_data
+    from tools.jobs.attempts import request_retry
+
+    state = request_retry(executor, key)
+    if as_json:
+        print_json([job_data(state)])
+    else:
+        print(f"{key}: {state.status}; retry requested: `dsv4-agent resume {folder.path}` runs it again as a new "
+              "attempt", flush=True)
 
 
 Clean = Annotated[bool, typer.Option("--clean", help="Remove finished runs older than --older-than.")]

@@ -27,7 +27,7 @@ StepReason = Literal[
     "synced", "sync_refused",                       # sync
     "recommended", "no_recommendation", "inference_failed",  # infer_mtp
     "scripts_written",                              # write_scripts
-    "measured", "nothing_measured", "no_gpu",       # benchmark (no_gpu: planned, scripts to run by hand)
+    "measured", "points_failed", "nothing_measured", "no_gpu",  # benchmark (no_gpu: planned, scripts to run by hand)
 ] | TuningReason                                    # tune_kernels: tools/tuning/prepare.py
 
 

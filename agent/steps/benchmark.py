@@ -61,12 +61,15 @@ def run(ctx: StepContext, step: PlanStep) -> StepOutcome:
         ctx.lane = previous_lane
     measured = len(sweep.done) + len(sweep.skipped)
     total = len(plan.variants) * len(plan.points())
-    status, reason = ("done", "measured") if measured else ("failed", "nothing_measured")
+    # A missing point leaves the step failed, so that resume measures it and keeps the measured ones.
+    status, reason = ("done", "measured") if measured == total else \
+        ("failed", "points_failed") if measured else ("failed", "nothing_measured")
     summary = f"{measured}/{total} points measured ({len(sweep.skipped)} from before a restart)"
     if sweep.failures:
         first = sweep.failures[0]
         summary += (f"; {len(sweep.failures)} failed, first: {first.variant} c{first.concurrency}: "
-                    f"{first.reason.splitlines()[0]}")
+                    f"{first.reason.splitlines()[0]}; `dsv4-agent resume {ctx.run.path}` measures the failed "
+                    "points again and keeps the measured ones")
     results = {v: str(p) for v, p in sweep.results.items()}
     verdict = _decide(ctx, plan)
     artifacts = [f"bench/{v}.jsonl" for v in results]

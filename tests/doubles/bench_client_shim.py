@@ -22,6 +22,11 @@ stubbed, each one listed here:
 Everything else the client imports is real (aiohttp, msgspec, numpy, orjson, requests, tqdm,
 transformers, pybase64, PIL, psutil, pyzmq: the ``test`` extra pins them). The wheel folder is
 ``$DSV4_SGLANG_WHEEL_ROOT`` or the cache of ``tools/source/resolve.py``.
+
+Fault knob (test-only, for recovery tests): ``DSV4_DOUBLE_BENCH_CRASH_ONCE=MARKER`` makes the
+first client started while MARKER is absent create it and crash (exit 1, before any request), as
+a client does that hits a transient error; later clients run normally.
+``DSV4_DOUBLE_BENCH_CALLS=FILE`` appends the ``--tag`` of every client started (to count runs).
 """
 from __future__ import annotations
 
@@ -73,7 +78,28 @@ def install(root: Path) -> None:
     sys.modules.setdefault("datasets", datasets)
 
 
+def record_call() -> None:
+    calls = os.environ.get("DSV4_DOUBLE_BENCH_CALLS")
+    if calls:
+        tag = sys.argv[sys.argv.index("--tag") + 1] if "--tag" in sys.argv[:-1] else "?"
+        with open(calls, "a") as f:
+            f.write(f"{tag}\n")
+
+
+def crash_once() -> None:
+    marker = os.environ.get("DSV4_DOUBLE_BENCH_CRASH_ONCE")
+    if marker:
+        try:
+            fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            return
+        os.close(fd)
+        sys.exit("bench_client_shim: ConnectionResetError: [Errno 104] Connection reset by peer (double crash)")
+
+
 def main() -> None:
+    record_call()
+    crash_once()
     install(wheel_root())
     warnings.simplefilter("ignore", FutureWarning)  # the deprecated-path notice of bench_serving
     args = sys.argv[1:]

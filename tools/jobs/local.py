@@ -27,6 +27,13 @@ from tools.jobs.spec import JobSpec, JobState
 WRAPPER = Path(__file__).with_name("wrapper.py")
 
 
+def _check_same(spec: JobSpec, recorded: dict) -> None:
+    field = spec.differs_from(recorded)
+    if field is not None:
+        raise ToolError(f"job key {spec.key!r} already names a different job ({field} differs); "
+                        "pick a new key or start a new run")
+
+
 def process_start_time(pid: int) -> str | None:
     """The kernel's start time of ``pid`` (guards against pid reuse); None if gone or a zombie."""
     try:
@@ -55,7 +62,7 @@ class LocalExecutor:
         folder = self.job_dir(spec.key)
         recorded = read_json(folder / "job.json")
         if recorded is not None:
-            self._check_same(spec, recorded)
+            _check_same(spec, recorded)
             if not self._never_started(folder, recorded):
                 state = self.poll(spec.key)
                 state.attached = True
@@ -79,15 +86,6 @@ class LocalExecutor:
                                              "launched_at": time.time()})
         self._await_wrapper(folder)
         return self.poll(spec.key)
-
-    @staticmethod
-    def _check_same(spec: JobSpec, recorded: dict) -> None:
-        for field in ("argv", "gpus", "cwd"):
-            if recorded.get(field) != getattr(spec, field):
-                raise ToolError(
-                    f"job key {spec.key!r} already names a different job ({field} differs); "
-                    "pick a new key or start a new run"
-                )
 
     def _never_started(self, folder: Path, recorded: dict) -> bool:
         """True only when an intent was written but no process was ever started for it."""

@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field
 
 from tools.base import ToolError, cap_text
 from tools.jobs import Executor, JobSpec
+from tools.jobs.attempts import next_attempt
 
 CLIENT = "sglang.test.few_shot_gsm8k"
 _ACCURACY = re.compile(r"^Accuracy:\s*([0-9.]+)\s*$", re.M)
@@ -76,13 +77,18 @@ def parse_log(text: str) -> tuple[float | None, float | None]:
 
 def run_accuracy(executor: Executor, plan: AccuracyPlan, variant: str, python: str, host: str, port: int,
                  results_dir: Path, env: dict[str, str], cwd: str | None, timeout_s: float = 3600.0) -> AccuracyResult:
-    """Run the check as job ``gsm8k-<variant>`` (re-attached by key) and record its figure."""
+    """Run the check as job ``gsm8k-<variant>`` (re-attached while it runs) and record its figure."""
     out = result_file(results_dir, variant)
     if out.exists():
         return AccuracyResult.model_validate_json(out.read_text())
-    key = f"gsm8k-{variant}"
-    executor.launch(JobSpec(key=key, argv=[python, *client_args(plan, host, port)], kind="accuracy", lane="gpu",
-                            env=env, gpus=[], cwd=cwd, timeout_s=timeout_s, grace_s=5.0))
+    # The check is what it asks (variant, questions, shots, ...); the server's port is an attribute, so a
+    # check cut short by a crash is tried again on the fresh server as a new attempt (tools/jobs/attempts.py).
+    identity = {"accuracy": variant, **plan.model_dump(exclude={"data_path", "tolerance", "skip_reason"})}
+    attempt = next_attempt(executor, f"gsm8k-{variant}", identity)
+    key = attempt.key
+    if attempt.verdict in ("launch", "attach"):
+        executor.launch(JobSpec(key=key, argv=[python, *client_args(plan, host, port)], kind="accuracy", lane="gpu",
+                                env=env, gpus=[], cwd=cwd, timeout_s=timeout_s, grace_s=5.0, identity=identity))
     while not (state := executor.poll(key)).done:
         time.sleep(0.3)
     text = executor.read_log(key, max_chars=20000)

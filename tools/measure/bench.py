@@ -38,7 +38,9 @@ from tools.base import ToolError, cap_text
 from tools.jobs import Executor, JobSpec, JobState
 from tools.measure.results import parse_jsonl
 from tools.scripts.models import BenchPoint, MeasurePlan, ServeVariant, point_args
+from tools.measure.identity import point_identity, point_job, server_identity, server_job
 from tools.measure.server import ServerHandle, launch_server, stop_server
+from tools.jobs.attempts import attempt_key, next_attempt
 
 EventSink = Callable[[str, dict], None]  # (trace event type, data)
 
@@ -79,25 +81,14 @@ def _wait(executor: Executor, key: str, poll_s: float = 0.3) -> JobState:
         time.sleep(poll_s)
 
 
-def _server_key(executor: Executor, variant: str) -> str:
-    """``serve-<variant>``, or a new numbered key when that server already ended (fresh server)."""
-    for attempt in range(1, 100):
-        key = f"serve-{variant}" if attempt == 1 else f"serve-{variant}-r{attempt}"
-        try:
-            state = executor.poll(key)
-        except ToolError:
-            return key  # not in the ledger yet
-        if not state.done:
-            return key  # still running: re-attach
-    raise ToolError(f"100 server attempts for {variant!r} in this run; start a new run")
-
-
-def _bench_job_known(executor: Executor, key: str) -> bool:
-    try:
-        executor.poll(key)
-    except ToolError:
-        return False  # not in the ledger yet
-    return True
+def _server_attempt(executor: Executor, variant: ServeVariant) -> str:
+    """The server attempt to use: the running one (re-attach), else a new one (a fresh server)."""
+    attempt = next_attempt(executor, server_job(variant.name), server_identity(variant), retry_stopped=True)
+    if attempt.verdict == "give_up":
+        raise ToolError(f"server for {variant.name!r}: {attempt.reason}")
+    if attempt.verdict == "succeeded":  # a server that exited 0 on its own is over: start another
+        return attempt_key(server_job(variant.name), attempt.number + 1)
+    return attempt.key
 
 
 def _pending_befores(path: Path) -> set[str]:
@@ -115,36 +106,66 @@ def _pending_befores(path: Path) -> set[str]:
     return pending
 
 
+def _point_done(executor: Executor, results_file: Path, variant: str, point: BenchPoint) -> bool:
+    """The point's result line is in the JSONL (fetched first from the host of a remote executor)."""
+    if hasattr(executor, "fetch_run_file"):
+        executor.fetch_run_file(results_file)
+    return point.tag(variant) in finished_points(results_file, variant)
+
+
 def run_point(executor: Executor, plan: MeasurePlan, variant: ServeVariant, point: BenchPoint,
               python: str, server: ServerHandle, results_file: Path, env: dict[str, str],
-              timeout_s: float | None) -> PointFailure | None:
+              timeout_s: float | None, emit: EventSink | None = None) -> tuple[str, PointFailure | None]:
+    """Measure one point (a new attempt, or the running one re-attached): (job key, failure or None)."""
+    emit = emit or (lambda _type, _data: None)
     tag = point.tag(variant.name)
-    key = f"bench-{tag}"
+    attempt = next_attempt(executor, point_job(variant.name, point), point_identity(plan, variant, point),
+                           is_done=lambda _state: _point_done(executor, results_file, variant.name, point))
+    if attempt.verdict == "give_up":
+        return attempt.key, PointFailure(variant=variant.name, concurrency=point.concurrency, reason=attempt.reason,
+                                         log=str(executor.job_dir(attempt.key) / "log.txt"))
+    if attempt.verdict == "succeeded":  # it ended while the agent was away; its line is in the JSONL
+        _after_snapshot(python, executor, server, tag, results_file)
+        return attempt.key, None
+    if attempt.number > 1 or attempt.verdict == "attach":
+        emit("progress", {"message": f"{tag}: attempt {attempt.number}"
+                                     + (f" ({attempt.reason})" if attempt.reason else " re-attached"),
+                          "key": attempt.key, "attempt": attempt.number,
+                          **({"retry_of": attempt.retry_of.key} if attempt.retry_of else {})})
+    key = attempt.key
     snapshots = snapshot_file(results_file.parent, variant.name)
-    remote = hasattr(executor, "fetch_run_file")  # the client writes on the executor's host
-    cluster = hasattr(executor, "server_endpoint")  # Slurm: the client is a job on some node, same run folder
-    snapshot_python = sys.executable if remote or cluster else python  # the SGLang python may exist only there
-    if not _bench_job_known(executor, key) or tag not in _pending_befores(snapshots):
+    if attempt.verdict == "launch" or tag not in _pending_befores(snapshots):
         # A re-attached bench job keeps the 'before' taken when it was first launched.
-        take_snapshot(snapshot_python, server.url, tag, "before", snapshots)
-    # absolute: mapped to the host's copy (SSH); a Slurm job starts in its own job folder
-    output = str(results_file.resolve()) if remote or cluster else str(results_file)
-    argv = [python, *point_args(plan, variant.name, point, server.host, server.port, output)]
-    state = executor.launch(JobSpec(key=key, argv=argv, kind="bench", lane="gpu", env=env,
-                                    gpus=[], timeout_s=timeout_s, grace_s=5.0))
+        take_snapshot(_snapshot_python(executor, python), server.url, tag, "before", snapshots)
+    # absolute: the agent may be resumed from another folder (and SSH maps it, Slurm jobs start elsewhere)
+    argv = [python, *point_args(plan, variant.name, point, server.host, server.port, str(results_file.resolve()))]
+    executor.launch(JobSpec(key=key, argv=argv, kind="bench", lane="gpu", env=env, gpus=[], timeout_s=timeout_s,
+                            grace_s=5.0, identity=point_identity(plan, variant, point)))
     state = _wait(executor, key)
-    if remote:
-        executor.fetch_run_file(results_file)  # the host's copy: ours plus this point's line
+    done = _point_done(executor, results_file, variant.name, point)  # the host's copy: ours plus this line
     if state.status == "succeeded":
-        take_snapshot(snapshot_python, server.url, tag, "after", snapshots)
+        take_snapshot(_snapshot_python(executor, python), server.url, tag, "after", snapshots)
     tail = cap_text(executor.read_log(key, 4000), 2000).text
     if state.status != "succeeded":
-        return PointFailure(variant=variant.name, concurrency=point.concurrency, log=state.log_path,
-                            reason=f"bench client {state.status}: {state.reason}; log tail:\n{tail}")
-    if tag not in finished_points(results_file, variant.name):
-        return PointFailure(variant=variant.name, concurrency=point.concurrency, log=state.log_path,
-                            reason=f"bench client wrote no result line (all metrics empty?); log tail:\n{tail}")
-    return None
+        return key, PointFailure(variant=variant.name, concurrency=point.concurrency, log=state.log_path,
+                                 reason=f"bench client {state.status}: {state.reason}; log tail:\n{tail}")
+    if not done:
+        return key, PointFailure(variant=variant.name, concurrency=point.concurrency, log=state.log_path,
+                                 reason=f"bench client wrote no result line (all metrics empty?); log tail:\n{tail}")
+    return key, None
+
+
+def _snapshot_python(executor: Executor, python: str) -> str:
+    remote = hasattr(executor, "fetch_run_file")  # the client writes on the executor's host
+    cluster = hasattr(executor, "server_endpoint")  # Slurm: the client is a job on some node, same run folder
+    return sys.executable if remote or cluster else python  # the SGLang python may exist only there
+
+
+def _after_snapshot(python: str, executor: Executor, server: ServerHandle, tag: str, results_file: Path) -> None:
+    """The 'after' of a point that ended while the agent was away, when the server it ran on still runs."""
+    snapshots = snapshot_file(results_file.parent, server.variant)
+    if server.attached and tag in _pending_befores(snapshots):
+        take_snapshot(_snapshot_python(executor, python), server.url, tag, "after", snapshots)
 
 
 def run_sweep(executor: Executor, plan: MeasurePlan, python: str, results_dir: Path,
@@ -164,49 +185,66 @@ def run_sweep(executor: Executor, plan: MeasurePlan, python: str, results_dir: P
         todo = [p for p in plan.points() if p.tag(variant.name) not in finished]
         out.skipped += [p.tag(variant.name) for p in plan.points() if p.tag(variant.name) in finished]
         check_accuracy = plan.accuracy is not None and plan.accuracy.skip_reason is None
-        if not todo and not (check_accuracy and not result_file(results_dir, variant.name).exists()):
+        accuracy_todo = check_accuracy and not result_file(results_dir, variant.name).exists()
+        pending = _pending_befores(snapshot_file(results_dir, variant.name))
+        if not todo and not accuracy_todo and not (pending and _server_running(executor, variant)):
             emit("progress", {"message": f"{variant.name}: every point already measured"})
             continue
-        key = _server_key(executor, variant.name)
+        _sweep_variant(executor, plan, variant, python, results_file, todo, env, bench_env, emit, out,
+                       ready_timeout_s, point_timeout_s, check_accuracy)
+    return out
+
+
+def _server_running(executor: Executor, variant: ServeVariant) -> bool:
+    return next_attempt(executor, server_job(variant.name), server_identity(variant),
+                        retry_stopped=True).verdict == "attach"
+
+
+def _sweep_variant(executor, plan, variant, python, results_file, todo, env, bench_env, emit, out,
+                   ready_timeout_s, point_timeout_s, check_accuracy) -> None:
+    """One variant's server (new or re-attached) and its points still to measure."""
+    results_dir = results_file.parent
+    try:
+        key = _server_attempt(executor, variant)
         emit("job_launched", {"key": key, "kind": "serve", "variant": variant.name})
-        try:
-            server = launch_server(executor, variant, python, key=key, extra_env=env,
-                                   ready_timeout_s=ready_timeout_s or plan.ready_timeout_s)
-        except ToolError as err:
-            out.server_logs[variant.name] = str(executor.job_dir(key) / "log.txt")
-            for point in todo:
-                failure = PointFailure(variant=variant.name, concurrency=point.concurrency,
-                                       reason=f"server was not ready: {err}", log=out.server_logs[variant.name])
+        server = launch_server(executor, variant, python, key=key, extra_env=env,
+                               ready_timeout_s=ready_timeout_s or plan.ready_timeout_s)
+    except ToolError as err:
+        out.server_logs[variant.name] = str(executor.job_dir(server_job(variant.name)) / "log.txt")
+        for point in todo:
+            failure = PointFailure(variant=variant.name, concurrency=point.concurrency,
+                                   reason=f"server was not ready: {err}", log=out.server_logs[variant.name])
+            _record_failure(results_dir, failure)
+            out.failures.append(failure)
+        emit("error", {"message": f"{variant.name}: server failed", "key": server_job(variant.name)})
+        return
+    out.server_logs[variant.name] = server.log_path
+    emit("progress", {"message": f"{variant.name}: server ready at {server.url}", "key": key})
+    try:
+        for tag in sorted(_pending_befores(snapshot_file(results_dir, variant.name))
+                          - {p.tag(variant.name) for p in todo}):
+            _after_snapshot(python, executor, server, tag, results_file)  # measured while the agent was away
+        for number, point in enumerate(todo):
+            emit("progress", {"message": f"{variant.name}: point {number + 1} of {len(todo)}", "key": key,
+                              "done": number, "total": len(todo)})
+            emit("progress", {"message": f"{variant.name}: concurrency {point.concurrency}, "
+                                         f"{point.num_prompts} prompts", "key": point_job(variant.name, point)})
+            job, failure = run_point(executor, plan, variant, point, python, server, results_file,
+                                     bench_env, point_timeout_s, emit)
+            if failure is None:
+                out.done.append(point.tag(variant.name))
+                emit("job_finished", {"key": job, "status": "succeeded"})
+            else:
                 _record_failure(results_dir, failure)
                 out.failures.append(failure)
-            emit("error", {"message": f"{variant.name}: server failed", "key": key})
-            continue
-        out.server_logs[variant.name] = server.log_path
-        emit("progress", {"message": f"{variant.name}: server ready at {server.url}", "key": key})
-        try:
-            for number, point in enumerate(todo):
-                emit("progress", {"message": f"{variant.name}: point {number + 1} of {len(todo)}", "key": key,
-                                  "done": number, "total": len(todo)})
-                emit("progress", {"message": f"{variant.name}: concurrency {point.concurrency}, "
-                                             f"{point.num_prompts} prompts", "key": f"bench-{point.tag(variant.name)}"})
-                failure = run_point(executor, plan, variant, point, python, server, results_file,
-                                    bench_env, point_timeout_s)
-                if failure is None:
-                    out.done.append(point.tag(variant.name))
-                    emit("job_finished", {"key": f"bench-{point.tag(variant.name)}", "status": "succeeded"})
-                else:
-                    _record_failure(results_dir, failure)
-                    out.failures.append(failure)
-                    emit("job_finished", {"key": f"bench-{point.tag(variant.name)}", "status": "failed",
-                                          "reason": failure.reason.splitlines()[0]})
-            emit("progress", {"message": f"{variant.name}: {len(todo)} points measured", "key": key,
-                              "done": len(todo), "total": len(todo)})
-            if check_accuracy:
-                _check_accuracy(executor, plan, variant, python, server, results_dir, bench_env, emit)
-        finally:
-            state = stop_server(executor, server.key)
-            emit("job_finished", {"key": server.key, "status": state.status})
-    return out
+                emit("job_finished", {"key": job, "status": "failed", "reason": failure.reason.splitlines()[0]})
+        emit("progress", {"message": f"{variant.name}: {len(todo)} points measured", "key": key,
+                          "done": len(todo), "total": len(todo)})
+        if check_accuracy:
+            _check_accuracy(executor, plan, variant, python, server, results_dir, bench_env, emit)
+    finally:
+        state = stop_server(executor, server.key)
+        emit("job_finished", {"key": server.key, "status": state.status})
 
 
 def _check_accuracy(executor: Executor, plan: MeasurePlan, variant: ServeVariant, python: str,

@@ -28,6 +28,7 @@ from pydantic import BaseModel, Field
 
 from tools.base import ToolError, cap_text
 from tools.jobs import Executor, JobSpec, JobState
+from tools.measure.identity import server_identity
 from tools.scripts.models import ServeVariant
 
 READY_PATHS = ("/health", "/v1/models")
@@ -104,7 +105,7 @@ def launch_server(executor: Executor, variant: ServeVariant, python: str, port: 
     env = {k: v for k, v in variant.child_env().items() if k != "CUDA_VISIBLE_DEVICES"}
     env.update(extra_env or {})
     spec = JobSpec(key=key, argv=[python, *variant.launch_args(port)], kind="serve", lane="gpu",
-                   env=env, gpus=variant.gpus, grace_s=15.0)
+                   env=env, gpus=variant.gpus, grace_s=15.0, identity=server_identity(variant))
     state = executor.launch(spec)
     try:
         url = executor.forward(key, variant.host, port) if remote else base_url(variant.host, port)
@@ -126,7 +127,8 @@ def _launch_on_cluster(executor, variant: ServeVariant, python: str, key: str, r
     bind = variant.model_copy(update={"host": CLUSTER_BIND})
     argv = executor.serve_argv(key, [python, *bind.launch_args(CLUSTER_PORT)])
     gpus = variant.gpus if variant.gpus is not None else list(range(variant.tp))  # Slurm reads the count only
-    state = executor.launch(JobSpec(key=key, argv=argv, kind="serve", lane="gpu", env=env, gpus=gpus, grace_s=15.0))
+    state = executor.launch(JobSpec(key=key, argv=argv, kind="serve", lane="gpu", env=env, gpus=gpus, grace_s=15.0,
+                                    identity=server_identity(variant)))
     deadline = time.monotonic() + ready_timeout_s
     while (endpoint := executor.server_endpoint(key)) is None:
         polled = executor.poll(key)

@@ -1,10 +1,12 @@
-"""Run one tuning job per GPU through an executor, block until all end, retry a failed job once.
+"""Run one tuning job per GPU through an executor, block until all end, retry a failed job.
 
 An executor that offers ``launch_array`` (Slurm) gets the first attempts as one job array.
 Idempotent by construction: every launch goes through the executor's ledger, so calling this
-again after the agent died re-attaches to running jobs and finds finished ones finished; a
-failed job's retry has its own key (``<key>-retry1``) and is re-attached the same way. Retries
-skip finished units because the per-GPU driver skips units already in its save path.
+again after the agent died re-attaches to running jobs and finds finished ones finished. A GPU's
+job is its identity (GPU and units); each attempt has its own key (``tune-gpu0``, ``tune-gpu0-a2``,
+...; tools/jobs/attempts.py): a failed or lost attempt is retried once per run of the agent and
+again by ``resume``, up to the attempt limit, a stopped one only on request. Retries skip finished
+units because the per-GPU driver skips units already in its save path.
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from typing import Callable
 from pydantic import BaseModel, Field
 
 from tools.jobs import Executor, JobSpec, JobState
+from tools.jobs.attempts import next_attempt
 from tools.tuning.progress import parse_progress
 
 EventSink = Callable[[str, dict], None]  # (trace event type, data)
@@ -28,6 +31,10 @@ class FanoutJob(BaseModel):
     unit_ids: list[str]
     units_by_shape: dict[str, list[int]] = Field(description="'N,K' -> Ms this job tunes")
     env: dict[str, str] = Field(default_factory=dict)
+
+    def identity(self) -> dict:
+        """What the job is across attempts: the GPU and the units it tunes (paths are attributes)."""
+        return {"tune": "fp8-block-gemm", "gpu": self.gpu, "units": sorted(self.unit_ids)}
 
     def shape_map(self) -> dict[tuple[int, int], list[int]]:
         return {tuple(int(p) for p in key.split(",")): ms for key, ms in self.units_by_shape.items()}
@@ -53,7 +60,7 @@ class FanoutResult(BaseModel):
 
 def _spec(job: FanoutJob, key: str, timeout_s: float | None) -> JobSpec:
     return JobSpec(key=key, argv=job.argv, kind="tune", lane="gpu", cwd=job.cwd, env=job.env, gpus=[job.gpu],
-                   timeout_s=timeout_s)
+                   timeout_s=timeout_s, identity=job.identity())
 
 
 def _sleep_until_an_exit(executor: Executor, keys: list[str], poll_s: float) -> None:
@@ -70,56 +77,80 @@ def _sleep_until_an_exit(executor: Executor, keys: list[str], poll_s: float) -> 
         time.sleep(0.05)
 
 
+class _Chain:
+    """One GPU's job across its attempts in this drive."""
+
+    def __init__(self, job: FanoutJob):
+        self.job = job
+        self.key = job.key
+        self.keys: list[str] = []
+        self.launched_here = 0          # attempts started by this drive (retries are bounded per drive too)
+        self.attached: bool | None = None
+        self.done_units: set[str] = set()
+        self.result: FanoutJobResult | None = None
+
+    def finish(self, status: str, reason: str) -> None:
+        self.result = FanoutJobResult(gpu=self.job.gpu, keys=self.keys, status=status, reason=reason,
+                                      done_units=sorted(self.done_units), attached=bool(self.attached))
+
+
+def _start(executor: Executor, chain: _Chain, emit: EventSink, timeout_s: float | None, retries: int,
+           first: JobState | None = None) -> None:
+    """Launch or re-attach the chain's current attempt, or finish the chain when there is none to run."""
+    attempt = next_attempt(executor, chain.job.key, chain.job.identity())
+    chain.keys = [s.key for s in attempt.earlier] + [attempt.key]
+    if attempt.verdict == "give_up":
+        state = executor.poll(attempt.key)
+        chain.finish(state.status, f"{state.reason}; {attempt.reason}".strip("; "))
+        return
+    if attempt.verdict == "launch" and chain.launched_here > retries:
+        last = attempt.retry_of
+        chain.keys.pop()
+        chain.finish(last.status if last else "failed", (last.reason if last else "") + "; retried once in this "
+                     "run of the agent: `dsv4-agent resume RUN` tries again, finished units are kept")
+        return
+    chain.key = attempt.key
+    state = first if first is not None and first.key == attempt.key else \
+        executor.launch(_spec(chain.job, attempt.key, timeout_s))
+    chain.launched_here += not state.attached
+    chain.attached = state.attached if chain.attached is None else chain.attached
+    emit("job_launched", {"key": attempt.key, "gpu": chain.job.gpu, "attached": state.attached,
+                          "status": state.status, "units": len(chain.job.unit_ids), "kind": "tune",
+                          "attempt": attempt.number, **({"retry_of": attempt.retry_of.key} if attempt.retry_of else {})})
+    if attempt.reason:
+        emit("progress", {"message": f"GPU {chain.job.gpu}: {attempt.key} {attempt.reason}; finished units are kept",
+                          "key": attempt.key, "gpu": chain.job.gpu})
+
+
+def _first_attempts(executor: Executor, jobs: list[FanoutJob], timeout_s: float | None) -> dict[str, JobState]:
+    """Slurm (``launch_array``): every GPU's first attempt as ONE job array; others launch one by one."""
+    launch_array = getattr(executor, "launch_array", None)
+    if launch_array is None:
+        return {}
+    fresh = [j for j in jobs if (a := next_attempt(executor, j.key, j.identity())).verdict == "launch" and a.number == 1]
+    if not fresh:
+        return {}
+    return {s.key: s for s in launch_array([_spec(j, j.key, timeout_s) for j in fresh])}
+
+
 def run_fanout(executor: Executor, jobs: list[FanoutJob], emit: EventSink, poll_s: float = 1.0,
                retries: int = 1, timeout_s: float | None = None) -> FanoutResult:
     start = time.monotonic()
-    attempt = {j.key: 0 for j in jobs}
-    current: dict[str, JobState] = {}
-    done_units: dict[str, set[str]] = {j.key: set() for j in jobs}
-    attached: dict[str, bool] = {}
+    chains = [_Chain(job) for job in jobs]
+    first = _first_attempts(executor, jobs, timeout_s)
+    for chain in chains:
+        _start(executor, chain, emit, timeout_s, retries, first.get(chain.job.key))
     last_status: dict[str, str] = {}
-
-    def key_of(job: FanoutJob) -> str:
-        return job.key if attempt[job.key] == 0 else f"{job.key}-retry{attempt[job.key]}"
-
-    def launched(job: FanoutJob, key: str, state: JobState) -> None:
-        current[job.key] = state
-        attached.setdefault(job.key, state.attached)
-        emit("job_launched", {"key": key, "gpu": job.gpu, "attached": state.attached, "status": state.status,
-                              "units": len(job.unit_ids), "kind": "tune"})
-
-    def launch(job: FanoutJob) -> None:
-        key = key_of(job)
-        launched(job, key, executor.launch(_spec(job, key, timeout_s)))
-
-    launch_array = getattr(executor, "launch_array", None)  # Slurm: the first attempts as ONE job array
-    if launch_array is not None and jobs:
-        for job, state in zip(jobs, launch_array([_spec(j, j.key, timeout_s) for j in jobs])):
-            launched(job, job.key, state)
-    for job in jobs:
-        if launch_array is None:
-            launch(job)
-        # A re-run after a crash: follow an existing retry chain instead of judging attempt 0 again.
-        while current[job.key].status in ("failed", "lost", "timed_out") and attempt[job.key] < retries \
-                and (executor.job_dir(f"{job.key}-retry{attempt[job.key] + 1}") / "job.json").exists():
-            attempt[job.key] += 1
-            launch(job)
-
-    finished: dict[str, FanoutJobResult] = {}
-    while len(finished) < len(jobs):
-        for job in jobs:
-            if job.key in finished:
-                continue
-            key = key_of(job)
+    while any(c.result is None for c in chains):
+        for chain in [c for c in chains if c.result is None]:
+            job, key = chain.job, chain.key
             state = executor.poll(key)
-            current[job.key] = state
-            log = executor.read_log(key, _LOG_TAIL)
-            progress = parse_progress(log, job.shape_map())
-            new = set(progress.done_units) - done_units[job.key]
+            progress = parse_progress(executor.read_log(key, _LOG_TAIL), job.shape_map())
+            new = set(progress.done_units) - chain.done_units
             if new:
-                done_units[job.key] |= new
-                emit("progress", {"message": f"GPU {job.gpu}: {len(done_units[job.key])}/{len(job.unit_ids)} units tuned",
-                                  "key": key, "gpu": job.gpu, "done": len(done_units[job.key]),
+                chain.done_units |= new
+                emit("progress", {"message": f"GPU {job.gpu}: {len(chain.done_units)}/{len(job.unit_ids)} units tuned",
+                                  "key": key, "gpu": job.gpu, "done": len(chain.done_units),
                                   "total": len(job.unit_ids), "bar": progress.bar})
             if last_status.get(key) != state.status:
                 last_status[key] = state.status
@@ -128,16 +159,11 @@ def run_fanout(executor: Executor, jobs: list[FanoutJob], emit: EventSink, poll_
                 continue
             emit("job_finished", {"key": key, "gpu": job.gpu, "status": state.status, "reason": state.reason,
                                   "exit_code": state.exit_code})
-            if state.status != "succeeded" and state.status != "stopped" and attempt[job.key] < retries:
-                attempt[job.key] += 1
-                emit("progress", {"message": f"GPU {job.gpu}: {key} {state.status} ({state.reason}); retrying once, "
-                                             "finished units are kept", "key": key, "gpu": job.gpu})
-                launch(job)
-                continue
-            finished[job.key] = FanoutJobResult(
-                gpu=job.gpu, keys=[job.key] + [f"{job.key}-retry{i}" for i in range(1, attempt[job.key] + 1)],
-                status=state.status, reason=state.reason, done_units=sorted(done_units[job.key]),
-                attached=attached.get(job.key, False))
-        if len(finished) < len(jobs):
-            _sleep_until_an_exit(executor, [key_of(j) for j in jobs if j.key not in finished], poll_s)
-    return FanoutResult(jobs=[finished[j.key] for j in jobs], elapsed_s=time.monotonic() - start)
+            if state.status == "succeeded":
+                chain.finish("succeeded", "")
+            else:
+                _start(executor, chain, emit, timeout_s, retries)  # a retry, or the end of the chain
+        waiting = [c.key for c in chains if c.result is None]
+        if waiting:
+            _sleep_until_an_exit(executor, waiting, poll_s)
+    return FanoutResult(jobs=[c.result for c in chains], elapsed_s=time.monotonic() - start)

@@ -71,9 +71,10 @@ def run_on_gpus(args: TuneKernelsArgs, executor: Executor, run_dir: Path, rec: R
     failed = [j for j in result.jobs if j.status != "succeeded"]
     if failed:
         tails = {j.keys[-1]: executor.read_log(j.keys[-1], 1500) for j in failed}
-        return outcome("failed", "tuning_jobs_failed", "tuning jobs failed after one retry: " + "; ".join(
-            f"GPU {j.gpu} {j.status} ({j.reason})" for j in failed) + ". Nothing was installed; logs under jobs/. "
-            "Re-running the campaign resumes and keeps finished units.", prep, artifacts, log_tails=tails, **data)
+        return outcome("failed", "tuning_jobs_failed", "tuning jobs failed: " + "; ".join(
+            f"GPU {j.gpu} {j.status} after {len(j.keys)} attempt(s) ({j.reason})" for j in failed)
+            + ". Nothing was installed; logs under jobs/ (one folder per attempt). Finished units are kept.",
+            prep, artifacts, log_tails=tails, **data)
     try:
         merged = merge_outputs(tuning_dir / "out", tuning_dir / "merged", [u.id for u in units])
         if merged.missing_units:

@@ -124,10 +124,10 @@ class SlurmExecutor:
         recorded = read_json(folder / "job.json")
         if recorded is None:
             return False
-        for field in ("argv", "gpus", "cwd"):
-            if recorded.get(field) != getattr(spec, field):
-                raise ToolError(f"job key {spec.key!r} already names a different job ({field} differs); "
-                                "pick a new key or start a new run")
+        field = spec.differs_from(recorded)
+        if field is not None:
+            raise ToolError(f"job key {spec.key!r} already names a different job ({field} differs); "
+                            "pick a new key or start a new run")
         if (folder / "slurm.json").exists() or (folder / "wrapper.json").exists():
             return True
         found = self._find_submitted(recorded)  # crashed between sbatch and slurm.json?

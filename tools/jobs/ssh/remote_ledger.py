@@ -140,15 +140,26 @@ def op_get(req):
         return {"missing": True}
 
 
+def _differs(job, recorded):
+    """Same rule as JobSpec.differs_from: the identity when both have one, else argv, GPUs, cwd."""
+    if job.get("identity") is not None and recorded.get("identity") is not None:
+        same = json.dumps(job["identity"], sort_keys=True) == json.dumps(recorded["identity"], sort_keys=True)
+        return None if same else "identity"
+    for field in ("argv", "gpus", "cwd"):
+        if recorded.get(field) != job.get(field):
+            return field
+    return None
+
+
 def op_launch(req):
     job_dir = os.path.join(req["root"], req["key"])
     job = req["job"]
     recorded = _read_json(os.path.join(job_dir, "job.json"))
     if recorded is not None:
-        for field in ("argv", "gpus", "cwd"):
-            if recorded.get(field) != job.get(field):
-                return {"error": "job key %r already names a different job on this host (%s differs); "
-                                 "pick a new key or start a new run" % (req["key"], field)}
+        field = _differs(job, recorded)
+        if field is not None:
+            return {"error": "job key %r already names a different job on this host (%s differs); "
+                             "pick a new key or start a new run" % (req["key"], field)}
         deadline = recorded.get("intent_at", 0) + SPAWN_WAIT_S
         while not _started(job_dir) and time.time() < deadline:
             time.sleep(0.1)  # another launch may be starting it right now
