@@ -39,13 +39,13 @@ def end_at_once_when_done() -> None:
     _END_AT_ONCE = True
 
 
-def end_campaign(code: int) -> NoReturn:
-    """End a campaign command whose ``result.json`` is written and fsync'd.
+def end_when_written(code: int) -> NoReturn:
+    """End a command whose results are all written (a campaign's ``result.json`` is fsync'd).
 
     From the console script the process ends right here (``os._exit`` after flushing stdout and
-    stderr): nothing is left to do, while tearing the interpreter down (collecting the parse
-    cache's millions of objects, unloading modules) takes seconds. In process it raises
-    ``typer.Exit`` like any command.
+    stderr): nothing is left to do, while tearing the interpreter down (collecting a parse cache's
+    millions of objects, unloading modules) takes seconds. In process (tests) it raises
+    ``typer.Exit`` like any command. The one way for any command to skip that teardown.
     """
     if _END_AT_ONCE:
         for stream in (sys.stdout, sys.stderr):

@@ -5,7 +5,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from agent.commands.base import JsonFlag, RunRef, RunsDir, end_campaign, fail
+from agent.commands.base import JsonFlag, RunRef, RunsDir, end_when_written, fail
 from agent.commands.options import OPTIONS, flag_names, pick, with_options
 
 RUN_OPTIONS = list(OPTIONS.values())
@@ -51,7 +51,7 @@ def run(goal: Goal, config: ConfigFile = None, as_json: JsonFlag = False, **sett
     except (SettingsError, GoalError, CampaignError, RunFolderError) as err:
         fail(str(err))
     _print_result(view, as_json)
-    end_campaign(code)
+    end_when_written(code)
 
 
 RESUME_HELP = (
@@ -76,7 +76,7 @@ def resume(run: RunRef, runs_dir: RunsDir = "runs", retry_failed: RetryFailed = 
     except CampaignError as err:
         fail(str(err))
     _print_result(view, as_json)
-    end_campaign(code)
+    end_when_written(code)
 
 
 def _check_mtp_steps(settings) -> None:

@@ -5,7 +5,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from agent.commands.base import EXIT_FAILED, JsonFlag, fail
+from agent.commands.base import EXIT_FAILED, JsonFlag, end_when_written, fail
 
 Str = Optional[str]
 
@@ -46,5 +46,5 @@ def mtp(
     else:
         from agent.commands.mtp_table import print_answer
         print_answer(answer)
-    if answer.recommended is None and answer.architecture is None and not answer.candidates:
-        raise typer.Exit(EXIT_FAILED)
+    nothing = answer.recommended is None and answer.architecture is None and not answer.candidates
+    end_when_written(EXIT_FAILED if nothing else 0)  # skips collecting the parse cache at exit
