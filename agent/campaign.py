@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import sqlite3
 import sys
 import threading
@@ -20,24 +19,21 @@ from pydantic import ValidationError
 
 from agent.llm.budget import BudgetExhausted
 from agent.config import Settings
+from agent.interrupts import Interrupted, SignalWatch
 from agent.live import LiveView
 from agent.runfolder import EXIT_CODES, RunFolder, RunFolderError
 from agent.runtime import Runtime
 from agent.trace import TraceError, TraceWriter, read_trace
 from tools.base import ToolError
 from tools.jobs import attempts as attempts_lib
+from tools.stop import wait_for_side_effects
+
+INSTALL_WAIT_S = 60.0  # an install in progress when Ctrl-C came is let finish (it takes seconds)
+JOBS_WAIT_S = 15.0  # listing the jobs (over SSH, say) for the summary
 
 
 class CampaignError(Exception):
     """A campaign could not start or resume; the message says why and what to do."""
-
-
-class Interrupted(BaseException):
-    """SIGINT/SIGTERM reached the agent (BaseException so no step can swallow it)."""
-
-
-def _on_signal(signum, frame):
-    raise Interrupted(signal.Signals(signum).name)
 
 
 def _open_runtime(run: RunFolder, settings: Settings, goal: str, view: LiveView) -> Runtime:
@@ -63,35 +59,38 @@ def _drive(rt: Runtime, thread_id: str, fresh: bool) -> int:
     conn = sqlite3.connect(rt.run.checkpoint_path, check_same_thread=False)
     graph = build_graph(rt, SqliteSaver(conn))
     config = {"configurable": {"thread_id": thread_id}, "recursion_limit": recursion_limit(rt.settings)}
-    previous = {signal.SIGINT: signal.getsignal(signal.SIGINT), signal.SIGTERM: signal.getsignal(signal.SIGTERM)}
-    for sig in previous:
-        signal.signal(sig, _on_signal)
-    try:
-        resume_from_checkpoint = not fresh and bool(graph.get_state(config).next)
-        final = _invoke_responsively(graph, None if resume_from_checkpoint else {"goal": rt.goal}, config)
-        status = final.get("status", "failed")
-        return _finish(rt, status, _summary(rt, final))
-    except Interrupted as why:
-        running = [j.key for j in rt.executor.jobs() if not j.done]
-        note = f"; jobs still running: {', '.join(running)}" if running else ""
-        code = _finish(rt, "interrupted", f"interrupted by {why}{note}; `dsv4-agent resume {rt.run.path}` continues")
-        if rt.view is not None:
-            rt.view.__exit__(None, None, None)  # restore the terminal before the hard exit
-        sys.stdout.flush()
-        os._exit(code)  # lane threads may be blocked on jobs; the jobs are detached and resumable
-    except BudgetExhausted as why:
-        return _finish(rt, "budget_exhausted", str(why))
-    except Exception as err:  # anything unexpected ends the run with a recorded status
-        rt.trace.emit("error", "control", error=type(err).__name__, message=str(err),
-                      traceback=traceback.format_exc(limit=8))
-        return _finish(rt, "failed", f"{type(err).__name__}: {err}")
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-        conn.close()
+    with SignalWatch() as watch:
+        try:
+            resume_from_checkpoint = not fresh and bool(graph.get_state(config).next)
+            final = _invoke_responsively(graph, None if resume_from_checkpoint else {"goal": rt.goal}, config, watch)
+            status = final.get("status", "failed")
+            return _finish(rt, status, _summary(rt, final))
+        except Interrupted as why:
+            _stop(rt, watch, str(why))
+        except BudgetExhausted as why:
+            return _finish(rt, "budget_exhausted", str(why))
+        except Exception as err:  # anything unexpected ends the run with a recorded status
+            rt.trace.emit("error", "control", error=type(err).__name__, message=str(err),
+                          traceback=traceback.format_exc(limit=8))
+            return _finish(rt, "failed", f"{type(err).__name__}: {err}")
+        finally:
+            conn.close()
 
 
-def _invoke_responsively(graph, graph_input, config) -> dict:
+def _stop(rt: Runtime, watch: SignalWatch, why: str) -> None:
+    """Record ``interrupted`` and end the process (exit 130); a second signal skips the waiting."""
+    watch.unless_stop_now(lambda: wait_for_side_effects(INSTALL_WAIT_S), False, INSTALL_WAIT_S)
+    running = watch.unless_stop_now(lambda: [j.key for j in rt.executor.jobs() if not j.done], None, JOBS_WAIT_S)
+    note = f"; jobs still running: {', '.join(running)}" if running else (
+        "; the jobs were not listed (stopped at once): `dsv4-agent jobs RUN` lists them" if running is None else "")
+    code = _finish(rt, "interrupted", f"interrupted by {why}{note}; `dsv4-agent resume {rt.run.path}` continues")
+    if rt.view is not None:
+        rt.view.__exit__(None, None, None)  # restore the terminal before the hard exit
+    sys.stdout.flush()
+    os._exit(code)  # lane threads may be blocked on jobs; the jobs are detached and resumable
+
+
+def _invoke_responsively(graph, graph_input, config, watch: SignalWatch) -> dict:
     """Run the graph on a worker thread so that the main thread stays free to take signals.
 
     The lanes block on jobs for as long as the jobs run; a signal handler only runs when the main
@@ -107,8 +106,7 @@ def _invoke_responsively(graph, graph_input, config) -> dict:
 
     worker = threading.Thread(target=work, name="campaign-graph", daemon=True)
     worker.start()
-    while worker.is_alive():
-        worker.join(0.2)
+    watch.wait_for(worker)
     if "error" in box:
         raise box["error"]
     return box["final"]
@@ -219,4 +217,4 @@ def load_run(ref: str, runs_dir: str) -> RunFolder:
         raise CampaignError(str(err)) from None
 
 
-__all__ = ["start", "resume", "load_run", "CampaignError", "Path"]
+__all__ = ["start", "resume", "load_run", "CampaignError", "Interrupted", "Path"]

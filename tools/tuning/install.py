@@ -16,6 +16,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from tools.base import Tool, ToolError
+from tools.stop import side_effect
 from tools.tuning import host_install
 from tools.tuning.configs import read_config_file
 
@@ -55,7 +56,8 @@ def install_configs(merged: list[Path], config_dir: Path, run_dir: Path) -> Mani
     args = argparse.Namespace(run=str(run_dir), installed_by="local", config_dir=str(config_dir),
                               sglang_python=None, sglang_src=None, merged=[str(p) for p in merged])
     try:
-        host_install.install(args)
+        with side_effect(f"installing {len(merged)} tuned configs into {config_dir}"):
+            host_install.install(args)
     except host_install.Problem as err:
         raise ToolError(str(err)) from None
     return load_manifest(Path(run_dir) / MANIFEST)

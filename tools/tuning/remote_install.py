@@ -22,6 +22,7 @@ from pathlib import Path
 
 from tools.base import ToolError, cap_text
 from tools.jobs import Executor, JobSpec, JobState
+from tools.stop import side_effect
 from tools.tuning.install import MANIFEST, Manifest, UninstallResult, load_manifest
 
 HOST_SCRIPT = "tuning/install_configs.py"
@@ -82,6 +83,8 @@ def install_on_host(executor: Executor, merged: list[Path], run_dir: Path, *, sg
     argv += [str(Path(p).resolve()) for p in merged]
     spec = JobSpec(key=f"install-configs-{digest.hexdigest()[:10]}", argv=argv, kind="install", lane="gpu",
                    gpus=[], timeout_s=JOB_TIMEOUT_S, grace_s=5.0)
+    with side_effect("starting the install job on the GPU host"):
+        executor.launch(spec)
     state, log = _run(executor, spec, poll_s)
     _fetch_manifest(executor, run_dir)
     if state.status != "succeeded":

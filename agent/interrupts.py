@@ -1,0 +1,71 @@
+"""How a campaign takes SIGINT and SIGTERM: the first asks it to stop, a second means stop now.
+
+The handlers never raise. An exception raised by a handler lands between two bytecodes of
+whatever the main thread is doing, which may be a trace write (a torn event, a reused sequence
+number) or the writing of ``result.json`` itself. Instead a handler records the signal and closes
+the side-effect gate (``tools/stop.py``: nothing is installed after the first signal), and the
+main thread, which only waits for the graph's worker thread, raises ``Interrupted`` at that one
+safe point. The campaign then writes ``interrupted`` and exits 130; what it waits for on the way
+(an install in progress, the list of running jobs) it stops waiting for at the second signal.
+"""
+from __future__ import annotations
+
+import signal
+import threading
+from typing import Callable, TypeVar
+
+from tools.stop import request_stop
+
+T = TypeVar("T")
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class Interrupted(BaseException):
+    """SIGINT/SIGTERM reached the agent (BaseException so no step can swallow it)."""
+
+
+class SignalWatch:
+    """Installs the handlers for the life of a ``with`` block and remembers what arrived."""
+
+    def __init__(self) -> None:
+        self.signals: list[str] = []
+        self.arrived = threading.Event()
+        self._previous: dict[int, object] = {}
+
+    def __enter__(self) -> "SignalWatch":
+        for sig in SIGNALS:
+            self._previous[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+
+    def _handle(self, signum, frame) -> None:
+        self.signals.append(signal.Signals(signum).name)
+        request_stop()
+        self.arrived.set()
+
+    @property
+    def stop_now(self) -> bool:
+        """A second signal came: wait for nothing more."""
+        return len(self.signals) >= 2
+
+    def wait_for(self, worker: threading.Thread) -> None:
+        """Block until the worker ends; raise ``Interrupted`` as soon as a signal arrived."""
+        while worker.is_alive():
+            if self.arrived.wait(0.2):
+                break
+        if self.signals:
+            raise Interrupted(self.signals[0])
+
+    def unless_stop_now(self, work: Callable[[], T], default: T, limit_s: float) -> T:
+        """``work()``, unless it takes longer than ``limit_s`` or a second signal comes first."""
+        box: list[T] = []
+        thread = threading.Thread(target=lambda: box.append(work()), name="interrupt-wait", daemon=True)
+        thread.start()
+        waited = 0.0
+        while thread.is_alive() and waited < limit_s and not self.stop_now:
+            thread.join(0.05)
+            waited += 0.05
+        return box[0] if box else default

@@ -1,0 +1,91 @@
+"""Ctrl-C pressed twice, 20-50 ms apart, at the worst moments of a real campaign (on the doubles of
+tests/campaign_fixtures.py): the agent stops at once with ``interrupted`` and exit 130, installs
+nothing after the first signal, and leaves a trace whose sequence numbers are whole."""
+from __future__ import annotations
+
+import json
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from agent.trace import read_trace
+from tests.campaign_fixtures import campaign_args, campaign_env
+from tests.cli_helpers import agent, only_run, start_agent, wait_for
+
+
+def _trace_text(root: Path) -> str:
+    traces = list((root / "runs").glob("*/trace.jsonl")) if (root / "runs").exists() else []
+    return traces[0].read_text(errors="replace") if traces else ""
+
+
+def _config_folder(root: Path) -> Path:
+    return root / "sglang-checkout" / "python" / "sglang" / "kernels" / "ops" / "gemm" / "configs"
+
+
+def _folder_state(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+def _ctrl_c_twice(proc, gap_s: float) -> float:
+    first = time.time()
+    proc.send_signal(signal.SIGINT)
+    time.sleep(gap_s)
+    proc.send_signal(signal.SIGINT)
+    return first
+
+
+def _check_stopped(proc, run: Path) -> None:
+    output, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 130, output
+    assert "Traceback" not in output, output
+    result = json.loads((run / "result.json").read_text())
+    assert result["status"] == "interrupted", result
+    events = read_trace(run / "trace.jsonl").events
+    assert [e["seq"] for e in events] == list(range(len(events)))  # no duplicate, no gap
+    assert events[-1]["type"] == "run_finished" and events[-1]["status"] == "interrupted"
+
+
+@pytest.mark.parametrize("gap_s", [0.02, 0.035, 0.05])
+def test_ctrl_c_twice_while_tuning_stops_now_and_installs_nothing(tmp_path, sglang_wheel_root, gap_s):
+    args = campaign_args(tmp_path, sglang_wheel_root, "tune kernels")
+    before = _folder_state(_config_folder(tmp_path))
+    proc = start_agent(*args, cwd=tmp_path, env=campaign_env(tmp_path, unit_s=0.3))
+    wait_for(lambda: _trace_text(tmp_path).count('"type": "job_launched", "key": "tune-gpu') >= 2, 120,
+             "the tuning jobs to start")
+    _ctrl_c_twice(proc, gap_s)
+    run = only_run(tmp_path)
+    _check_stopped(proc, run)
+    for key in ("tune-gpu0", "tune-gpu1"):  # the detached jobs run to their end; the agent is gone
+        wait_for(lambda key=key: (run / "jobs" / key / "exit.json").exists(), 120, f"{key} to end")
+    time.sleep(1.0)
+    assert not (run / "tuning" / "manifest.json").exists()
+    assert _folder_state(_config_folder(tmp_path)) == before
+
+    out = agent("resume", "latest", cwd=tmp_path, env=campaign_env(tmp_path), timeout=240)
+    assert out.returncode == 0, out.stdout + out.stderr  # and the run is resumable as ever
+    assert json.loads((run / "result.json").read_text())["status"] == "finished"
+
+
+@pytest.mark.parametrize("gap_s", [0.02, 0.05])
+def test_ctrl_c_twice_as_the_tuning_ends_installs_nothing_after_the_first(tmp_path, sglang_wheel_root, gap_s):
+    args = campaign_args(tmp_path, sglang_wheel_root, "tune kernels")
+    folder = _config_folder(tmp_path)
+    proc = start_agent(*args, cwd=tmp_path, env=campaign_env(tmp_path, unit_s=0.1))
+    wait_for(lambda: _trace_text(tmp_path).count('"type": "job_finished", "key": "tune-gpu') >= 2, 120,
+             "the tuning jobs to end (the install comes next)")
+    first = _ctrl_c_twice(proc, gap_s)
+    run = only_run(tmp_path)
+    output, _ = proc.communicate(timeout=60)
+    assert proc.returncode in (0, 130), output  # the run may have finished before the signal
+    assert "Traceback" not in output, output
+    events = read_trace(run / "trace.jsonl").events
+    assert [e["seq"] for e in events] == list(range(len(events)))
+    manifest = run / "tuning" / "manifest.json"
+    if manifest.exists():  # installed before the first signal, never after it
+        recorded = json.loads(manifest.read_text())
+        assert recorded["created_at"] < first and recorded["state"] == "installed", recorded
+        assert all((folder / Path(e["target"]).name).stat().st_mtime < first for e in recorded["entries"])
+    else:
+        assert not [p for p in folder.iterdir() if p.stat().st_mtime >= first]
