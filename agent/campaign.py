@@ -180,8 +180,8 @@ def resume(ref: str, runs_dir: str, overrides: dict, view: LiveView | None = Non
     except RunFolderError as err:
         raise CampaignError(str(err)) from None
     try:
-        read_trace(run.trace_path)
-    except (TraceError, FileNotFoundError) as err:
+        started = run.trace_path.exists() and bool(read_trace(run.trace_path).events)
+    except TraceError as err:
         run.unlock()
         raise CampaignError(f"cannot resume {run.path.name}: {err}") from None
     recorded = run.read_json("config.json")
@@ -194,6 +194,8 @@ def resume(ref: str, runs_dir: str, overrides: dict, view: LiveView | None = Non
         first = err.errors()[0]
         raise CampaignError(f"cannot resume {run.path.name}: setting {first['loc'][0]!r}: {first['msg']}") from None
     rt = _open_runtime(run, settings, recorded["goal"], view)  # refuses a bad executor before any change
+    if not started:  # the agent died after config.json, before its first event: the run starts over
+        return _start_over(rt, recorded["goal"], view)
     attempts = sorted(run.path.glob("result.attempt-*.json"))
     if result is not None:  # a planned/failed/interrupted run: a new attempt, reusing done steps
         os.replace(run.path / "result.json", run.path / f"result.attempt-{len(attempts) + 1}.json")
@@ -203,11 +205,26 @@ def resume(ref: str, runs_dir: str, overrides: dict, view: LiveView | None = Non
         history = [*recorded.get("resumed_with", []), {"attempt": thread, "changed": changed}]
         run.write_json("config.json", {**recorded, "settings": settings.public_dump(), "resumed_with": history})
     retried = attempts_lib.retry_failed(rt.executor) if retry_failed else []
+    dropped = rt.trace.dropped
     rt.trace.emit("run_resumed", "control", run=run.path.name, thread=thread, after=(result or {}).get("status"),
-                  changed={k: settings.public_dump()[k] for k in changed}, retry_granted=retried)
+                  changed={k: settings.public_dump()[k] for k in changed}, retry_granted=retried,
+                  dropped_tail={"bytes": dropped.size, "lines": dropped.lines, "why": dropped.why} if dropped else None,
+                  seq_gaps=[g.describe() for g in rt.trace.gaps])
     rt.say(f"[control] resuming {run.path}")
+    for problem in ([f"cut off what the crash left at the end of the trace: {dropped.describe()}"] if dropped else []) \
+            + [f"the trace has a sequence gap: {g.describe()}" for g in rt.trace.gaps]:
+        rt.say(f"[control] note: {problem}")
     with view:
         return _drive(rt, thread, fresh=result is not None)
+
+
+def _start_over(rt: Runtime, goal: str, view: LiveView) -> int:
+    rt.trace.emit("run_started", "control", goal=goal, run=rt.run.path.name, argv=sys.argv[1:])
+    rt.trace.emit("progress", "control", message="the previous agent died before writing its first trace event; "
+                                                 "the run starts from the beginning")
+    rt.say(f"[control] resuming {rt.run.path}: nothing was recorded yet, so the run starts from the beginning")
+    with view:
+        return _drive(rt, "attempt-1", fresh=True)
 
 
 def load_run(ref: str, runs_dir: str) -> RunFolder:

@@ -40,11 +40,21 @@ class RunStarted(Envelope):
     argv: list[str] = Field(default_factory=list, description="Command-line words after the program")
 
 
+class DroppedTail(BaseModel):
+    bytes: int = Field(description="Bytes cut off after the last good event")
+    lines: int = Field(description="Lines they made")
+    why: str = Field(description="What the first of them was: torn, not UTF-8, not JSON, not an event")
+
+
 class RunResumed(Envelope):
     type: Literal["run_resumed"]
     run: str = Field(description="Run folder name")
     thread: str = Field(description="Graph thread of this attempt, e.g. attempt-2")
     after: str | None = Field(None, description="Exit status of the previous attempt, if it recorded one")
+    changed: dict[str, Any] = Field(default_factory=dict, description="Settings given anew on resume, new values")
+    retry_granted: list[str] = Field(default_factory=list, description="Job attempts --retry-failed let run again")
+    dropped_tail: DroppedTail | None = Field(None, description="What a crash left at the trace's end, cut off")
+    seq_gaps: list[str] = Field(default_factory=list, description="Sequence gaps found in the trace, described")
 
 
 class RunFinished(Envelope):
@@ -118,7 +128,7 @@ class Progress(Envelope):
 
 class ErrorEvent(Envelope):
     type: Literal["error"]
-    error: str = Field(description="Exception class name")
+    error: str = Field(description="Exception class name, or a short code for a problem a tool reported")
     message: str = Field(description="What went wrong")
 
 

@@ -148,3 +148,17 @@ def test_a_failed_step_ends_the_run_failed(tmp_path):
     assert out.returncode == 1, out.stdout + out.stderr
     result = json.loads((only_run(tmp_path) / "result.json").read_text())
     assert result["status"] == "failed" and result["steps"] == {"sync": "failed"}
+
+
+def test_each_step_is_one_span_with_the_step_status_vocabulary(finished_campaign):
+    from typing import get_args
+
+    from agent.steps.base import StepStatus
+
+    root, _ = finished_campaign
+    events = events_of(only_run(root))
+    steps = [e for e in events if e["type"] in ("tool_call", "tool_result") and e["lane"] != "llm"]
+    calls = Counter(e["tool"] for e in steps if e["type"] == "tool_call")
+    results = Counter(e["tool"] for e in steps if e["type"] == "tool_result")
+    assert calls == results == Counter({"tune_kernels": 1, "infer_mtp": 1, "write_scripts": 1, "benchmark": 1})
+    assert {e["status"] for e in steps if e["type"] == "tool_result"} <= set(get_args(StepStatus))

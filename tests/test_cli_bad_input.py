@@ -73,7 +73,7 @@ def test_resume_of_a_finished_run_is_refused(tmp_path: Path):
 
 
 def test_resume_with_a_corrupt_trace_is_refused_and_nothing_changes(tmp_path: Path):
-    good = '{"v": 1, "seq": %d, "type": "progress", "lane": "control", "t": 0, "mono": 0, "pid": 1}\n'
+    good = '{"v": 1, "seq": %d, "type": "progress", "lane": "control", "t": 0, "mono": 0, "pid": 1, "message": "m"}\n'
     run = _fake_run(tmp_path, None, good % 0 + "garbage\n" + good % 2)
     before = sorted(p.name for p in run.iterdir())
     out = run_cli("resume", run.name, cwd=tmp_path)

@@ -19,20 +19,20 @@ def run(ctx: StepContext, step: PlanStep) -> StepOutcome:
         model=settings.model, model_path=settings.model_path, arch=step.params.get("arch"),
         gpu=ctx.gpus[0].name if ctx.gpus else None, gpus=len(ctx.gpus) or None,
         sglang_python=settings.sglang_python, version=settings.sglang_version)
-    ctx.emit("tool_call", tool="infer_mtp", args=args.model_dump())
     try:
         answer = infer_mtp(args)
     except ToolError as err:
-        ctx.emit("tool_result", tool="infer_mtp", status="error", error=str(err))
         return StepOutcome(kind="infer_mtp", status="failed", reason="inference_failed",
                            summary=f"MTP inference failed: {err}",
                            data={"answer": None, "recommended": None})
     ctx.write_artifact("mtp.json", answer.model_dump_json(indent=2))
     ctx.write_artifact("evidence.md", evidence_markdown(answer))
     recommended = answer.recommended
-    ctx.emit("tool_result", tool="infer_mtp", status="ok", architecture=answer.architecture,
-             candidates=len(answer.candidates), constraints=len(answer.constraints),
-             recommended=recommended.flags if recommended else None)
+    # One span per step (the lane's tool_call/tool_result): what the inference read and found is a fact in it.
+    ctx.progress(f"MTP evidence for {answer.model}: {answer.architecture}, {len(answer.candidates)} candidate(s), "
+                 f"{len(answer.constraints)} constraint(s)", inputs=args.model_dump(), architecture=answer.architecture,
+                 candidates=len(answer.candidates), constraints=len(answer.constraints),
+                 recommended=recommended.flags if recommended else None)
     if recommended:
         flags = " ".join(f"{k} {v}".strip() for k, v in recommended.flags.items())
         summary = f"MTP for {answer.model} ({answer.architecture}): {flags}"

@@ -216,7 +216,8 @@ def _sweep_variant(executor, plan, variant, python, results_file, todo, env, ben
                                    reason=f"server was not ready: {err}", log=out.server_logs[variant.name])
             _record_failure(results_dir, failure)
             out.failures.append(failure)
-        emit("error", {"message": f"{variant.name}: server failed", "key": server_job(variant.name)})
+        emit("error", {"error": "server_not_ready", "message": f"{variant.name}: server failed",
+                       "key": server_job(variant.name)})
         return
     out.server_logs[variant.name] = server.log_path
     emit("progress", {"message": f"{variant.name}: server ready at {server.url}", "key": key})

@@ -183,7 +183,8 @@ def _write_scripts(args: TuneKernelsArgs, executor: Executor, run_dir: Path, rec
     artifacts += rendered.files
     findings = shellcheck([run_dir / p for p in rendered.scripts.values()])
     if findings:
-        rec.emit("error", message="shellcheck findings in generated tuning scripts", findings=findings[:4000])
+        rec.emit("error", error="shellcheck_findings", message="shellcheck findings in generated tuning scripts",
+                 findings=findings[:4000])
     data = {"plan": plan_lines, **discovery, "mode": rendered.mode, "scripts": rendered.scripts,
             "script_notes": info.notes}
     if not args.gpus:

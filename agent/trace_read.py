@@ -1,0 +1,183 @@
+"""Reading ``trace.jsonl`` as bytes, whatever a crash or a disk left in it.
+
+A trace is lines of UTF-8 JSON. An agent killed mid-write leaves a *torn* last line (cut anywhere,
+even inside a multi-byte character); a bad disk or a stray writer may leave *garbage* (bytes that
+are not UTF-8, not JSON, not an event). Lines are decoded one by one, never the file at once, so
+no byte sequence makes a reader crash. What is found:
+
+- the good events, in file order;
+- the *tail*: bad lines after the last good event (torn or garbage). Every command reports it;
+  ``resume`` cuts it off before appending and records that it did;
+- sequence *gaps*: ``seq`` must count 0, 1, 2, ...; a jump or a repeat is reported by ``status``
+  and ``resume`` (events were lost or written twice);
+- a bad line *followed by* good events is corruption in the middle: ``read_trace`` (resume) refuses
+  it, ``read_events`` (replay, timeline) keeps what comes before it.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+VERSION = "of another format: "
+TORN = "torn (the agent died while writing it)"
+
+
+class TraceError(Exception):
+    """The trace cannot be read as a campaign record (not a bad tail: real corruption)."""
+
+
+@dataclass
+class TraceTail:
+    """Bytes after the last good event that are not events."""
+
+    size: int                       # bytes, from the end of the last good line to the end of the file
+    lines: int
+    why: str                        # e.g. "a torn line (the agent died while writing it)"
+
+    def describe(self) -> str:
+        if self.lines == 1 and "torn" in self.why:
+            return f"a torn line ({self.size} bytes; {self.why})"
+        return f"{self.size} bytes that are not events ({self.why})"
+
+
+@dataclass
+class SeqGap:
+    after: int                      # seq of the event before the jump
+    found: int                      # seq that came next instead of after + 1
+
+    def describe(self) -> str:
+        if self.found <= self.after:
+            return f"seq {self.found} comes again after seq {self.after} (an event written twice)"
+        missing = self.found - self.after - 1
+        return f"after seq {self.after} comes seq {self.found} ({missing} event{'s' * (missing != 1)} missing)"
+
+
+@dataclass
+class TraceReadResult:
+    events: list[dict]
+    tail: TraceTail | None = None
+    gaps: list[SeqGap] = field(default_factory=list)
+    good_size: int = 0              # bytes up to and including the last good line
+
+    @property
+    def torn_tail(self) -> str | None:
+        """Kept for callers that only ask whether there was a bad tail."""
+        return self.tail.why if self.tail else None
+
+    @property
+    def problems(self) -> list[str]:
+        found = [f"trace ends with {self.tail.describe()}; read {len(self.events)} events before it"] \
+            if self.tail else []
+        return found + [f"trace sequence gap: {g.describe()}" for g in self.gaps]
+
+    @property
+    def warning(self) -> str | None:
+        return "; ".join(self.problems) or None
+
+    @property
+    def next_seq(self) -> int:
+        return max((e["seq"] for e in self.events), default=-1) + 1
+
+
+@dataclass
+class _Line:
+    number: int
+    end: int                        # byte offset just after this line (its newline included)
+    event: dict | None
+    problem: str | None
+
+
+def _parse(raw: bytes, terminated: bool) -> tuple[dict | None, str | None]:
+    from agent.trace_schema import EventError, validate_event, version_problem  # it imports agent.trace
+
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        return None, TORN if not terminated else f"not UTF-8 text (byte {err.start})"
+    try:
+        event = json.loads(text)
+    except json.JSONDecodeError as err:
+        return None, TORN if not terminated else f"not JSON ({err.msg})"
+    if isinstance(event, dict) and version_problem(event.get("v")) and "seq" in event and "type" in event:
+        return None, VERSION + version_problem(event.get("v"))  # an event, but of a format we do not read
+    try:
+        validate_event(event if isinstance(event, dict) else {"type": None})
+    except EventError as err:
+        return None, f"not a trace event ({err})"
+    return event, None
+
+
+def _lines(data: bytes) -> list[_Line]:
+    out: list[_Line] = []
+    start = 0
+    number = 0
+    while start < len(data):
+        stop = data.find(b"\n", start)
+        terminated = stop != -1
+        end = stop + 1 if terminated else len(data)
+        raw = data[start:stop if terminated else len(data)]
+        number += 1
+        if raw.strip():
+            event, problem = _parse(raw, terminated)
+            out.append(_Line(number, end, event, problem))
+        start = end
+    return out
+
+
+def scan(path: Path | str) -> tuple[TraceReadResult, list[_Line]]:
+    """The trace read leniently (every good event, the bad tail, the gaps) and all its parsed lines."""
+    data = Path(path).read_bytes()
+    lines = _lines(data)
+    last_good = max((i for i, line in enumerate(lines) if line.event is not None), default=-1)
+    events = [line.event for line in lines[:last_good + 1] if line.event is not None]
+    good_size = lines[last_good].end if last_good >= 0 else 0
+    bad_tail = lines[last_good + 1:]
+    tail = TraceTail(size=len(data) - good_size, lines=len(bad_tail),
+                     why=f"line {bad_tail[0].number}: {bad_tail[0].problem}") if bad_tail else None
+    gaps = [SeqGap(a["seq"], b["seq"]) for a, b in zip(events, events[1:]) if b["seq"] != a["seq"] + 1]
+    if events and events[0]["seq"] != 0:
+        gaps.insert(0, SeqGap(-1, events[0]["seq"]))
+    return TraceReadResult(events, tail, gaps, good_size), lines
+
+
+def read_trace(path: Path | str) -> TraceReadResult:
+    """Every event, refusing corruption in the middle; a bad tail and sequence gaps are reported."""
+    result, lines = scan(path)
+    newer = next((line for line in lines if (line.problem or "").startswith(VERSION)), None)
+    if newer is not None:  # never cut off, never resumed on: a record of a format this build does not read
+        raise TraceError(f"{path}: line {newer.number}: {newer.problem[len(VERSION):]}")
+    tail_from = lines[-result.tail.lines].number if result.tail else None
+    middle = next((line for line in lines if line.event is None and (tail_from is None or line.number < tail_from)),
+                  None)
+    if not result.events and result.tail is not None and not (result.tail.lines == 1 and "torn" in result.tail.why):
+        raise TraceError(f"{path} holds no trace event ({result.tail.why}): it is not a record this agent can "
+                         "continue; move it aside to start the run over")
+    if middle is not None:
+        raise TraceError(f"{path}: line {middle.number} is {middle.problem}, and good events follow it: the "
+                         "trace is corrupt in the middle; replay reads it up to there (dsv4-agent replay RUN)")
+    return result
+
+
+def _last(events: list[dict]) -> str:
+    return f"#{events[-1]['seq']} ({events[-1]['type']})" if events else "none (no good event)"
+
+
+def read_events(path: Path) -> tuple[list[dict], str | None]:
+    """Events up to the first bad line or sequence gap, and why reading stopped there (None: whole).
+
+    Unlike ``read_trace`` (which refuses a corrupt trace, since a run must not be resumed on one),
+    this keeps every event before the first problem: replay and the timeline read what is there.
+    """
+    _result, lines = scan(path)
+    events: list[dict] = []
+    for line in lines:
+        if line.event is None:
+            problem = line.problem.removeprefix(VERSION)
+            return events, f"line {line.number} is {problem}; the record ends after event {_last(events)}"
+        if line.event["seq"] != len(events):
+            return events, (f"line {line.number} has seq {line.event['seq']}, expected {len(events)} (events "
+                            f"lost or written twice); the record ends after event {_last(events)}")
+        events.append(line.event)
+    return events, None

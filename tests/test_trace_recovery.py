@@ -1,0 +1,101 @@
+"""What a crash leaves in a run folder, met by every command: a trace torn inside a UTF-8 character,
+garbage bytes at its end, a lost line, or no trace at all (killed right after config.json).
+
+Each case starts from a real campaign killed with SIGKILL (on the doubles of tests/campaign_fixtures.py);
+the bytes a crash could leave are then written into the trace as raw bytes. ``status``, ``replay``
+and ``resume`` must name the problem without crashing, ``resume`` must record what it cut off, and
+no good event may be lost.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+from pathlib import Path
+
+import pytest
+
+from agent.trace import read_trace
+from tests.campaign_fixtures import campaign_args, campaign_env
+from tests.cli_helpers import agent, only_run, start_agent, wait_for
+
+GOAL = "tune kernels"
+
+
+def _killed_run(root: Path, wheel_root: Path) -> Path:
+    proc = start_agent(*campaign_args(root, wheel_root, GOAL), cwd=root, env=campaign_env(root, unit_s=0.4))
+    wait_for(lambda: (root / "runs").exists() and list((root / "runs").glob("*/jobs/tune-gpu1/wrapper.json")), 120,
+             "the tuning jobs to run")
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=10)
+    return only_run(root)
+
+
+def _events(run: Path) -> list[dict]:
+    return read_trace(run / "trace.jsonl").events
+
+
+TORN_UTF8 = '{"v": 1, "seq": 99, "type": "progress", "message": "GPU 0: 3/4 units — é'.encode()[:-1]  # cut inside é
+GARBAGE = b"\xff\xfe\xfd\x00 not an event \x80\n"
+
+
+@pytest.mark.parametrize("tail, why", [(TORN_UTF8, "torn"), (GARBAGE, "not UTF-8")])
+def test_a_bad_tail_is_named_by_every_command_and_resume_records_cutting_it(tmp_path, sglang_wheel_root, tail, why):
+    run = _killed_run(tmp_path, sglang_wheel_root)
+    good = _events(run)
+    with open(run / "trace.jsonl", "ab") as f:
+        f.write(tail)
+    env = campaign_env(tmp_path, unit_s=0.4)
+
+    status = agent("status", "latest", cwd=tmp_path, env=env)
+    assert status.returncode == 0, status.stderr
+    assert f"trace: {len(good)} events" in status.stdout and why in status.stdout
+
+    replay = agent("replay", "latest", cwd=tmp_path, env=env)
+    assert replay.returncode == 3, replay.stdout + replay.stderr  # cut short, reproduced up to there
+    assert why in replay.stdout and "Traceback" not in replay.stderr
+
+    resumed = agent("resume", "latest", cwd=tmp_path, env=env, timeout=240)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert "cut off what the crash left at the end of the trace" in resumed.stdout
+    after = _events(run)
+    assert after[: len(good)] == good  # no event lost
+    assert [e["seq"] for e in after] == list(range(len(after)))
+    note = next(e for e in after if e["type"] == "run_resumed")
+    assert note["dropped_tail"]["bytes"] == len(tail) and why in note["dropped_tail"]["why"]
+    assert read_trace(run / "trace.jsonl").warning is None
+    assert json.loads((run / "result.json").read_text())["status"] == "finished"
+
+
+def test_a_sequence_gap_is_reported_by_status_and_resume(tmp_path, sglang_wheel_root):
+    run = _killed_run(tmp_path, sglang_wheel_root)
+    lines = (run / "trace.jsonl").read_bytes().split(b"\n")
+    lost = json.loads(lines[3])["seq"]
+    (run / "trace.jsonl").write_bytes(b"\n".join(lines[:3] + lines[4:]))  # one line lost in the middle
+    env = campaign_env(tmp_path, unit_s=0.4)
+    status = agent("status", "latest", cwd=tmp_path, env=env)
+    assert f"after seq {lost - 1} comes seq {lost + 1} (1 event missing)" in status.stdout, status.stdout
+    resumed = agent("resume", "latest", cwd=tmp_path, env=env, timeout=240)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert "sequence gap" in resumed.stdout
+    note = next(e for e in _events(run) if e["type"] == "run_resumed")
+    assert note["seq_gaps"] == [f"after seq {lost - 1} comes seq {lost + 1} (1 event missing)"]
+
+
+def test_a_run_killed_before_its_first_trace_event_is_resumed_from_the_start(tmp_path, sglang_wheel_root):
+    run = _killed_run(tmp_path, sglang_wheel_root)
+    stopped = agent("jobs", "latest", "--stop", "all", cwd=tmp_path, env=campaign_env(tmp_path))
+    assert stopped.returncode == 0, stopped.stderr
+    # What a kill in the instant after config.json (and before trace.jsonl) leaves: config.json and the lock.
+    for item in run.iterdir():
+        if item.name not in ("config.json", ".lock"):
+            shutil.rmtree(item) if item.is_dir() else item.unlink()
+    env = campaign_env(tmp_path, unit_s=0.05)
+    status = agent("status", "latest", cwd=tmp_path, env=env)
+    assert status.returncode == 0 and "(not finished)" in status.stdout, status.stdout + status.stderr
+    resumed = agent("resume", "latest", cwd=tmp_path, env=env, timeout=240)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert "starts from the beginning" in resumed.stdout
+    events = _events(run)
+    assert events[0]["type"] == "run_started" and events[-1]["type"] == "run_finished"
+    assert json.loads((run / "result.json").read_text())["status"] == "finished"
