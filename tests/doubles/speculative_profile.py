@@ -17,9 +17,11 @@ hooks choose) decodes ``DSV4_DOUBLE_ACCEPT_LENGTH`` tokens per step (default 3),
 always did.
 
 ``DSV4_DOUBLE_NOISE`` (e.g. 0.3): every request's step time is multiplied by a factor in
-``[1 - noise, 1 + noise]`` drawn from a sequence seeded by ``DSV4_DOUBLE_NOISE_SEED`` (default 0)
-and indexed by arrival order, so two servers given the same requests get the same factors: repeats
-of one point spread, two servers with the same setting still agree (a noisy host, reproducibly).
+``[1 - noise, 1 + noise]``; ``A|B`` (e.g. ``0.4|2.5``): by A or B, even odds (a host whose speed
+jumps, so the repeats of one point spread widely). The factors come from a sequence seeded by
+``DSV4_DOUBLE_NOISE_SEED`` (default 0) and indexed by arrival order, so two servers given the same
+requests get the same factors: repeats of one point spread, two servers with the same setting still
+agree (a noisy host, reproducibly).
 """
 from __future__ import annotations
 
@@ -61,7 +63,9 @@ class Profile:
             self.accept = sum(p ** i for i in range(min(steps, draft - 1) + 1))
         else:
             self.accept = 1.0
-        self.noise = float(os.environ.get("DSV4_DOUBLE_NOISE", "0"))
+        noise = os.environ.get("DSV4_DOUBLE_NOISE", "0")
+        self.two_point = [float(x) for x in noise.split("|")] if "|" in noise else None
+        self.noise = 0.0 if self.two_point else float(noise)
         self._noise = random.Random(int(os.environ.get("DSV4_DOUBLE_NOISE_SEED", "0")))
         self._lock = threading.Lock()
         self.active = 0
@@ -72,6 +76,8 @@ class Profile:
     def request_factor(self) -> float:
         """The next arrival's noise factor (1.0 without DSV4_DOUBLE_NOISE)."""
         with self._lock:
+            if self.two_point:
+                return self.two_point[0] if self._noise.random() < 0.5 else self.two_point[1]
             draw = self._noise.uniform(1 - self.noise, 1 + self.noise)
         return draw if self.noise else 1.0
 
