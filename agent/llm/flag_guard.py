@@ -2,9 +2,9 @@
 
 The model reads repository text, and repository text can say "add --foo". So no proposed flag
 is trusted because the model cites something: each one is looked up in the SGLang source's own
-server-argument definitions (the typed fields in ``srt/arg_groups/fields/*.py`` — the Spec
-catalog among them — and ``add_argument`` calls in ``srt/server_args.py`` for older trees),
-read statically with ``ast``. A flag defined there is *supported*, cited to its definition
+server-argument definitions, read statically by ``tools/source/fields.py`` (the same reader the
+Spec catalog uses: typed fields in ``srt/arg_groups/fields/*.py`` and ``add_argument`` calls in
+``srt/server_args.py`` for older trees). A flag defined there is *supported*, cited to its definition
 (``path:line``). Anything else is reported in ``flag_review.json`` and plan.md and is NOT
 passed on, unless the user gave ``--accept-unsupported-flags`` (origin ``user-accepted``).
 
@@ -12,12 +12,13 @@ A defined flag can still be wrong for the model: the evidence engine's constrain
 (``tools/constraints/extract.py``, read from SGLang's argument hooks, e.g. "DeepSeek-V4: only EAGLE or
 DSPARK, topk 1") are checked against the proposed values for the model's architecture (its
 config.json, else guessed from the model id via ``tools/mtp/arch.py``), with SGLang's algorithm
-aliases resolved first. The proposal is checked as one set, as written. A flag that breaks an
-enforced rule is rejected with the rule's citation, under the same acceptance option.
+aliases resolved first. The proposal is checked as one set, as written, by the same judge the
+evidence engine uses (``tools/mtp/pick.py``): a rule applies only where its condition holds. A
+flag that breaks an applicable rule is rejected with the rule's citation, under the same
+acceptance option.
 """
 from __future__ import annotations
 
-import ast
 import re
 from pathlib import Path
 from typing import Literal
@@ -27,10 +28,9 @@ from pydantic import BaseModel, Field
 from tools.base import ToolError
 from tools.constraints.extract import ExtractConstraintsArgs, Rule, extract_constraints
 from tools.mtp.arch import from_tree
-from tools.mtp.pick import ALGO, TOKENS, check, flag as field_flag
+from tools.mtp.pick import ALGO, Judge
+from tools.source.fields import FieldCatalog, field_flag, read_fields
 
-FIELD_FILES_GLOB = "srt/arg_groups/fields/*.py"
-ARGPARSE_FILE = "srt/server_args.py"
 _FLAG = re.compile(r"^--[a-z0-9][a-z0-9-]*$")
 # The scripts set these themselves (see tools/scripts/models.RESERVED_FLAGS).
 RESERVED = frozenset({"--model-path", "--model", "--host", "--port", "--tp", "--tp-size"})
@@ -72,56 +72,12 @@ class FlagReview(BaseModel):
         return [v for v in self.verdicts if v.verdict == "rejected"]
 
 
-def _keyword(call: ast.Call, name: str) -> ast.AST | None:
-    return next((kw.value for kw in call.keywords if kw.arg == name), None)
-
-
-def _field_flags(stmt: ast.AnnAssign) -> list[str]:
-    """CLI flags of one typed field (``name: A[T, Arg(...)] = default``); none if no_cli/private."""
-    if not isinstance(stmt.target, ast.Name) or stmt.target.id.startswith("_"):
-        return []
-    flags = ["--" + stmt.target.id.replace("_", "-")]
-    ann = stmt.annotation
-    if isinstance(ann, ast.Subscript) and isinstance(ann.slice, ast.Tuple) and len(ann.slice.elts) >= 2:
-        meta = ann.slice.elts[1]
-        if isinstance(meta, ast.Call):
-            no_cli = _keyword(meta, "no_cli")
-            if isinstance(no_cli, ast.Constant) and no_cli.value:
-                return []
-            aliases = _keyword(meta, "aliases")
-            for elt in getattr(aliases, "elts", []):
-                if isinstance(elt, ast.Constant) and isinstance(elt.value, str) and elt.value.startswith("--"):
-                    flags.append(elt.value)
-    return flags
-
-
 def server_flag_catalog(package_dir: Path | None, root: Path | None) -> tuple[dict[str, str], list[str]]:
     """flag → 'path:line' of its definition, and the files read. Empty when there is no source."""
     if package_dir is None or root is None:
         return {}, []
-    catalog: dict[str, str] = {}
-    files = sorted(package_dir.glob(FIELD_FILES_GLOB)) + [package_dir / ARGPARSE_FILE]
-    read: list[str] = []
-    for path in files:
-        if not path.is_file():
-            continue
-        try:
-            tree = ast.parse(path.read_text(errors="replace"))
-        except SyntaxError:
-            continue  # a damaged file gives no evidence; its flags stay unsupported
-        rel = path.relative_to(root).as_posix()
-        read.append(rel)
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ClassDef):
-                for stmt in node.body:
-                    if isinstance(stmt, ast.AnnAssign):
-                        for flag in _field_flags(stmt):
-                            catalog.setdefault(flag, f"{rel}:{stmt.lineno}")
-            elif isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "add_argument":
-                for arg in node.args:
-                    if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and arg.value.startswith("--"):
-                        catalog.setdefault(arg.value, f"{rel}:{node.lineno}")
-    return catalog, read
+    fields = read_fields(package_dir, root)
+    return {flag: f.origin.cite() for flag, f in fields.by_flag().items()}, fields.files
 
 
 def _verdict(p: FlagProposal, catalog: dict[str, str], accept_unsupported: bool, seen: set[str]) -> FlagVerdict:
@@ -151,22 +107,21 @@ def _verdict(p: FlagProposal, catalog: dict[str, str], accept_unsupported: bool,
                     "into scripts (pass --accept-unsupported-flags to override)")
 
 
-def _violations(flags: dict[str, str], rules: list[Rule], arch: str | None) -> dict[str, list[str]]:
-    """flag → the enforced rules its value breaks ('what (rule at path:line)'), aliases resolved first."""
-    aliases = {src: r.values[0] for r in rules if r.kind == "alias" and r.values for src in r.values[1:]}
+def _violations(flags: dict[str, str], rules: list[Rule], arch: str | None,
+                fields: FieldCatalog) -> dict[str, list[str]]:
+    """flag → the applicable rules its value breaks ('what (rule at path:line)'); SGLang's aliases are
+    resolved first (each only where its condition holds), as the server would."""
+    judge = Judge(rules, arch, fields)
     checked = dict(flags)
-    if ALGO in checked:
-        checked[ALGO] = aliases.get(checked[ALGO], checked[ALGO])
+    judge.resolve_alias(checked, {}, [], [])
     found: dict[str, list[str]] = {}
-    for problem, rule in check(checked, rules, arch):
+    for problem, rule in judge.check(checked).problems:
         if rule.kind == "allowed_algorithms":
             named = [ALGO]
-        elif rule.kind == "topk1_draft_tokens":
-            named = [TOKENS]
         elif rule.kind == "all_or_none":
             named = [field_flag(f) for f in rule.values if field_flag(f) in flags]
         else:
-            named = [field_flag(rule.field)] if rule.field else []
+            named = [field_flag(rule.field)] if rule.field else [f for f in flags if f.startswith("--speculative-")]
         for name in named:
             found.setdefault(name, []).append(f"{problem}: {rule.rule} ({rule.origin.cite()})")
     return found
@@ -201,7 +156,9 @@ def _constrained(v: FlagVerdict, problems: list[str], accept_unsupported: bool) 
 
 def review_flags(proposals: list[FlagProposal], package_dir: Path | None, root: Path | None,
                  accept_unsupported: bool, model: str = "", architecture: str | None = None) -> FlagReview:
-    catalog, read = server_flag_catalog(package_dir, root)
+    fields = read_fields(package_dir, root) if package_dir is not None and root is not None else FieldCatalog()
+    catalog = {flag: f.origin.cite() for flag, f in fields.by_flag().items()}
+    read = fields.files
     seen: set[str] = set()
     verdicts = [_verdict(p, catalog, accept_unsupported, seen) for p in proposals]
     review = FlagReview(verdicts=verdicts, catalog_size=len(catalog), catalog_from=read)
@@ -212,7 +169,7 @@ def review_flags(proposals: list[FlagProposal], package_dir: Path | None, root: 
         review.constraints = "values not checked against constraints: no SGLang source"
         return review
     rules, review.architecture, review.constraints = _constraints(package_dir, root, model, architecture)
-    problems = _violations(proposed, rules, review.architecture)
+    problems = _violations(proposed, rules, review.architecture, fields)
     review.verdicts = [_constrained(v, problems.get(v.flag, []), accept_unsupported) for v in verdicts]
     return review
 

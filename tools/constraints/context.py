@@ -1,11 +1,8 @@
-"""Which architectures and algorithms a piece of hook code applies to.
-
-Hook code is reached in three ways we can read statically: an ``if model_arch in [...]`` around
-a call (``model_hook.py`` calls ``apply_deepseek_v4_defaults`` only for DeepseekV4ForCausalLM),
-a registration decorator (``@_register_for("DeepseekV4ForCausalLM")``), and the algorithm
-dispatcher (``handle_server_args``: ``elif self.is_eagle(): _handle_eagle_family(...)``, with
-``is_eagle`` returning ``self in (SpeculativeAlgorithm.EAGLE, ...)``). Also here: which settings
-the numbers returned by an auto-parameter chooser become (``tuple_field_names``).
+"""Reading the tests hook code uses: architecture and algorithm tests, field references, the
+algorithm dispatcher of ``spec_info.py`` (``elif self.is_eagle(): _handle_eagle_family(...)``, with
+``is_eagle`` returning ``self in (SpeculativeAlgorithm.EAGLE, ...)``), and which settings the numbers
+returned by an auto-parameter chooser become (``tuple_field_names``). Call sites (which guards a
+function is called under) are in ``callsites.py``.
 """
 from __future__ import annotations
 
@@ -30,9 +27,9 @@ def arch_test(test: ast.AST) -> list[str] | None:
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
         parts = [arch_test(v) for v in test.values]
         return [a for p in parts for a in p] if all(p is not None for p in parts) else None
-    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.In, ast.Eq)):
-        if ARCH_NAME.search(ast.unparse(test.left)):
-            return strings(test.comparators[0])
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.In, ast.Eq)) \
+            and ARCH_NAME.search(ast.unparse(test.left)):
+        return strings(test.comparators[0])
     return None
 
 
@@ -54,31 +51,6 @@ def algorithm_test(test: ast.AST) -> list[str] | None:
             and isinstance(test.ops[0], (ast.In, ast.Eq)):
         return strings(test.comparators[0])
     return None
-
-
-def calls_under_arch_guards(trees: list[ast.Module]) -> dict[str, set[str]]:
-    """function name -> architectures, from calls inside ``if <arch test>:`` blocks and decorators."""
-    found: dict[str, set[str]] = {}
-    for tree in trees:
-        for node in ast.walk(tree):
-            if isinstance(node, ast.If):
-                archs = arch_test(node.test)
-                if not archs:
-                    continue
-                for stmt in node.body:
-                    for sub in ast.walk(stmt):
-                        if isinstance(sub, ast.Call):
-                            name = sub.func.id if isinstance(sub.func, ast.Name) else getattr(sub.func, "attr", "")
-                            if name:
-                                found.setdefault(name, set()).update(archs)
-            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                for decorator in node.decorator_list:
-                    if isinstance(decorator, ast.Call) and "register" in ast.unparse(decorator.func):
-                        archs = [a.value for a in decorator.args if isinstance(a, ast.Constant)
-                                 and isinstance(a.value, str)]
-                        if archs:
-                            found.setdefault(node.name, set()).update(archs)
-    return found
 
 
 def algorithm_dispatch(tree: ast.Module) -> dict[str, set[str]]:

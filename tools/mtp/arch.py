@@ -66,3 +66,75 @@ def from_tree(model: str, root: str, package_dir: str) -> tuple[str, Origin] | N
         if best is None or rank > best[0]:
             best = (rank, name, origin)
     return (best[1], best[2]) if best else None
+
+
+def _family_names(model: str) -> list[str]:
+    """``zai-org/GLM-5-FP8`` -> ["GLM-5-FP8", "GLM-5"]: the name, then shorter prefixes that still
+    carry a version number (a bare "GLM" would match every GLM)."""
+    parts = [p for p in re.split(r"[-_]", model.rstrip("/").split("/")[-1]) if p]
+    names = []
+    for end in range(len(parts), 0, -1):
+        prefix = parts[:end]
+        if end == len(parts) or any(re.search(r"\d", p) for p in prefix):
+            names.append("-".join(prefix))
+    return names
+
+
+def _name_pattern(name: str, bounded: bool = True) -> str:
+    """``GLM-5`` matches GLM-5, GLM5, GLM_5, glm 5 (bounded: not GLM-5.2 or GLM-50; ripgrep's engine
+    has no look-around, so the search runs unbounded and the hits are filtered with the bounded form)."""
+    core = r"[-_ ]?".join(re.escape(p) for p in name.split("-"))
+    return r"(?<![A-Za-z0-9.])" + core + r"(?![A-Za-z0-9]|\.\d)" if bounded else core
+
+
+def from_mentions(models: list[str], root: str, package_dir: str) -> dict[str, tuple[str, Origin]]:
+    """Architecture of each model id from lines of the tree that name the model (or its family) next
+    to one of SGLang's model classes, e.g. ``GLM-5, GLM-5.1 and GLM-5.2 share GlmMoeDsaForCausalLM``.
+
+    One search over the package for all names; the same line counts most, then a line within three
+    of it; the longest matching name wins; ties go to the class named most often. The caller says
+    that this is read from a mention, with its citation."""
+    classes = {name: origin for name, origin in model_classes(root, package_dir)}
+    if not classes or not models:
+        return {}
+    names = {m: _family_names(m) for m in models}
+    patterns = {n: re.compile(_name_pattern(n), re.I) for ns in names.values() for n in ns}
+    combined = "|".join(f"(?:{_name_pattern(n, bounded=False)})" for n in patterns)
+    hits = search(SearchArgs(pattern=f"(?i){combined}", root=package_dir, glob=["*.py"], max_hits=2000)).hits
+    class_re = re.compile(r"\b(" + "|".join(sorted(map(re.escape, classes), key=len, reverse=True)) + r")\b")
+    rel_base = Path(package_dir).relative_to(root).as_posix()
+    found: dict[str, tuple[str, Origin]] = {}
+    for model, family in names.items():
+        scores: dict[str, tuple[int, int, Origin]] = {}
+        for rank, name in enumerate(family):
+            for hit in (h for h in hits if patterns[name].search(h.text)):
+                for arch, weight, line in _classes_near(hit, class_re, package_dir):
+                    key = (len(family) - rank) * 10 + weight
+                    best = scores.get(arch)
+                    origin = Origin(path=f"{rel_base}/{hit.path}", line=line)
+                    scores[arch] = (max(key, best[0]) if best else key, (best[1] if best else 0) + 1,
+                                    origin if not best or key > best[0] else best[2])
+        if scores:
+            arch, (_, _, origin) = max(scores.items(), key=lambda kv: (kv[1][0], kv[1][1]))
+            found[model] = (arch, origin)
+    return found
+
+
+@lru_cache(maxsize=256)
+def _file_lines(path: str) -> tuple[str, ...]:
+    try:
+        return tuple(Path(path).read_text(errors="replace").splitlines())
+    except OSError:
+        return ()
+
+
+def _classes_near(hit, class_re: re.Pattern[str], package_dir: str) -> list[tuple[str, int, int]]:
+    """(class, weight, line): classes named on the hit's line (weight 2) or within three lines (1)."""
+    same = [(m.group(1), 2, hit.line) for m in class_re.finditer(hit.text)]
+    if same:
+        return same
+    lines = _file_lines(str(Path(package_dir) / hit.path))
+    near = []
+    for number in range(max(1, hit.line - 3), min(len(lines), hit.line + 3) + 1):
+        near += [(m.group(1), 1, number) for m in class_re.finditer(lines[number - 1])]
+    return near

@@ -1,27 +1,34 @@
 """Infer the speculative-decoding (MTP) flags for a model from the SGLang tree, with citations.
 
-The answer combines three kinds of evidence, all read from the resolved source: launch recipes
-(registered tests and fixtures), constraints (argument hooks), and the flag catalog (``Spec``
-fields). ``recommended`` is either a recipe for this model/architecture, closest to the target
-hardware, or — when no recipe exists but the hooks say the architecture's MTP head lives in the
-checkpoint — the hooks' own automatic parameters made explicit. It is checked against every
-enforced rule; when nothing supports a recommendation, it is null and ``unknowns`` says why.
+Evidence, all read from the resolved source: launch recipes (registered tests, fixtures, nightly
+launch settings), constraints (argument hooks, each with its condition), and SGLang's argument
+fields (which flags exist, their types and defaults). ``recommended`` is a recipe for this model
+(or, when it is MTP, for another model of the same architecture) closest to the target hardware,
+or the hooks' own automatic parameters made explicit; rewritten as SGLang would and checked
+against every rule whose condition holds. Rules whose condition cannot be decided are not applied
+and are listed in ``unknowns``; with an unknown architecture nothing is recommended.
 """
 from __future__ import annotations
 
-from typing import Literal
+from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from tools.base import Tool, ToolError
-from tools.constraints.extract import ExtractConstraintsArgs, Rule, extract_constraints
-from tools.source.origin import Origin
-from tools.mtp.arch import from_config, from_tree
-from tools.mtp.pick import (ALGO, DRAFT, STEPS, check, enforced, flag, hardware_score, repair)
-from tools.source.pysource import gc_paused
+from tools.base import Tool
+from tools.constraints.extract import ExtractConstraintsArgs, extract_constraints
+from tools.mtp.answer import (Candidate, Constraint, Dropped, MtpAnswer, Recommendation, SourceRef,
+                              Verification)
+from tools.mtp.arch import from_config, from_mentions, from_tree
+from tools.mtp.choose import Considered, best, consider, from_hooks, recommendation
+from tools.mtp.env import vet_env
+from tools.mtp.pick import Judge
 from tools.recipes import ExtractRecipesArgs, Recipe, extract_recipes
+from tools.source.fields import FieldCatalog, read_fields
+from tools.source.pysource import gc_paused
 from tools.source.resolve import ResolveSourceArgs, SourceInfo, resolve_source
-from tools.source.spec_catalog import SpecCatalogArgs, spec_catalog
+
+__all__ = ["InferMtpArgs", "MtpAnswer", "Recommendation", "Candidate", "Constraint", "SourceRef", "Verification",
+           "infer_mtp", "INFER_MTP"]
 
 
 class InferMtpArgs(BaseModel):
@@ -35,49 +42,6 @@ class InferMtpArgs(BaseModel):
     model_path: str | None = Field(None, description="Local checkpoint folder holding config.json")
     sglang_python: str = Field("python3", description="Interpreter that has SGLang installed")
     version: str = Field("0.5.23", description="PyPI version used when the source must be downloaded")
-
-
-class SourceRef(BaseModel):
-    kind: Literal["checkout", "package", "wheel"]
-    root: str
-    version: str | None
-    commit: str | None
-
-
-class Candidate(BaseModel):
-    flags: dict[str, str]
-    other_flags: dict[str, str]
-    env: dict[str, str]
-    model: str
-    hardware: str | None
-    origin: Origin
-
-
-class Constraint(BaseModel):
-    rule: str
-    origin: Origin
-
-
-class Recommendation(BaseModel):
-    flags: dict[str, str]
-    env: dict[str, str]
-    rationale: list[str]
-    origin: Origin
-    flag_origins: dict[str, Origin] = Field(description="Where each recommended flag's value comes from")
-
-
-class MtpAnswer(BaseModel):
-    model: str
-    architecture: str | None
-    source: SourceRef
-    candidates: list[Candidate]
-    constraints: list[Constraint]
-    recommended: Recommendation | None
-    unknowns: list[str]
-
-
-def _canonical(flags: dict[str, str], aliases: dict[str, str]) -> dict[str, str]:
-    return {aliases.get(k, k): v for k, v in flags.items()}
 
 
 def _matches_model(recipe: Recipe, model: str) -> bool:
@@ -101,99 +65,52 @@ def _architecture(args: InferMtpArgs, info: SourceInfo, notes: list[str]) -> str
         notes.append(f"architecture {guessed[0]} matched from the model name to {guessed[1].cite()} "
                      "(no config.json given; pass --arch to override)")
         return guessed[0]
+    mentioned = from_mentions([args.model], info.root, info.package_dir).get(args.model)
+    if mentioned:
+        notes.append(f"architecture {mentioned[0]} read from the tree naming {args.model.split('/')[-1]}'s family "
+                     f"next to it at {mentioned[1].cite()} (no config.json given; pass --arch to override)")
+        return mentioned[0]
     return None
 
 
-def _checked(flags: dict[str, str], rules: list[Rule], arch: str | None) -> list[str]:
-    """Name the enforced rules that bear on the recommended flags (all of them hold)."""
-    bearing = [r for r in enforced(rules, arch, flags.get(ALGO))
-               if r.kind in ("allowed_algorithms", "topk1_draft_tokens", "all_or_none", "draft_path_fallback")
-               or (r.kind == "requires" and r.literal and r.field and flag(r.field) in flags)]
-    return [f"holds: {r.rule} ({r.origin.cite()})" for r in bearing]
+def _same_architecture(recipes: list[Recipe], arch: str, info: SourceInfo) -> list[Recipe]:
+    models = sorted({r.model for r in recipes if r.model})
+    archs = {m: g[0] for m in models if (g := from_tree(m, info.root, info.package_dir))}
+    archs.update({m: g[0] for m, g in from_mentions([m for m in models if m not in archs], info.root,
+                                                    info.package_dir).items()})
+    return [r for r in recipes if r.model and archs.get(r.model) == arch]
 
 
-def _from_recipe(recipe: Recipe, aliases: dict[str, str]) -> tuple[dict[str, str], dict[str, Origin]]:
-    flags = {k: v for k, v in _canonical(recipe.flags, aliases).items() if k.startswith("--speculative-")}
-    origins = {aliases.get(k, k): o for k, o in recipe.flag_origins.items()}
-    return flags, {k: origins.get(k, recipe.origin) for k in flags}
+def _with_env(rec: Recommendation, seen: Considered, exact: bool, info: SourceInfo) -> None:
+    recipe = seen.recipe
+    if not exact:
+        rec.dropped += [Dropped(kind="env", name=k, value=v, origin=recipe.env_origins.get(k), reason=(
+            f"set for {recipe.model} by {recipe.name}; another checkpoint's settings are not carried over"))
+            for k, v in recipe.env.items()]
+        return
+    kept, evidence, dropped = vet_env(recipe.env, recipe.env_origins, Path(info.package_dir), Path(info.root),
+                                      recipe.name)
+    rec.env, rec.env_evidence, rec.dropped = kept, evidence, rec.dropped + dropped
+    rec.env_origins = {k: recipe.env_origins.get(k, recipe.launch) for k in kept}
 
 
-def _transferable(flags: dict[str, str], recipe: Recipe, rules: list[Rule], arch: str | None,
-                  algo_alias: dict[str, str]) -> bool:
-    """A recipe of another model with the same architecture carries over only when it is MTP:
-    an algorithm whose draft the hooks take from the target checkpoint, and no draft path of its own
-    (copying another model's separate draft, or its DSPARK head, would be the classic mistake)."""
-    algorithm = algo_alias.get(flags.get(ALGO, ""), flags.get(ALGO))
-    fallback = [r for r in rules if r.kind == "draft_path_fallback" and r.condition is None and r.applies(arch, algorithm)
-                and r.architectures]
-    return bool(fallback) and flags.get(DRAFT) in (None, recipe.model)
+def _candidate(seen: Considered) -> Candidate:
+    r = seen.recipe
+    return Candidate(name=r.name, flags=dict(seen.flags), model=r.model or "", env=r.env, hardware=r.hardware,
+                     other_flags={k: v for k, v in r.flags.items() if not k.startswith("--speculative-")},
+                     origin=r.origin, rejected=[f"{p} ({rule.origin.cite()})" for p, rule in seen.verdict.problems]
+                     + ([] if seen.transferable else ["not MTP (its draft is not taken from the target checkpoint): "
+                                                      "not carried over to another model"]))
 
 
-def _pick_recipe(pool: list[Recipe], args: InferMtpArgs, arch: str | None, rules: list[Rule],
-                 aliases: dict[str, str], algo_alias: dict[str, str], exact: bool) -> Recommendation | None:
-    scored = []
-    for recipe in pool:
-        flags, origins = _from_recipe(recipe, aliases)
-        if not exact and not _transferable(flags, recipe, rules, arch, algo_alias):
-            continue
-        rationale = [f"recipe {recipe.name} ({recipe.origin.cite()}) for {recipe.model}"
-                     + ("" if exact else f", same architecture {arch}")
-                     + f", hardware {recipe.hardware or 'unspecified'}"]
-        if flags.get(ALGO) in algo_alias:
-            alias_rule = next(r for r in rules if r.kind == "alias" and flags[ALGO] in r.values[1:])
-            rationale.append(f"{ALGO} {flags[ALGO]} written as {algo_alias[flags[ALGO]]}: {alias_rule.rule} "
-                             f"({alias_rule.origin.cite()})")
-            flags[ALGO], origins[ALGO] = algo_alias[flags[ALGO]], alias_rule.origin
-        repair(flags, origins, rules, arch, rationale)
-        if check(flags, rules, arch):
-            continue  # this recipe breaks a rule for this architecture: not a candidate for recommending
-        rationale += _checked(flags, rules, arch)
-        steps = int(flags[STEPS]) if flags.get(STEPS, "").isdigit() else 99
-        score = hardware_score(recipe.hardware, recipe.tp, args.gpu, args.gpus)
-        scored.append((score, steps, recipe, flags, origins, rationale))
-    if not scored:
-        return None
-    best = max(s[0] for s in scored)
-    top = sorted([s for s in scored if s[0] == best], key=lambda s: s[1])
-    score, steps, recipe, flags, origins, rationale = top[0]
-    distinct = sorted({s[1] for s in top if s[1] != 99})
-    if len(distinct) > 1:
-        rationale.append(f"evidence disagrees on {STEPS} ({', '.join(map(str, distinct))}); "
-                         f"chose the most conservative, {steps}")
-    return Recommendation(flags=flags, env=recipe.env, rationale=rationale, origin=recipe.origin,
-                          flag_origins=origins)
-
-
-def _from_hooks(arch: str | None, rules: list[Rule]) -> Recommendation | None:
-    """No recipe: the architecture's NextN/MTP head is in the checkpoint and the hooks choose params."""
-    fallback = [r for r in rules if r.kind == "draft_path_fallback" and r.condition is None and r.applies(arch, None)
-                and r.architectures]
-    if not fallback:
-        return None
-    allowed = next((r.values for r in enforced(rules, arch, None) if r.kind == "allowed_algorithms"), None)
-    family = fallback[0].algorithms or []
-    options = [a for a in (allowed or family) if a in family] if family else (allowed or [])
-    if not options:
-        return None
-    algorithm = options[0]
-    auto = next((r for r in enforced(rules, arch, algorithm) if r.kind == "auto_default"), None)
-    if auto is None:
-        return None
-    flags: dict[str, str] = {ALGO: algorithm}
-    origins: dict[str, Origin] = {ALGO: (next((r.origin for r in enforced(rules, arch, None)
-                                              if r.kind == "allowed_algorithms"), fallback[0].origin))}
-    for pair in auto.values:
-        field, _, value = pair.partition("=")
-        flags[flag(field)], origins[flag(field)] = value, auto.origin
-    rationale = [f"no launch recipe for this model or architecture in the tree; {arch} keeps its MTP draft in the "
-                 f"checkpoint ({fallback[0].origin.cite()}), so {algorithm} needs no {DRAFT}",
-                 f"steps/topk/draft tokens are SGLang's automatic choice for {arch}: {', '.join(auto.values)} "
-                 f"({auto.origin.cite()})"]
-    repair(flags, origins, rules, arch, rationale)
-    if check(flags, rules, arch):
-        return None
-    rationale += _checked(flags, rules, arch)
-    return Recommendation(flags=flags, env={}, rationale=rationale, origin=auto.origin, flag_origins=origins)
+def _fields(info: SourceInfo, unknowns: list[str]) -> FieldCatalog:
+    fields = read_fields(Path(info.package_dir), Path(info.root))
+    if fields.damaged:
+        unknowns.append(f"{', '.join(fields.damaged)} do not parse: flags defined there count as undefined")
+    if not fields.fields:
+        unknowns.append("no SGLang argument fields could be read (srt/arg_groups/fields, srt/server_args.py): "
+                        "no flag can be checked, so none is recommended")
+    return fields
 
 
 def infer_mtp(args: InferMtpArgs) -> MtpAnswer:
@@ -205,45 +122,45 @@ def _infer_mtp(args: InferMtpArgs) -> MtpAnswer:
     info = resolve_source(ResolveSourceArgs(path=args.sglang, sglang_python=args.sglang_python, version=args.version))
     notes: list[str] = []
     unknowns: list[str] = [f"source lacks {', '.join(info.lacks)}: recipes there were not read"] if info.lacks else []
-    arch = _architecture(args, info, notes)
-    if arch is None:
-        unknowns.append(f"architecture of {args.model} unknown: pass --arch or --model-path with a config.json")
-    try:
-        catalog = spec_catalog(SpecCatalogArgs(package_dir=info.package_dir, root=info.root))
-        aliases = {a: f.flag for f in catalog.flags for a in f.aliases}
-    except ToolError as err:
-        aliases = {}
-        unknowns.append(str(err))
+    fields = _fields(info, unknowns)
     constraint_result = extract_constraints(ExtractConstraintsArgs(root=info.root, package_dir=info.package_dir))
     rules = constraint_result.rules
     unknowns += constraint_result.warnings
-    algo_alias = {s: r.values[0] for r in rules if r.kind == "alias" for s in r.values[1:]}
     recipes = extract_recipes(ExtractRecipesArgs(root=info.root, package_dir=info.package_dir,
                                                  speculative_only=True, max_recipes=5000))
     unknowns += recipes.warnings
+    arch = _architecture(args, info, notes)
     exact = [r for r in recipes.recipes if _matches_model(r, args.model)]
-    same_arch = [r for r in recipes.recipes if r not in exact and r.model and arch
-                 and (g := from_tree(r.model, info.root, info.package_dir)) and g[0] == arch] if not exact else []
-    pool = exact or same_arch
-    candidates = []
-    for r in pool:
-        flags, _ = _from_recipe(r, aliases)
-        candidates.append(Candidate(flags=flags, other_flags={k: v for k, v in _canonical(r.flags, aliases).items()
-                                                              if k not in flags}, env=r.env, model=r.model or "",
-                                    hardware=r.hardware, origin=r.origin))
+    pool = exact or (_same_architecture(recipes.recipes, arch, info) if arch else [])
+    judge = Judge(rules, arch, fields)
+    considered = [consider(r, judge, fields, bool(exact), arch) for r in pool]
     applicable = [r for r in rules if r.applies(arch, None)] if arch else [r for r in rules if r.architectures is None]
     constraints = [Constraint(rule=r.rule, origin=r.origin) for r in applicable if r.kind != "default"]
-    recommended = _pick_recipe(pool, args, arch, rules, aliases, algo_alias, bool(exact)) if pool else None
-    if recommended is None and arch:
-        recommended = _from_hooks(arch, rules)
+    recommended, findings = None, []
+    if arch is None:
+        scoped = [r for r in rules if r.needs_architecture()]
+        unknowns.append(f"architecture of {args.model} unknown: {len(scoped)} rules in SGLang's hooks depend on it, "
+                        "so nothing is recommended; pass --arch or --model-path with a config.json")
+    elif fields.fields:
+        chosen = best(considered, args.gpu, args.gpus)
+        if chosen is not None:
+            recommended, findings = recommendation(chosen), chosen.undecided + chosen.verdict.undecided
+            _with_env(recommended, chosen, bool(exact), info)
+        else:
+            recommended, findings = from_hooks(arch, judge)
+    unknowns += list(dict.fromkeys(f.note() for f in findings))
     if recommended is not None:
         recommended.rationale = notes + recommended.rationale
-    else:
-        unknowns.append(f"no evidence for a speculative configuration of {args.model}"
-                        + (f" ({arch})" if arch else "") + ": no recipe in the tree and no MTP fallback in the hooks")
+    elif arch is not None:
+        rejected = [c for c in considered if c.verdict.problems]
+        unknowns.append(f"no evidence for a speculative configuration of {args.model} ({arch}): "
+                        + (f"every recipe found breaks a rule ({len(rejected)} rejected, see candidates)"
+                           if rejected and len(rejected) == len(considered) else
+                           "no usable recipe in the tree and no MTP fallback in the hooks"))
     return MtpAnswer(model=args.model, architecture=arch,
                      source=SourceRef(kind=info.kind, root=info.root, version=info.version, commit=info.commit),
-                     candidates=candidates, constraints=constraints, recommended=recommended, unknowns=unknowns)
+                     candidates=[_candidate(c) for c in considered], constraints=constraints,
+                     recommended=recommended, unknowns=unknowns)
 
 
 INFER_MTP = Tool(name="infer_mtp", args=InferMtpArgs, run=infer_mtp)

@@ -1,80 +1,184 @@
-"""Choosing and checking a speculative configuration against the rules read from the tree.
+"""Checking a speculative configuration against the rules read from the tree, condition by condition.
 
-``check`` lists every violation of an enforced rule (unconditional, applicable to the
-architecture and algorithm, with literal values); a recommendation with a violation is never
-returned. ``repair`` applies the rewrites SGLang itself would apply (topk-1 draft tokens, the
-draft-path fallback) so that the flags we write say what the server will actually run.
+A ``Judge`` holds the rules, the architecture and SGLang's field definitions. For one set of flags
+it decides, per rule in scope, whether the rule's condition holds (``tools/constraints/condition``):
+a rule that holds is applied — rewrites SGLang itself performs (aliases, the automatic
+steps/topk/draft tokens, the topk-1 draft-token rewrite, the draft-path fallback) are made in the
+flags with their citation, checks that fail reject the configuration; a rule whose condition (or
+whose verdict) cannot be decided is not applied and is reported as a ``Finding``.
 """
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field as dc_field
 
-from tools.constraints.extract import Rule
+from tools.constraints.condition import Facts, decide, typed_value
+from tools.constraints.rules import Rule
+from tools.source.fields import FieldCatalog, field_flag, flag_field
 from tools.source.origin import Origin
 
 ALGO, STEPS, TOPK, TOKENS, DRAFT = ("--speculative-algorithm", "--speculative-num-steps",
                                     "--speculative-eagle-topk", "--speculative-num-draft-tokens",
                                     "--speculative-draft-model-path")
+TRIO = (STEPS, TOPK, TOKENS)
+CHECKS = ("allowed_algorithms", "requires", "forbids", "all_or_none")
 
 
-def flag(field: str) -> str:
-    return "--" + field.replace("_", "-")
+def condition(rule: Rule, facts: Facts) -> bool | None:
+    """Whether the rule's own tests hold. A gate (its function's callers' guard) only ever excludes:
+    known false, the rule is out; unknown, the function is taken as reached, the normal path."""
+    if rule.gate and decide([rule.gate], facts) is False:
+        return False
+    return decide(rule.tests, facts, rule.bindings)
 
 
-def enforced(rules: list[Rule], arch: str | None, algorithm: str | None) -> list[Rule]:
-    return [r for r in rules if r.condition is None and r.applies(arch, algorithm)]
+@dataclass
+class Finding:
+    """A rule that bears on the flags but was not applied: its condition or its verdict is undecidable."""
+
+    rule: Rule
+    why: str
+
+    def note(self) -> str:
+        return f"not applied: {self.rule.rule} ({self.rule.origin.cite()}): {self.why}"
 
 
-def _literal(rule: Rule) -> list[str] | None:
-    """The allowed values of a rule written with constants; None for expressions we cannot check."""
-    clean = [v for v in rule.values if v != "None"]
-    return clean if rule.literal and clean else None
+@dataclass
+class Verdict:
+    """What the rules say about one configuration after SGLang's rewrites were applied to it."""
+
+    problems: list[tuple[str, Rule]] = dc_field(default_factory=list)
+    undecided: list[Finding] = dc_field(default_factory=list)
+    holds: list[Rule] = dc_field(default_factory=list)   # checks that bear on the flags and pass
 
 
-def check(flags: dict[str, str], rules: list[Rule], arch: str | None) -> list[tuple[str, Rule]]:
-    algorithm = flags.get(ALGO)
-    problems: list[tuple[str, Rule]] = []
-    for rule in enforced(rules, arch, algorithm):
-        if rule.kind == "allowed_algorithms" and algorithm is not None:
-            allowed = _literal(rule)
-            if allowed and algorithm not in allowed:
-                problems.append((f"{ALGO} {algorithm} is not allowed (only {', '.join(allowed)})", rule))
-        elif rule.kind == "requires" and rule.field and flag(rule.field) in flags:
-            allowed = _literal(rule)
-            if allowed and flags[flag(rule.field)] not in allowed:
-                problems.append((f"{flag(rule.field)} {flags[flag(rule.field)]} must be {' or '.join(allowed)}", rule))
-        elif rule.kind == "topk1_draft_tokens" and flags.get(TOPK) == "1" and flags.get(STEPS, "").isdigit():
-            if flags.get(TOKENS) != str(int(flags[STEPS]) + 1):
-                problems.append((f"{TOKENS} must be {STEPS} + 1 when topk is 1", rule))
-        elif rule.kind == "all_or_none":
-            present = [flag(f) in flags for f in rule.values]
-            if any(present) and not all(present):
-                problems.append((f"{', '.join(flag(f) for f in rule.values)} must be given together", rule))
-    return problems
+class Judge:
+    def __init__(self, rules: list[Rule], architecture: str | None, fields: FieldCatalog | None = None):
+        self.rules, self.architecture = rules, architecture
+        self.fields = fields.by_name() if fields is not None else {}
+        self.flags_to_fields = {f: d.name for f, d in fields.by_flag().items()} if fields is not None else {}
+
+    def facts(self, flags: dict[str, str]) -> Facts:
+        given = {}
+        for flag, value in flags.items():
+            name = self.flags_to_fields.get(flag, flag_field(flag))
+            given[name] = typed_value(value, self.fields.get(name))
+        return Facts(architecture=self.architecture, given=given, fields=self.fields)
+
+    def in_scope(self, flags: dict[str, str], kinds: tuple[str, ...]) -> list[Rule]:
+        return [r for r in self.rules if r.kind in kinds and r.applies(self.architecture, flags.get(ALGO))]
+
+    def condition(self, rule: Rule, flags: dict[str, str]) -> bool | None:
+        return condition(rule, self.facts(flags))
+
+    def applying(self, flags: dict[str, str], kinds: tuple[str, ...], undecided: list[Finding]) -> list[Rule]:
+        """Rules of these kinds whose condition holds; undecidable ones go to ``undecided``."""
+        return self.applying_among(self.in_scope(flags, kinds), flags, undecided)
+
+    def applying_among(self, rules: list[Rule], flags: dict[str, str], undecided: list[Finding]) -> list[Rule]:
+        found = []
+        for rule in rules:
+            holds = self.condition(rule, flags)
+            if holds:
+                found.append(rule)
+            elif holds is None:
+                undecided.append(Finding(rule, f"its condition `{rule.condition}` cannot be decided statically"))
+        return found
+
+    # ---- rewrites SGLang applies ---------------------------------------------------------------
+    def resolve_alias(self, flags: dict[str, str], origins: dict[str, Origin], rationale: list[str],
+                      undecided: list[Finding]) -> None:
+        """The first alias (in source order) whose condition holds rewrites the algorithm; an alias whose
+        condition cannot be decided is skipped and reported (the algorithm stays as written)."""
+        algorithm = flags.get(ALGO)
+        for rule in self.in_scope(flags, ("alias",)):
+            if algorithm not in rule.values[1:]:
+                continue
+            holds = self.condition(rule, flags)
+            if holds is None:
+                undecided.append(Finding(rule, f"its condition `{rule.condition}` cannot be decided statically; "
+                                         f"{algorithm} kept as written"))
+            elif holds:
+                target = rule.values[0]
+                if target != algorithm:
+                    rationale.append(f"{ALGO} {algorithm} written as {target}: {rule.rule} ({rule.origin.cite()})")
+                    flags[ALGO], origins[ALGO] = target, rule.origin
+                return
+
+    def fill_automatic(self, flags: dict[str, str], origins: dict[str, Origin], rationale: list[str],
+                       undecided: list[Finding]) -> None:
+        """Steps/topk/draft tokens all unset: SGLang's automatic choice for this architecture, made explicit."""
+        if any(f in flags for f in TRIO) or ALGO not in flags:
+            return
+        autos = [r for r in self.in_scope(flags, ("auto_default",))
+                 if r.values and all(v.partition("=")[0].startswith("speculative_") for v in r.values)]
+        auto = next(iter(self.applying_among(autos, flags, undecided)), None)
+        if auto is None:
+            return
+        for pair in auto.values:
+            name, _, value = pair.partition("=")
+            flags[field_flag(name)], origins[field_flag(name)] = value, auto.origin
+        rationale.append(f"steps/topk/draft tokens are SGLang's automatic choice: {', '.join(auto.values)} "
+                         f"({auto.origin.cite()})")
+
+    def repair(self, flags: dict[str, str], origins: dict[str, Origin], rationale: list[str],
+               undecided: list[Finding]) -> None:
+        """The topk-1 draft-token rewrite and the draft-path fallback, as SGLang applies them."""
+        for rule in self.applying(flags, ("topk1_draft_tokens", "draft_path_fallback"), undecided):
+            if rule.kind == "topk1_draft_tokens" and flags.get(TOPK) == "1" and flags.get(STEPS, "").isdigit():
+                wanted = str(int(flags[STEPS]) + 1)
+                if flags.get(TOKENS) != wanted:
+                    rationale.append(f"{TOKENS} set to {wanted} (= steps + 1): {rule.rule} ({rule.origin.cite()})")
+                    flags[TOKENS], origins[TOKENS] = wanted, rule.origin
+            elif rule.kind == "draft_path_fallback" and DRAFT in flags:
+                rationale.append(f"{DRAFT} dropped: {rule.rule} ({rule.origin.cite()})")
+                del flags[DRAFT]
+                origins.pop(DRAFT, None)
+
+    # ---- checks ---------------------------------------------------------------------------------
+    def check(self, flags: dict[str, str]) -> Verdict:
+        verdict = Verdict()
+        facts = self.facts(flags)
+        for rule in self.in_scope(flags, CHECKS):
+            holds = condition(rule, facts)
+            if holds is False:
+                continue
+            problem = self._problem(rule, flags, facts)
+            if problem is None:
+                verdict.undecided.append(Finding(rule, "whether it rejects these flags cannot be decided statically"))
+            elif problem and holds:
+                verdict.problems.append((problem, rule))
+            elif problem:
+                verdict.undecided.append(Finding(rule, f"it would reject these flags ({problem}), but its condition "
+                                                       f"`{rule.condition}` cannot be decided statically"))
+            elif holds and _bears(rule, flags):
+                verdict.holds.append(rule)
+        return verdict
+
+    def _problem(self, rule: Rule, flags: dict[str, str], facts: Facts) -> str | None:
+        """'' when the rule passes, a description when it rejects, None when that cannot be told."""
+        if rule.kind == "all_or_none":
+            present = [field_flag(f) in flags for f in rule.values]
+            return f"{', '.join(field_flag(f) for f in rule.values)} must be given together" \
+                if any(present) and not all(present) else ""
+        if rule.kind in ("allowed_algorithms", "requires") and (rule.field is None or field_flag(rule.field) not in flags):
+            return ""  # about a setting these flags do not make
+        if rule.trigger is None:
+            return ""
+        rejects = decide([rule.trigger], facts, rule.bindings)
+        if not rejects:
+            return None if rejects is None else ""
+        if rule.kind == "allowed_algorithms":
+            return f"{ALGO} {flags[ALGO]} is not allowed (only {', '.join(v for v in rule.values if v != 'None')})"
+        if rule.kind == "requires" and rule.field:
+            return f"{field_flag(rule.field)} {flags[field_flag(rule.field)]} must be {' or '.join(rule.values)}"
+        return f"rejected: {rule.rule}"
 
 
-def repair(flags: dict[str, str], origins: dict[str, Origin], rules: list[Rule], arch: str | None,
-           rationale: list[str]) -> None:
-    """Apply SGLang's own rewrites in place, recording each with its citation."""
-    algorithm = flags.get(ALGO)
-    for rule in enforced(rules, arch, algorithm):
-        if rule.kind == "requires" and rule.field and flag(rule.field) in flags:
-            allowed = _literal(rule)
-            if allowed and len(allowed) == 1 and flags[flag(rule.field)] != allowed[0] and rule.field != "speculative_algorithm":
-                rationale.append(f"{flag(rule.field)} set to {allowed[0]}: {rule.rule} ({rule.origin.cite()})")
-                flags[flag(rule.field)] = allowed[0]
-                origins[flag(rule.field)] = rule.origin
-    for rule in enforced(rules, arch, algorithm):
-        if rule.kind == "topk1_draft_tokens" and flags.get(TOPK) == "1" and (flags.get(STEPS) or "").isdigit():
-            wanted = str(int(flags[STEPS]) + 1)
-            if flags.get(TOKENS) != wanted:
-                rationale.append(f"{TOKENS} set to {wanted} (= steps + 1): {rule.rule} ({rule.origin.cite()})")
-                flags[TOKENS] = wanted
-                origins[TOKENS] = rule.origin
-        elif rule.kind == "draft_path_fallback" and DRAFT in flags:
-            rationale.append(f"{DRAFT} dropped: {rule.rule} ({rule.origin.cite()})")
-            del flags[DRAFT]
-            origins.pop(DRAFT, None)
+def _bears(rule: Rule, flags: dict[str, str]) -> bool:
+    if rule.kind == "all_or_none":
+        return any(field_flag(f) in flags for f in rule.values)
+    return rule.field is not None and field_flag(rule.field) in flags
 
 
 def hardware_score(hardware: str | None, tp: int | None, gpu: str | None, gpus: int | None) -> int:

@@ -10,13 +10,17 @@ their bodies do not leak out.
 from __future__ import annotations
 
 import ast
+import contextlib
 import copy
 from typing import Any, Callable
 
 from tools.recipes.modules import LAUNCHER, ClassInfo, ParsedModule
-from tools.recipes.values import (
-    BoundMethod, Evaluator, Frame, Function, Unresolved, _Environ, _Return, locate,
+from tools.recipes.objects import (
+    BoundMethod, Function, Instance, Unresolved, _Environ, _Return, dataclass_fields, is_dataclass, locate,
 )
+from tools.recipes.values import Evaluator, Frame
+
+MAX_UNROLL = 32  # a loop over a longer literal list is scanned once, not unrolled
 
 OnLaunch = Callable[[ast.Call, Frame], None]
 
@@ -65,6 +69,9 @@ def eval_call(ev: Evaluator, node: ast.Call, frame: Frame) -> Any:
             except (TypeError, ValueError, AttributeError, KeyError, IndexError):
                 return Unresolved(ast.unparse(node))
     target = ev.eval(func, frame)
+    if isinstance(target, ClassInfo) and is_dataclass(target):
+        kwargs = {k.arg: ev.eval(k.value, frame) for k in node.keywords if k.arg}
+        return Instance(target, {**dict(zip(dataclass_fields(target), args, strict=False)), **kwargs})
     if isinstance(target, (BoundMethod, Function)):
         kwargs = {k.arg: ev.eval(k.value, frame) for k in node.keywords if k.arg}
         return run_function(ev, target, args, kwargs)
@@ -84,9 +91,9 @@ def run_function(ev: Evaluator, target: BoundMethod | Function, args: list[Any],
         frame, node = Frame(target.module), target.node
         params = [a.arg for a in node.args.args]
     defaults = node.args.defaults
-    for name, default in zip(params[len(params) - len(defaults):], defaults):
+    for name, default in zip(params[len(params) - len(defaults):], defaults, strict=True):
         frame.names[name] = ev.eval(default, frame)
-    for name, value in zip(params, args):
+    for name, value in zip(params, args, strict=False):
         frame.names[name] = value
     for name, value in (kwargs or {}).items():
         frame.names[name] = value
@@ -133,20 +140,42 @@ def interpret(ev: Evaluator, body: list[ast.stmt], frame: Frame, on_launch: OnLa
                     _scan_only(ev, branch, frame, on_launch)
             else:
                 interpret(ev, stmt.body if truth else stmt.orelse, frame, on_launch)
-        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+        elif isinstance(stmt, (ast.With, ast.AsyncWith, ast.Try)):
             interpret(ev, stmt.body, frame, on_launch)
-        elif isinstance(stmt, ast.Try):
-            interpret(ev, stmt.body, frame, on_launch)
-        elif isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)):
+        elif isinstance(stmt, (ast.For, ast.AsyncFor)):
+            _loop(ev, stmt, frame, on_launch)
+        elif isinstance(stmt, ast.While):
             _scan_only(ev, stmt.body, frame, on_launch)
+
+
+def _loop(ev: Evaluator, stmt: ast.For | ast.AsyncFor, frame: Frame, on_launch: OnLaunch | None) -> None:
+    """A loop over a list we can resolve runs once per item, in the enclosing frame (as Python runs it);
+    any other loop is scanned once with its names unchanged."""
+    items = ev.eval(stmt.iter, frame)
+    if not isinstance(items, list) or len(items) > MAX_UNROLL or any(isinstance(i, Unresolved) for i in items):
+        _scan_only(ev, stmt.body, frame, on_launch)
+        return
+    for item in items:
+        if not _bind(stmt.target, item, frame):
+            _scan_only(ev, stmt.body, frame, on_launch)
+            return
+        interpret(ev, stmt.body, frame, on_launch)
+
+
+def _bind(target: ast.expr, value: Any, frame: Frame) -> bool:
+    if isinstance(target, ast.Name):
+        frame.names[target.id] = value
+        return True
+    if isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, (list, tuple)) \
+            and len(value) == len(target.elts):
+        return all(_bind(t, v, frame) for t, v in zip(target.elts, value, strict=True))
+    return False
 
 
 def _scan_only(ev: Evaluator, body: list[ast.stmt], frame: Frame, on_launch: OnLaunch | None) -> None:
     scratch = Frame(frame.module, frame.cls, frame.owner, dict(frame.names))
-    try:
+    with contextlib.suppress(_Return):  # a return inside an unresolved branch says nothing about the enclosing body
         interpret(ev, body, scratch, on_launch)
-    except _Return:
-        pass  # a return inside an unresolved branch says nothing about the enclosing body
 
 
 def _assign(ev: Evaluator, target: ast.expr, value: Any, frame: Frame) -> None:
@@ -206,6 +235,9 @@ _METHODS: dict[str, Callable[[Any, list], Any]] = {
     "format": lambda r, a: r.format(*a) if isinstance(r, str) else Unresolved("format"),
     "get": lambda r, a: r.get(a[0], a[1] if len(a) > 1 else None) if isinstance(r, dict) else Unresolved("get"),
     "upper": lambda r, a: r.upper(), "lower": lambda r, a: r.lower(),
+    "items": lambda r, a: [list(kv) for kv in r.items()] if isinstance(r, dict) else Unresolved("items"),
+    "keys": lambda r, a: list(r) if isinstance(r, dict) else Unresolved("keys"),
+    "values": lambda r, a: list(r.values()) if isinstance(r, dict) else Unresolved("values"),
 }
 
 _COMPOUND = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try,

@@ -8,6 +8,7 @@ yield recipes too.
 from __future__ import annotations
 
 import ast
+import contextlib
 from typing import Any
 
 from tools.source.origin import Origin
@@ -15,8 +16,14 @@ from tools.recipes.calls import interpret, launches_in
 from tools.recipes.hardware import hardware_hint
 from tools.recipes.model import Recipe
 from tools.recipes.modules import ClassInfo, ParsedModule
-from tools.recipes.values import Evaluator, Frame, Unresolved, _Return, origin_of
+from tools.recipes.objects import Unresolved, _Return, origin_of
+from tools.recipes.values import Evaluator, Frame
 
+# keyword names launchers and launch settings use for the same things
+MODEL_KEYS = ("model", "model_path")
+ARGS_KEYS = ("other_args", "extra_args")
+ENV_KEYS = ("env", "env_vars")
+SETUP = ("setUpClass", "setUp")
 PARALLEL = {"tp": ("--tp", "--tp-size", "--tensor-parallel-size"),
             "dp": ("--dp", "--dp-size", "--data-parallel-size"),
             "ep": ("--ep", "--ep-size", "--expert-parallel-size")}
@@ -85,26 +92,38 @@ class RecipeBuilder:
             else:
                 kwargs[keyword.arg] = value
         positional = [self.ev.eval(a, frame) for a in call.args if not isinstance(a, ast.Starred)]
-        model = kwargs.get("model", positional[0] if positional else None)
+        model = next((kwargs[k] for k in MODEL_KEYS if k in kwargs), positional[0] if positional else None)
         launch = Origin(path=frame.module.rel, line=call.lineno)
-        raw_args = kwargs.get("other_args", [])
+        raw_args = next((kwargs[k] for k in ARGS_KEYS if k in kwargs), [])
         unresolved: list[str] = []
         if isinstance(raw_args, Unresolved):
             unresolved.append(raw_args.text)
             raw_args = []
         flags, origins, missing = parse_flags(raw_args if isinstance(raw_args, list) else [], launch)
         unresolved += missing
-        env_value = kwargs.get("env")
-        env: dict[str, str] = {}
-        if isinstance(env_value, dict):
-            env = {str(k): str(v) for k, v in env_value.items() if not isinstance(k, Unresolved)}
-        elif isinstance(env_value, Unresolved):
-            unresolved.append(env_value.text)
+        env, env_origins = self._env(next((kwargs[k] for k in ENV_KEYS if k in kwargs), None), launch, unresolved)
         if isinstance(model, Unresolved):
             unresolved.append(model.text)
-        return Recipe(name=name, model=str(model) if isinstance(model, str) and model else None,
-                      flags=flags, flag_origins=origins, env=env, hardware=hardware, origin=origin,
-                      launch=launch, unresolved=unresolved, **_parallel(flags))
+        parallel = _parallel(flags)
+        tp_size = kwargs.get("tp_size")
+        if parallel["tp"] is None and isinstance(tp_size, int) and not isinstance(tp_size, bool):
+            parallel["tp"] = tp_size  # ModelLaunchSettings adds --tp tp_size itself
+        variant = kwargs.get("variant")
+        variant = str(variant) if isinstance(variant, str) else None
+        return Recipe(name=f"{name}[{variant}]" if variant else name,
+                      model=str(model) if isinstance(model, str) and model else None,
+                      flags=flags, flag_origins=origins, env=env, env_origins=env_origins, hardware=hardware,
+                      origin=origin, launch=launch, unresolved=unresolved, variant=variant, **parallel)
+
+    @staticmethod
+    def _env(value: Any, launch: Origin, unresolved: list[str]) -> tuple[dict[str, str], dict[str, Origin]]:
+        if isinstance(value, Unresolved):
+            unresolved.append(value.text)
+        if not isinstance(value, dict):
+            return {}, {}
+        env = {str(k): str(v) for k, v in value.items() if not isinstance(k, Unresolved)}
+        origins = {str(k): origin_of(v) or launch for k, v in value.items() if not isinstance(k, Unresolved)}
+        return env, origins
 
     def from_module(self, module: ParsedModule) -> list[Recipe]:
         hardware = hardware_hint(module, self.ev)
@@ -115,6 +134,13 @@ class RecipeBuilder:
             if launches_in(function, module):
                 recipes += self._run(function, Frame(module), f"{module.rel}::{function.name}",
                                      Origin(path=module.rel, line=function.lineno), hardware)
+        top = [s for s in module.tree.body if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+               and launches_in(s, module)]
+        if top:  # launch settings listed at module level (MODELS = [ModelLaunchSettings(...), ...])
+            module_body = ast.Module(body=top, type_ignores=[])
+            ast.copy_location(module_body, top[0])
+            recipes += self._run(module_body, Frame(module), f"{module.rel}::<module>",  # type: ignore[arg-type]
+                                 Origin(path=module.rel, line=top[0].lineno), hardware)
         return recipes
 
     def from_class(self, info: ClassInfo, module: ParsedModule, hardware: str | None) -> list[Recipe]:
@@ -127,11 +153,26 @@ class RecipeBuilder:
                 seen.add(method_name)
                 if not launches_in(method, owner.module):
                     continue
-                frame = Frame(owner.module, cls=info, owner=owner)
+                frame = Frame(owner.module, cls=info, owner=owner, names=self._class_setup(info, method_name))
                 label = f"{module.rel}::{info.name}" + (f".{method_name}" if recipes else "")
                 recipes += self._run(method, frame, label,
                                      Origin(path=module.rel, line=info.node.lineno), hardware)
         return recipes
+
+    def _class_setup(self, info: ClassInfo, method_name: str) -> dict[str, Any]:
+        """``cls.x = ...`` made by setUpClass/setUp, which a test method's launches read (``self.models``)."""
+        names: dict[str, Any] = {}
+        if method_name in SETUP:
+            return names
+        for setup in SETUP:
+            owner = next((c for c in self.ev.mro(info) if setup in c.methods), None)
+            if owner is None:
+                continue
+            frame = Frame(owner.module, cls=info, owner=owner, names=dict(names))
+            with contextlib.suppress(_Return):
+                interpret(self.ev, owner.methods[setup].body, frame, None)
+            names.update({k: v for k, v in frame.names.items() if k.startswith(("cls.", "self."))})
+        return names
 
     def _run(self, function: ast.FunctionDef, frame: Frame, name: str, origin: Origin,
              hardware: str | None) -> list[Recipe]:
@@ -139,10 +180,11 @@ class RecipeBuilder:
 
         def on_launch(call: ast.Call, at: Frame) -> None:
             label = name if not found else f"{name}#{len(found) + 1}"
-            found.append(self.recipe(call, at, label, origin, hardware))
+            recipe = self.recipe(call, at, label, origin, hardware)
+            if recipe.variant:  # a named variant is its own name: path::Class[TP8+MTP]
+                recipe.name = f"{name}[{recipe.variant}]"
+            found.append(recipe)
 
-        try:
+        with contextlib.suppress(_Return):  # the body returned after (or without) launching: what was found stands
             interpret(self.ev, function.body, frame, on_launch)
-        except _Return:
-            pass  # the body returned after (or without) launching: what was found stands
         return found

@@ -7,11 +7,14 @@ from tools.source.origin import Origin
 
 
 class Recipe(BaseModel):
-    name: str = Field(description="path::Class (or path::function), #n when one body launches several servers")
+    name: str = Field(description="path::Class (or path::function); [variant] for launch settings with a "
+                                   "variant, #n when one body launches several servers")
     model: str | None = Field(description="Model id passed to the launcher; None when unresolved")
     flags: dict[str, str] = Field(description="Server flags as written; a switch is ''")
     flag_origins: dict[str, Origin] = Field(default_factory=dict, description="Where each flag's value was written")
     env: dict[str, str] = Field(default_factory=dict, description="Environment additions passed to the launcher")
+    env_origins: dict[str, Origin] = Field(default_factory=dict, description="Where each env value was written")
+    variant: str | None = Field(None, description="The launch settings' variant name, e.g. TP8+MTP")
     hardware: str | None = Field(None, description="CI suite / runner / folder hint, e.g. stage-c-test-4-gpu-h100")
     tp: int | None = None
     dp: int | None = None

@@ -14,8 +14,9 @@ from pathlib import Path
 
 from tools.source.pysource import LineIndex, parse_file
 
-# a server-launch call is one whose name says so (launch_server, popen_launch_server, ...)
-LAUNCHER = re.compile(r"launch\w*server|server\w*launch", re.I)
+# a server-launch call is one whose name says so (launch_server, popen_launch_server, ...), or the
+# settings object nightly tests hand to their runners (ModelLaunchSettings(model, extra_args=...))
+LAUNCHER = re.compile(r"launch\w*server|server\w*launch|launch\w*settings", re.I)
 
 
 @dataclass

@@ -11,49 +11,13 @@ import ast
 from dataclasses import dataclass, field
 from typing import Any
 
-from tools.source.origin import Origin
 from tools.recipes.modules import ClassInfo, ModuleIndex, ParsedModule
+from tools.recipes.objects import (
+    ENVIRON, BoundMethod, Function, Instance, ModuleRef, Unresolved, locate, origin_of,
+)
+from tools.source.origin import Origin
 
 MAX_DEPTH = 40  # name chains and calls nested deeper than this are left unresolved
-
-
-@dataclass(frozen=True)
-class Unresolved:
-    text: str
-
-    def __str__(self) -> str:
-        return f"<unresolved: {self.text}>"
-
-
-class SrcStr(str):
-    origin: Origin | None = None
-
-
-class SrcInt(int):
-    origin: Origin | None = None
-
-
-def locate(value: Any, origin: Origin) -> Any:
-    """Attach an origin to a str/int that has none yet (bools stay plain)."""
-    if isinstance(value, (SrcStr, SrcInt)) or isinstance(value, bool):
-        return value
-    if isinstance(value, str):
-        wrapped: Any = SrcStr(value)
-    elif isinstance(value, int):
-        wrapped = SrcInt(value)
-    else:
-        return value
-    wrapped.origin = origin
-    return wrapped
-
-
-def origin_of(value: Any) -> Origin | None:
-    return getattr(value, "origin", None)
-
-
-class _Return(Exception):
-    def __init__(self, value: Any):
-        self.value = value
 
 
 @dataclass
@@ -167,6 +131,8 @@ class Evaluator:
                 bound = frame.cls if (frame.cls is not None and isinstance(node.value, ast.Name)
                                       and node.value.id in ("cls", "self")) else base
                 return self.class_attr(bound, node.attr, frame if bound is frame.cls else Frame(base.module))
+            if isinstance(base, Instance):
+                return base.attribute(self, node.attr)
             if isinstance(base, ParsedModule):
                 return self.module_name(node.attr, base)
             if isinstance(base, ModuleRef):
@@ -188,7 +154,7 @@ class Evaluator:
             return items
         if isinstance(node, ast.Dict):
             result: dict[Any, Any] = {}
-            for key, val in zip(node.keys, node.values):
+            for key, val in zip(node.keys, node.values, strict=True):
                 if key is None:  # {**other}
                     merged = self.eval(val, frame)
                     if isinstance(merged, dict):
@@ -250,37 +216,12 @@ class Evaluator:
             except (KeyError, TypeError):
                 return None
         value = self.eval(node, frame)
-        if isinstance(value, Unresolved) or isinstance(value, (ClassInfo, ParsedModule)):
+        if isinstance(value, (Unresolved, ClassInfo, ParsedModule)):
             return None
         return bool(value)
 
 
 _MISSING = object()
-
-
-@dataclass(frozen=True)
-class ModuleRef:
-    name: str  # a plain ``import x`` that is not in the tree (os, json, ...)
-
-
-@dataclass
-class Function:
-    module: ParsedModule
-    node: ast.FunctionDef
-
-
-@dataclass
-class BoundMethod:
-    owner: ClassInfo
-    node: ast.FunctionDef
-    bound: ClassInfo
-
-
-class _Environ(dict):
-    """``os.environ``: the launcher's inherited environment; only additions are recipe data."""
-
-
-ENVIRON = _Environ()
 
 
 def _scalar(value: Any) -> bool:
@@ -303,7 +244,7 @@ def _binop(node: ast.BinOp, left: Any, right: Any) -> Any:
             return left + right
     if isinstance(node.op, (ast.Sub, ast.Mult, ast.FloorDiv)) and all(
             isinstance(v, (int, float)) and not isinstance(v, bool) for v in (left, right)):
-        return {ast.Sub: left - right, ast.Mult: left * right}.get(type(node.op), None) \
+        return {ast.Sub: left - right, ast.Mult: left * right}.get(type(node.op)) \
             if not isinstance(node.op, ast.FloorDiv) else (left // right if right else Unresolved(ast.unparse(node)))
     if isinstance(node.op, ast.BitOr) and isinstance(left, dict) and isinstance(right, dict):
         return {**left, **right}

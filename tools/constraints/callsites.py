@@ -1,0 +1,132 @@
+"""Where the hooks call each function, and under which tests: one pass over the hook files.
+
+From the call sites follow a function's scope and gate:
+
+- architectures: calls inside ``if model_arch in [...]`` (``model_hook.py`` calls
+  ``apply_deepseek_v4_defaults`` only for DeepseekV4ForCausalLM), and registration decorators
+  (``@_register_for("DeepseekV4ForCausalLM")``);
+- algorithms: calls inside ``if speculative_algorithm == "X"`` (older hooks dispatch there), and
+  helpers called only from functions that have an algorithm scope (the auto-parameter chooser
+  runs only inside the EAGLE-family handler);
+- gate: when every call site sits under other tests (``validate_layernorm_sp`` is reached only past
+  ``if not cfg.enable_layernorm_sp: return``), the ``or`` of those sites' tests. A guard that raises
+  is not a gate: past it the function runs whenever the server has not already refused the settings.
+A function passed to a runner (``run_hook(apply_x, server_args)``) counts as called there.
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field as dc_field
+
+from tools.constraints.context import algorithm_test, arch_test, field_of
+
+Test = tuple[ast.expr, bool]  # (test, negated)
+
+
+@dataclass
+class Site:
+    callee: str
+    caller: str
+    tests: tuple[Test, ...]
+
+
+@dataclass
+class CallSites:
+    sites: list[Site] = dc_field(default_factory=list)
+    registered: dict[str, set[str]] = dc_field(default_factory=dict)  # function -> archs of its decorators
+
+    @classmethod
+    def build(cls, trees: list[ast.Module]) -> "CallSites":
+        index = cls()
+        for tree in trees:
+            index._visit(tree.body, "", ())
+        defined = {n.name for t in trees for n in ast.walk(t) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        index.sites = [s for s in index.sites if s.callee in defined]
+        return index
+
+    def _record(self, node: ast.AST, caller: str, tests: tuple[Test, ...]) -> None:
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Call):
+                name = sub.func.id if isinstance(sub.func, ast.Name) else getattr(sub.func, "attr", "")
+                for callee in [name, *(a.id for a in sub.args if isinstance(a, ast.Name))]:
+                    if callee and callee != caller:
+                        self.sites.append(Site(callee, caller, tests))
+
+    def _visit(self, body: list[ast.stmt], caller: str, tests: tuple[Test, ...]) -> None:
+        for stmt in body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for decorator in stmt.decorator_list:
+                    if isinstance(decorator, ast.Call) and "register" in ast.unparse(decorator.func):
+                        archs = {a.value for a in decorator.args if isinstance(a, ast.Constant) and isinstance(a.value, str)}
+                        self.registered.setdefault(stmt.name, set()).update(archs)
+                self._visit(stmt.body, stmt.name, ())
+            elif isinstance(stmt, ast.ClassDef):
+                self._visit(stmt.body, caller, ())
+            elif isinstance(stmt, ast.If):
+                self._record(stmt.test, caller, tests)
+                self._visit(stmt.body, caller, (*tests, (stmt.test, False)))
+                self._visit(stmt.orelse, caller, (*tests, (stmt.test, True)))
+                if not stmt.orelse and stmt.body and isinstance(stmt.body[-1], ast.Return):
+                    tests = (*tests, (stmt.test, True))  # past an early return: only when the test failed
+            elif isinstance(stmt, (ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try)):
+                for header in (getattr(stmt, "iter", None), getattr(stmt, "test", None)):
+                    if header is not None:
+                        self._record(header, caller, tests)
+                for item in getattr(stmt, "items", []):
+                    self._record(item.context_expr, caller, tests)
+                for part in ("body", "orelse", "finalbody"):
+                    self._visit(getattr(stmt, part, []) or [], caller, tests)
+                for handler in getattr(stmt, "handlers", []):
+                    self._visit(handler.body, caller, tests)
+            else:
+                self._record(stmt, caller, tests)
+
+    def architectures(self) -> dict[str, set[str]]:
+        """function -> architectures, from calls under architecture tests and registration decorators."""
+        found = {k: set(v) for k, v in self.registered.items() if v}
+        for site in self.sites:
+            for test, negated in site.tests:
+                archs = None if negated else arch_test(test)
+                if archs:
+                    found.setdefault(site.callee, set()).update(archs)
+        return found
+
+    def algorithms(self, known: dict[str, set[str]]) -> dict[str, set[str]]:
+        """function -> algorithms: ``known`` (the dispatcher's) plus calls under algorithm tests, then
+        helpers called only from functions that have a scope."""
+        found = {k: set(v) for k, v in known.items()}
+        for site in self.sites:
+            for test, negated in site.tests:
+                algos = None if negated else algorithm_test(test)
+                if algos:
+                    found.setdefault(site.callee, set()).update(algos)
+        callers: dict[str, set[str]] = {}
+        for site in self.sites:
+            if site.caller:
+                callers.setdefault(site.callee, set()).add(site.caller)
+        for _ in range(4):  # call chains in the hooks are short; a few passes reach the fixed point
+            more = {name: set().union(*(found[c] for c in who)) for name, who in callers.items()
+                    if name not in found and all(c in found for c in who)}
+            if not more:
+                break
+            found.update(more)
+        return found
+
+    def gates(self) -> dict[str, str]:
+        """function -> the ``or`` of its call sites' other tests, when every site has one."""
+        by_callee: dict[str, list[list[str]]] = {}
+        for site in self.sites:
+            texts = [t for t in (_gate_text(test, negated) for test, negated in site.tests) if t]
+            by_callee.setdefault(site.callee, []).append(texts)
+        return {name: " or ".join(f"({' and '.join(t)})" if len(t) > 1 else t[0] for t in calls)
+                for name, calls in by_callee.items() if all(calls)}
+
+
+def _gate_text(test: ast.expr, negated: bool) -> str | None:
+    if arch_test(test) is not None or algorithm_test(test) is not None:
+        return None
+    if isinstance(test, ast.Compare) and isinstance(test.ops[0], ast.IsNot) and \
+            field_of(test.left) == "speculative_algorithm":
+        return None  # 'speculation is on' restricts nothing
+    text = ast.unparse(test)
+    return f"not ({text})" if negated else text

@@ -1,0 +1,129 @@
+"""Choosing the recommendation: a recipe, rewritten as SGLang would and checked, or the hooks' own choice.
+
+Every recipe of the pool is *considered*: its ``--speculative-*`` flags (aliases spelled as their
+field's flag; flags no SGLang field defines dropped), SGLang's rewrites applied, every applicable
+rule checked. A recipe that some applicable rule rejects is never recommended. Among the rest the
+closest to the target hardware wins, then the fewest steps (the most conservative).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field as dc_field
+
+from tools.mtp.answer import Dropped, Recommendation
+from tools.mtp.pick import ALGO, DRAFT, STEPS, Finding, Judge, Verdict, hardware_score
+from tools.recipes import Recipe
+from tools.source.fields import FieldCatalog
+from tools.source.origin import Origin
+
+
+@dataclass
+class Considered:
+    recipe: Recipe
+    flags: dict[str, str]
+    origins: dict[str, Origin]
+    rationale: list[str] = dc_field(default_factory=list)
+    verdict: Verdict = dc_field(default_factory=Verdict)
+    undecided: list[Finding] = dc_field(default_factory=list)
+    dropped: list[Dropped] = dc_field(default_factory=list)
+    transferable: bool = True
+
+    @property
+    def steps(self) -> int:
+        return int(self.flags[STEPS]) if self.flags.get(STEPS, "").isdigit() else 99
+
+
+def speculative_flags(recipe: Recipe, fields: FieldCatalog) -> tuple[dict[str, str], dict[str, Origin], list[Dropped]]:
+    """The recipe's --speculative-* flags under their field's own flag; ones no field defines are dropped."""
+    by_flag = fields.by_flag()
+    flags: dict[str, str] = {}
+    origins: dict[str, Origin] = {}
+    dropped: list[Dropped] = []
+    for flag, value in recipe.flags.items():
+        if not flag.startswith("--speculative-"):
+            continue
+        definition = by_flag.get(flag)
+        origin = recipe.flag_origins.get(flag, recipe.origin)
+        if definition is None:
+            dropped.append(Dropped(kind="flag", name=flag, value=value, origin=origin, reason=(
+                f"no SGLang argument field defines it (checked {len(by_flag)} flags of "
+                f"{', '.join(fields.files) or 'no readable field file'})")))
+            continue
+        primary = definition.flags[0] if definition.flags else flag
+        flags[primary], origins[primary] = value, origin
+    return flags, origins, dropped
+
+
+def consider(recipe: Recipe, judge: Judge, fields: FieldCatalog, exact: bool, arch: str | None) -> Considered:
+    flags, origins, dropped = speculative_flags(recipe, fields)
+    seen = Considered(recipe, flags, origins, dropped=dropped)
+    seen.rationale.append(f"recipe {recipe.name} ({recipe.origin.cite()}) for {recipe.model}"
+                          + ("" if exact else f", same architecture {arch}")
+                          + f", hardware {recipe.hardware or 'unspecified'}")
+    seen.rationale += [f"dropped {d.name} {d.value} ({d.origin.cite() if d.origin else '?'}): {d.reason}"
+                       for d in dropped]
+    judge.resolve_alias(flags, origins, seen.rationale, seen.undecided)
+    if not exact:
+        seen.transferable = _transferable(flags, recipe, judge, seen.undecided)
+    judge.fill_automatic(flags, origins, seen.rationale, seen.undecided)
+    judge.repair(flags, origins, seen.rationale, seen.undecided)
+    seen.verdict = judge.check(flags)
+    return seen
+
+
+def _transferable(flags: dict[str, str], recipe: Recipe, judge: Judge, undecided: list[Finding]) -> bool:
+    """A recipe of another model with the same architecture carries over only when it is MTP: an
+    algorithm whose draft the hooks take from the target checkpoint, and no draft path of its own
+    (copying another model's separate draft, or its DSPARK head, would be the classic mistake)."""
+    fallback = [r for r in judge.applying(flags, ("draft_path_fallback",), undecided) if r.architectures]
+    return bool(fallback) and flags.get(DRAFT) in (None, recipe.model)
+
+
+def best(considered: list[Considered], gpu: str | None, gpus: int | None) -> Considered | None:
+    usable = [c for c in considered if c.transferable and not c.verdict.problems and c.flags.get(ALGO)]
+    if not usable:
+        return None
+    scores = {id(c): hardware_score(c.recipe.hardware, c.recipe.tp, gpu, gpus) for c in usable}
+    top_score = max(scores.values())
+    top = sorted((c for c in usable if scores[id(c)] == top_score), key=lambda c: c.steps)
+    chosen = top[0]
+    distinct = sorted({c.steps for c in top if c.steps != 99})
+    if len(distinct) > 1:
+        chosen.rationale.append(f"evidence disagrees on {STEPS} ({', '.join(map(str, distinct))}); "
+                                f"chose the most conservative, {chosen.steps}")
+    return chosen
+
+
+def recommendation(seen: Considered) -> Recommendation:
+    checked = [f"holds: {r.rule} ({r.origin.cite()})" for r in seen.verdict.holds]
+    return Recommendation(flags=dict(seen.flags), env={}, rationale=seen.rationale + checked,
+                          origin=seen.recipe.origin, flag_origins=dict(seen.origins), dropped=list(seen.dropped))
+
+
+def from_hooks(arch: str, judge: Judge) -> tuple[Recommendation | None, list[Finding]]:
+    """No usable recipe: the architecture's MTP head is in the checkpoint and the hooks choose params."""
+    undecided: list[Finding] = []
+    lookup: list[Finding] = []  # rules for algorithms we do not choose: not findings about the answer
+    fallback = [r for r in judge.applying({}, ("draft_path_fallback",), lookup) if r.architectures]
+    if not fallback:
+        return None, undecided
+    allowed = next((r.values for r in judge.applying({}, ("allowed_algorithms", "requires"), lookup)
+                    if r.literal and r.field == "speculative_algorithm"), None)
+    family = fallback[0].algorithms or []
+    options = [a for a in (allowed or family) if a in family and a != "None"] if family else (allowed or [])
+    if not options:
+        return None, undecided
+    flags: dict[str, str] = {ALGO: options[0]}
+    origins: dict[str, Origin] = {ALGO: fallback[0].origin}
+    rationale = [f"no usable launch recipe for this model or architecture in the tree; {arch} keeps its MTP draft "
+                 f"in the checkpoint ({fallback[0].origin.cite()}), so {options[0]} needs no {DRAFT}"]
+    judge.fill_automatic(flags, origins, rationale, undecided)
+    if STEPS not in flags:
+        return None, undecided
+    judge.repair(flags, origins, rationale, undecided)
+    verdict = judge.check(flags)
+    if verdict.problems:
+        return None, undecided + verdict.undecided
+    rationale += [f"holds: {r.rule} ({r.origin.cite()})" for r in verdict.holds]
+    auto_origin = origins.get(STEPS, fallback[0].origin)
+    return Recommendation(flags=flags, env={}, rationale=rationale, origin=auto_origin, flag_origins=origins), \
+        undecided + verdict.undecided

@@ -1,0 +1,104 @@
+"""The values the static evaluator produces besides plain str/int/list/dict: cited strings and ints,
+unresolved expressions, references to modules, functions, methods, and dataclass instances."""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from tools.recipes.modules import ClassInfo, ParsedModule
+from tools.source.origin import Origin
+
+if TYPE_CHECKING:
+    from tools.recipes.values import Evaluator
+
+
+@dataclass(frozen=True)
+class Unresolved:
+    text: str
+
+    def __str__(self) -> str:
+        return f"<unresolved: {self.text}>"
+
+
+class SrcStr(str):
+    origin: Origin | None = None
+
+
+class SrcInt(int):
+    origin: Origin | None = None
+
+
+def locate(value: Any, origin: Origin) -> Any:
+    """Attach an origin to a str/int that has none yet (bools stay plain)."""
+    if isinstance(value, (SrcStr, SrcInt, bool)):
+        return value
+    if isinstance(value, str):
+        wrapped: Any = SrcStr(value)
+    elif isinstance(value, int):
+        wrapped = SrcInt(value)
+    else:
+        return value
+    wrapped.origin = origin
+    return wrapped
+
+
+def origin_of(value: Any) -> Origin | None:
+    return getattr(value, "origin", None)
+
+
+class _Return(Exception):
+    def __init__(self, value: Any):
+        self.value = value
+
+
+@dataclass(frozen=True)
+class ModuleRef:
+    name: str  # a plain ``import x`` that is not in the tree (os, json, ...)
+
+
+@dataclass
+class Function:
+    module: ParsedModule
+    node: ast.FunctionDef
+
+
+@dataclass
+class BoundMethod:
+    owner: ClassInfo
+    node: ast.FunctionDef
+    bound: ClassInfo
+
+
+@dataclass
+class Instance:
+    """An object of a dataclass defined in the tree (``ModelConfig(model_path=..., other_args=[...])``):
+    the arguments it was built with, and the class's defaults for the rest."""
+
+    cls: ClassInfo
+    values: dict[str, Any]
+
+    def attribute(self, ev: "Evaluator", name: str) -> Any:
+        from tools.recipes.values import Frame  # the evaluator's frame: values.py builds on this module
+
+        if name in self.values:
+            return self.values[name]
+        if name in self.cls.attrs:
+            return ev.eval(self.cls.attrs[name], Frame(self.cls.module, cls=self.cls, owner=self.cls))
+        return Unresolved(f"{self.cls.name}().{name}")
+
+
+def is_dataclass(info: ClassInfo) -> bool:
+    return any("dataclass" in ast.unparse(d) for d in info.node.decorator_list)
+
+
+def dataclass_fields(info: ClassInfo) -> list[str]:
+    """Field names in declaration order (what positional arguments bind to)."""
+    return [s.target.id for s in info.node.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)]
+
+
+class _Environ(dict):
+    """``os.environ``: the launcher's inherited environment; only additions are recipe data."""
+
+
+ENVIRON = _Environ()
