@@ -27,12 +27,17 @@ def mtp(
                                                 help="SGLang wheel version to download when no source is found "
                                                      "(this was --version before, which now prints "
                                                      "dsv4-agent's own version).")] = "0.5.23",
+    verify: Annotated[bool, typer.Option("--verify", help=(
+        "Have SGLang itself resolve the recommended flags (in --sglang-python, with --model-path's config.json; "
+        "no weights loaded) and show static vs resolved."))] = False,
     as_json: JsonFlag = False,
 ) -> None:
     """Infer --speculative-* (MTP) flags from SGLang's tests, fixtures and hooks, every value cited.
 
     Exit 0 answered, 1 nothing could be answered (no architecture and no recipe), 2 bad input.
     """
+    import gc
+
     from tools.base import ToolError
     from tools.mtp.infer import InferMtpArgs, infer_mtp
 
@@ -41,6 +46,11 @@ def mtp(
                                         model_path=model_path, sglang_python=sglang_python, version=sglang_version))
     except ToolError as err:
         fail(str(err))
+    # The parse cache holds ~100 MB of syntax trees this process is done with: keep the cyclic collector
+    # from walking them again while the answer is verified and written (teardown is skipped below).
+    gc.freeze()
+    if verify:
+        answer = _verified(answer, sglang_python, model_path)
     if as_json:
         print(answer.model_dump_json(indent=2))
     else:
@@ -48,3 +58,16 @@ def mtp(
         print_answer(answer)
     nothing = answer.recommended is None and answer.architecture is None and not answer.candidates
     end_when_written(EXIT_FAILED if nothing else 0)  # skips collecting the parse cache at exit
+
+
+def _verified(answer, sglang_python: str, model_path: str | None):
+    from tools.mtp.answer import Verification
+    from tools.mtp.verify import VerifyArgs, apply_verification, verify_flags
+
+    if answer.recommended is None:
+        verification = Verification(status="not_verified", reason="nothing to verify: no recommendation",
+                                    python=sglang_python)
+    else:
+        verification = verify_flags(VerifyArgs(sglang_python=sglang_python, model_path=model_path,
+                                               flags=answer.recommended.flags))
+    return apply_verification(answer, verification)

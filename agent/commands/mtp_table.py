@@ -45,5 +45,24 @@ def print_answer(answer: MtpAnswer, console: Console | None = None) -> None:
     if len(answer.constraints) > MAX_ROWS:
         console.print(f"[cut: {len(answer.constraints) - MAX_ROWS} more constraints; limit {MAX_ROWS} rows; "
                       "use --json for all]", markup=False)
+    if answer.verification is not None:
+        print_verification(answer, console)
     for unknown in answer.unknowns:
         console.print(f"unknown: {unknown}", markup=False)
+
+
+def print_verification(answer: MtpAnswer, console: Console) -> None:
+    """Static reading and SGLang's own resolution side by side."""
+    v = answer.verification
+    assert v is not None
+    if v.static is not None and v.resolved is not None:
+        table = Table(title="Static reading vs SGLang's resolution")
+        for column in ("setting", "static", "resolved by SGLang", ""):
+            table.add_column(column, overflow="fold")
+        for name in type(v.resolved).model_fields:
+            ours, theirs = getattr(v.static, name), getattr(v.resolved, name)
+            differs = any(m.startswith(f"--{name.replace('_', '-')}:") for m in v.mismatches)
+            table.add_row(name, "-" if ours is None else str(ours), "-" if theirs is None else str(theirs),
+                          "MISMATCH" if differs else "")
+        console.print(table)
+    console.print(v.line(), markup=False)

@@ -3,8 +3,10 @@
 Variants: ``baseline`` always; ``mtp`` when the ``infer_mtp`` outcome carries a recommendation
 (``tools.mtp.infer.Recommendation``: flags, env, rationale, where each flag comes from); one
 ``mtp-<steps>-<topk>-<draft>`` per other setting the evidence supports and per ``--mtp-steps`` entry
-(agent/steps/measure_plan.py). The measure plan is also written as ``measure_plan.json`` so the
-benchmark step runs exactly what was reviewed.
+(agent/steps/measure_plan.py). Before anything is written, SGLang itself resolves each speculative
+variant's exact argv (agent/steps/verify_scripts.py: verify/<variant>.json; adjusted values are
+used, a variant SGLang refuses is left out). The measure plan is also written as
+``measure_plan.json`` so the benchmark step runs exactly what was reviewed.
 
 Step params (all optional): input_len, output_len, prompts_per_concurrency, min_prompts,
 warmup_requests, ready_timeout_s, port; extra_flags ({flag: {"value", "origin"}}, set only by the
@@ -16,6 +18,7 @@ import os
 
 from agent.steps.base import PlanStep, StepContext, StepOutcome
 from agent.steps.measure_plan import build_plan
+from agent.steps.verify_scripts import verify_plan
 from tools.base import ToolError
 from tools.scripts import MeasurePlan
 from tools.scripts.render import render_measure_script, render_serve_script
@@ -43,6 +46,8 @@ def run(ctx: StepContext, step: PlanStep) -> StepOutcome:
         plan, notes, left_out = build_plan(ctx, step)
     except ToolError as err:  # e.g. an --mtp-steps setting a hook forbids
         return StepOutcome(kind="write_scripts", status="failed", reason="tool_error", summary=str(err))
+    plan, verified = verify_plan(ctx, plan)  # SGLang resolves each speculative variant's exact argv first
+    notes += verified
     python = ctx.settings.sglang_python
     texts = {f"serve_{v.name}.sh": render_serve_script(v, python, plan.port) for v in plan.variants}
     texts["run_measure.sh"] = render_measure_script(plan, python)

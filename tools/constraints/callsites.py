@@ -12,6 +12,10 @@ From the call sites follow a function's scope and gate:
   ``if not cfg.enable_layernorm_sp: return``), the ``or`` of those sites' tests. A guard that raises
   is not a gate: past it the function runs whenever the server has not already refused the settings.
 A function passed to a runner (``run_hook(apply_x, server_args)``) counts as called there.
+
+Also from the same pass: which settings the numbers returned by an auto-parameter chooser become
+(``steps, topk, tokens = _auto(...)`` then ``declare(speculative_num_steps=steps, ...)``).
+Test results are memoised per node: the same ``if`` is seen by every call site under it.
 """
 from __future__ import annotations
 
@@ -34,6 +38,9 @@ class Site:
 class CallSites:
     sites: list[Site] = dc_field(default_factory=list)
     registered: dict[str, set[str]] = dc_field(default_factory=dict)  # function -> archs of its decorators
+    unpacks: list[tuple[str, ast.Assign]] = dc_field(default_factory=list)  # (function, a, b = f(...))
+    keywords: dict[str, dict[str, str]] = dc_field(default_factory=dict)  # function -> {local name: keyword}
+    _memo: dict[tuple[int, str], object] = dc_field(default_factory=dict)
 
     @classmethod
     def build(cls, trees: list[ast.Module]) -> "CallSites":
@@ -45,8 +52,13 @@ class CallSites:
         return index
 
     def _record(self, node: ast.AST, caller: str, tests: tuple[Test, ...]) -> None:
+        if _unpacks_call(node):
+            self.unpacks.append((caller, node))  # type: ignore[arg-type]
         for sub in ast.walk(node):
             if isinstance(sub, ast.Call):
+                for k in sub.keywords:
+                    if k.arg and isinstance(k.value, ast.Name):
+                        self.keywords.setdefault(caller, {})[k.value.id] = k.arg
                 name = sub.func.id if isinstance(sub.func, ast.Name) else getattr(sub.func, "attr", "")
                 for callee in [name, *(a.id for a in sub.args if isinstance(a, ast.Name))]:
                     if callee and callee != caller:
@@ -86,7 +98,7 @@ class CallSites:
         found = {k: set(v) for k, v in self.registered.items() if v}
         for site in self.sites:
             for test, negated in site.tests:
-                archs = None if negated else arch_test(test)
+                archs = None if negated else self._memoised(test, "arch", arch_test)
                 if archs:
                     found.setdefault(site.callee, set()).update(archs)
         return found
@@ -97,7 +109,7 @@ class CallSites:
         found = {k: set(v) for k, v in known.items()}
         for site in self.sites:
             for test, negated in site.tests:
-                algos = None if negated else algorithm_test(test)
+                algos = None if negated else self._memoised(test, "algo", algorithm_test)
                 if algos:
                     found.setdefault(site.callee, set()).update(algos)
         callers: dict[str, set[str]] = {}
@@ -116,10 +128,34 @@ class CallSites:
         """function -> the ``or`` of its call sites' other tests, when every site has one."""
         by_callee: dict[str, list[list[str]]] = {}
         for site in self.sites:
-            texts = [t for t in (_gate_text(test, negated) for test, negated in site.tests) if t]
+            texts = [t for t in (self._memoised(test, f"gate{negated}", lambda n, neg=negated: _gate_text(n, neg))
+                                 for test, negated in site.tests) if t]
             by_callee.setdefault(site.callee, []).append(texts)
         return {name: " or ".join(f"({' and '.join(t)})" if len(t) > 1 else t[0] for t in calls)
                 for name, calls in by_callee.items() if all(calls)}
+
+
+    def tuple_fields(self) -> dict[str, list[str]]:
+        """chooser -> the settings its returned tuple fills, in order."""
+        found: dict[str, list[str]] = {}
+        for caller, stmt in self.unpacks:
+            names = [e.id for e in stmt.targets[0].elts if isinstance(e, ast.Name)]  # type: ignore[attr-defined]
+            mapping = self.keywords.get(caller, {})
+            if names and all(n in mapping for n in names):
+                found[stmt.value.func.id] = [mapping[n] for n in names]  # type: ignore[attr-defined]
+        return found
+
+    def _memoised(self, node: ast.expr, what: str, compute) -> object:  # noqa: ANN001 - one of the test readers
+        key = (id(node), what)  # the trees outlive this index (parse cache), so ids stay unique
+        if key not in self._memo:
+            self._memo[key] = compute(node)
+        return self._memo[key]
+
+
+def _unpacks_call(node: ast.AST) -> bool:
+    """``a, b, c = name(...)``"""
+    return isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Tuple) \
+        and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name)
 
 
 def _gate_text(test: ast.expr, negated: bool) -> str | None:

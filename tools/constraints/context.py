@@ -1,8 +1,7 @@
 """Reading the tests hook code uses: architecture and algorithm tests, field references, the
 algorithm dispatcher of ``spec_info.py`` (``elif self.is_eagle(): _handle_eagle_family(...)``, with
-``is_eagle`` returning ``self in (SpeculativeAlgorithm.EAGLE, ...)``), and which settings the numbers
-returned by an auto-parameter chooser become (``tuple_field_names``). Call sites (which guards a
-function is called under) are in ``callsites.py``.
+``is_eagle`` returning ``self in (SpeculativeAlgorithm.EAGLE, ...)``), Call sites (which guards a function
+is called under, which settings an auto-parameter chooser's numbers become) are in ``callsites.py``.
 """
 from __future__ import annotations
 
@@ -74,40 +73,3 @@ def algorithm_dispatch(tree: ast.Module) -> dict[str, set[str]]:
                 for test in tests:
                     dispatch.setdefault(name, set()).update(predicates[test])
     return dispatch
-
-
-def _unpacks_call(node: ast.AST) -> bool:
-    """``a, b, c = name(...)``"""
-    return isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Tuple) \
-        and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name)
-
-
-def _inside(node: ast.AST, outer: ast.AST) -> bool:
-    """Whether a statement lies in a function: source spans nest exactly like the tree."""
-    return (outer.lineno, outer.col_offset) <= (node.lineno, node.col_offset) and \
-        (node.end_lineno, node.end_col_offset) <= (outer.end_lineno, outer.end_col_offset)  # type: ignore[operator]
-
-
-def tuple_field_names(trees: list[ast.Module]) -> dict[str, list[str]]:
-    """``steps, topk, tokens = _auto(...)`` then ``declare(speculative_num_steps=steps, ...)``."""
-    found: dict[str, list[str]] = {}
-    for tree in trees:
-        functions, unpacks = [], []
-        for node in ast.walk(tree):
-            if isinstance(node, ast.FunctionDef):
-                functions.append(node)
-            elif _unpacks_call(node):
-                unpacks.append(node)
-        for fn in functions:
-            if not any(_inside(u, fn) for u in unpacks):
-                continue  # most functions unpack no call: skip walking them (twice)
-            mapping: dict[str, str] | None = None  # keyword name -> argument, built once per function
-            for node in ast.walk(fn):
-                if _unpacks_call(node):
-                    names = [e.id for e in node.targets[0].elts if isinstance(e, ast.Name)]  # type: ignore[attr-defined]
-                    if mapping is None:
-                        mapping = {k.value.id: k.arg for c in ast.walk(fn) if isinstance(c, ast.Call)
-                                   for k in c.keywords if k.arg and isinstance(k.value, ast.Name)}
-                    if names and all(n in mapping for n in names):
-                        found[node.value.func.id] = [mapping[n] for n in names]  # type: ignore[attr-defined]
-    return found

@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 
 from tools.base import Tool, ToolError
 from tools.constraints.callsites import CallSites
-from tools.constraints.context import algorithm_dispatch, tuple_field_names
+from tools.constraints.context import algorithm_dispatch
 from tools.constraints.rules import Rule, RuleKind
 from tools.constraints.walker import Scope, Walker
 from tools.source.pysource import gc_paused, parse_file
@@ -85,7 +85,7 @@ def _extract_constraints(args: ExtractConstraintsArgs) -> ConstraintsResult:
     sites = CallSites.build(trees)
     fn_archs = sites.architectures()
     fn_algos = sites.algorithms(_dispatcher_scopes(package, warnings))
-    tuple_fields = tuple_field_names(trees)
+    tuple_fields = sites.tuple_fields()
     gates = sites.gates()
     rules: list[Rule] = []
     for rel, tree in parsed:

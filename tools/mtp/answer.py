@@ -53,6 +53,8 @@ class Recommendation(BaseModel):
     env_evidence: dict[str, str] = Field(default_factory=dict, description=(
         "Why each env var is kept: where SGLang reads or defines it ('path:line'), or the CUDA/NCCL/DeepEP family"))
     dropped: list[Dropped] = Field(default_factory=list, description="Recipe flags and env left out, with reasons")
+    resolved_by: dict[str, str] = Field(default_factory=dict, description=(
+        "Flags whose value SGLang's own resolution set (--verify), with what static reading had"))
 
 
 class Resolved(BaseModel):

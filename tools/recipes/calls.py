@@ -35,17 +35,40 @@ def is_launcher(node: ast.AST) -> bool:
 
 
 def launches_in(node: ast.AST, module: ParsedModule) -> list[ast.Call]:
-    """The launcher calls inside ``node`` (a node of ``module``), in ``ast.walk`` order.
+    """The launcher calls inside ``node`` (a node of ``module``), in source order.
 
     Most statements and methods name no launcher at all; the module's line index says so from
-    the text, which saves walking their subtrees (the walk was the inference's largest cost); the
-    others are walked once per module, not once per subclass that inherits them."""
+    the text, which saves looking at them. The module's launcher calls are found in one walk, the
+    first time any are asked for; a node's are those whose source span lies inside its own."""
     if module.launch_lines is not None and not module.launch_lines.may_contain(node):
         return []
     found = module.launch_calls.get(id(node))  # the module holds the tree, so ids stay unique
     if found is None:
-        found = module.launch_calls[id(node)] = [sub for sub in ast.walk(node) if is_launcher(sub)]  # type: ignore[misc]
+        if module.all_launches is None:
+            calls: list[ast.Call] = []
+            _collect_launches(module.tree, module, calls)
+            module.all_launches = sorted(calls, key=lambda c: (c.lineno, c.col_offset))
+        found = module.launch_calls[id(node)] = [c for c in module.all_launches if _inside(c, node)]
     return found
+
+
+def _collect_launches(node: ast.AST, module: ParsedModule, out: list[ast.Call]) -> None:
+    """Launcher calls under ``node``, skipping every statement whose lines name no launcher."""
+    lines = module.launch_lines
+    for child in ast.iter_child_nodes(node):
+        if lines is not None and isinstance(child, ast.stmt) and not lines.may_contain(child):
+            continue
+        if is_launcher(child):
+            out.append(child)  # type: ignore[arg-type]
+        _collect_launches(child, module, out)
+
+
+def _inside(inner: ast.AST, outer: ast.AST) -> bool:
+    """Source spans nest exactly like the tree (decorators count as part of what they decorate)."""
+    first = min([outer.lineno, *(d.lineno for d in getattr(outer, "decorator_list", ()))])  # type: ignore[attr-defined]
+    start = (outer.lineno, outer.col_offset) if first == outer.lineno else (first, 0)  # type: ignore[attr-defined]
+    return start <= (inner.lineno, inner.col_offset) and \
+        (inner.end_lineno, inner.end_col_offset) <= (outer.end_lineno, outer.end_col_offset)  # type: ignore[attr-defined,operator]
 
 
 def eval_call(ev: Evaluator, node: ast.Call, frame: Frame) -> Any:
@@ -60,14 +83,14 @@ def eval_call(ev: Evaluator, node: ast.Call, frame: Frame) -> Any:
             for cls in after:
                 if func.attr in cls.methods:
                     return run_function(ev, BoundMethod(cls, cls.methods[func.attr], frame.cls or cls), args)
-            return Unresolved(ast.unparse(node))
+            return Unresolved(node=node)
         receiver = ev.eval(func.value, frame)
         method = _METHODS.get(func.attr)
         if method is not None and not isinstance(receiver, (Unresolved, ClassInfo)):
             try:
                 return method(receiver, args)
             except (TypeError, ValueError, AttributeError, KeyError, IndexError):
-                return Unresolved(ast.unparse(node))
+                return Unresolved(node=node)
     target = ev.eval(func, frame)
     if isinstance(target, ClassInfo) and is_dataclass(target):
         kwargs = {k.arg: ev.eval(k.value, frame) for k in node.keywords if k.arg}
@@ -75,7 +98,7 @@ def eval_call(ev: Evaluator, node: ast.Call, frame: Frame) -> Any:
     if isinstance(target, (BoundMethod, Function)):
         kwargs = {k.arg: ev.eval(k.value, frame) for k in node.keywords if k.arg}
         return run_function(ev, target, args, kwargs)
-    return Unresolved(ast.unparse(node))
+    return Unresolved(node=node)
 
 
 def run_function(ev: Evaluator, target: BoundMethod | Function, args: list[Any],
@@ -126,11 +149,11 @@ def interpret(ev: Evaluator, body: list[ast.stmt], frame: Frame, on_launch: OnLa
             if isinstance(current, list) and isinstance(extra, list):
                 _assign(ev, stmt.target, current + extra, frame)
             elif isinstance(current, list):  # args += <unknown>: keep the known part
-                _assign(ev, stmt.target, current + [Unresolved(ast.unparse(stmt.value))], frame)
+                _assign(ev, stmt.target, current + [Unresolved(node=stmt.value)], frame)
             elif isinstance(current, str) and isinstance(extra, str):
                 _assign(ev, stmt.target, current + extra, frame)
             else:
-                _assign(ev, stmt.target, Unresolved(ast.unparse(stmt)), frame)
+                _assign(ev, stmt.target, Unresolved(node=stmt), frame)
         elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
             _mutating_call(ev, stmt.value, frame)
         elif isinstance(stmt, ast.If):
@@ -203,7 +226,7 @@ def _mutating_call(ev: Evaluator, call: ast.Call, frame: Frame) -> None:
     args = [ev.eval(a, frame) for a in call.args]
     if isinstance(current, list) and func.attr in ("append", "extend") and args:
         frame.names[name] = current + ([args[0]] if func.attr == "append" else
-                                       (args[0] if isinstance(args[0], list) else [Unresolved(ast.unparse(call))]))
+                                       (args[0] if isinstance(args[0], list) else [Unresolved(node=call)]))
     elif isinstance(current, dict) and func.attr == "update" and args and isinstance(args[0], dict):
         frame.names[name] = type(current)({**current, **args[0]})
 
@@ -220,9 +243,9 @@ def _const_list(value: Any) -> Any:
 
 _BUILTINS: dict[str, Callable[[ast.Call, list, dict], Any]] = {
     "str": lambda n, a, k: _keep(str(a[0]), a[0]) if a and not isinstance(a[0], Unresolved)
-    else Unresolved(ast.unparse(n)),
+    else Unresolved(node=n),
     "int": lambda n, a, k: int(a[0]) if a and isinstance(a[0], (int, str)) and str(a[0]).lstrip("-").isdigit()
-    else Unresolved(ast.unparse(n)),
+    else Unresolved(node=n),
     "list": lambda n, a, k: _const_list(a[0]) if a else [],
     "tuple": lambda n, a, k: _const_list(a[0]) if a else [],
     "dict": lambda n, a, k: {**(a[0] if a and isinstance(a[0], dict) else {}), **k},

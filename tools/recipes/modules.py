@@ -39,6 +39,7 @@ class ParsedModule:
     functions: dict[str, ast.FunctionDef] = field(default_factory=dict)
     launch_lines: LineIndex | None = None      # lines naming a launcher: skips walks of code without one
     launch_calls: dict[int, list[ast.Call]] = field(default_factory=dict)  # id(node) -> its launcher calls
+    all_launches: list[ast.Call] | None = None  # every launcher call of the module, in source order
 
 
 def _collect(module: ParsedModule) -> None:
@@ -77,10 +78,12 @@ class ModuleIndex:
         self.root = root                 # citations are relative to this
         self.import_root = import_root   # the folder that contains sglang/
         self._parsed: dict[Path, ParsedModule | None] = {}
+        self._resolved: dict[Path, Path] = {}  # path as asked -> resolved (resolving costs a stat per part)
         self.warnings: list[str] = []
 
     def parse(self, path: Path) -> ParsedModule | None:
-        path = path.resolve()
+        asked = path
+        path = self._resolved.get(asked) or self._resolved.setdefault(asked, asked.resolve())
         if path in self._parsed:
             return self._parsed[path]
         module = None

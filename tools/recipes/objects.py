@@ -13,9 +13,26 @@ if TYPE_CHECKING:
     from tools.recipes.values import Evaluator
 
 
-@dataclass(frozen=True)
 class Unresolved:
-    text: str
+    """An expression the evaluator could not resolve, with its source text (unparsed only when read:
+    most unresolved values are dropped without anyone looking at them)."""
+
+    __slots__ = ("_text", "_node")
+
+    def __init__(self, text: str | None = None, node: ast.AST | None = None):
+        self._text, self._node = text, node
+
+    @property
+    def text(self) -> str:
+        if self._text is None:
+            self._text = ast.unparse(self._node) if self._node is not None else "?"
+        return self._text
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Unresolved) and other.text == self.text
+
+    def __hash__(self) -> int:
+        return hash(self.text)
 
     def __str__(self) -> str:
         return f"<unresolved: {self.text}>"

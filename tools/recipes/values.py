@@ -93,7 +93,7 @@ class Evaluator:
     # ---- expressions ---------------------------------------------------------------------
     def eval(self, node: ast.AST, frame: Frame) -> Any:
         if self.depth > MAX_DEPTH:
-            return Unresolved(ast.unparse(node))
+            return Unresolved(node=node)
         self.depth += 1
         try:
             value = self._eval(node, frame)
@@ -110,7 +110,7 @@ class Evaluator:
             for piece in node.values:
                 part = self.eval(piece.value, frame) if isinstance(piece, ast.FormattedValue) else piece.value
                 if isinstance(part, (Unresolved, ClassInfo)) or not _scalar(part):
-                    return Unresolved(ast.unparse(node))
+                    return Unresolved(node=node)
                 parts.append(str(part))
                 if isinstance(piece, ast.FormattedValue) and origin_of(part) is not None:
                     cited.append(origin_of(part))
@@ -138,8 +138,8 @@ class Evaluator:
             if isinstance(base, ModuleRef):
                 if base.name == "os" and node.attr == "environ":
                     return ENVIRON
-                return Unresolved(ast.unparse(node))
-            return Unresolved(ast.unparse(node))
+                return Unresolved(node=node)
+            return Unresolved(node=node)
         if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
             items: list[Any] = []
             for element in node.elts:
@@ -148,7 +148,7 @@ class Evaluator:
                     if isinstance(inner, list):
                         items.extend(inner)
                     else:
-                        items.append(Unresolved(ast.unparse(element)))
+                        items.append(Unresolved(node=element))
                 else:
                     items.append(self.eval(element, frame))
             return items
@@ -167,29 +167,29 @@ class Evaluator:
         if isinstance(node, ast.IfExp):
             test = self.truth(node.test, frame)
             if test is None:
-                return Unresolved(ast.unparse(node))
+                return Unresolved(node=node)
             return self.eval(node.body if test else node.orelse, frame)
         if isinstance(node, ast.Subscript):
             base, key = self.eval(node.value, frame), self.eval(node.slice, frame)
             try:
                 return base[key] if isinstance(base, (list, dict)) and not isinstance(key, Unresolved) else \
-                    Unresolved(ast.unparse(node))
+                    Unresolved(node=node)
             except (KeyError, IndexError, TypeError):
-                return Unresolved(ast.unparse(node))
+                return Unresolved(node=node)
         if isinstance(node, ast.Call):
             return eval_call(self, node, frame)
         if isinstance(node, ast.ListComp) and len(node.generators) == 1 and not node.generators[0].ifs \
                 and isinstance(node.generators[0].target, ast.Name):
             source = self.eval(node.generators[0].iter, frame)
             if not isinstance(source, list):
-                return Unresolved(ast.unparse(node))
+                return Unresolved(node=node)
             name = node.generators[0].target.id
             return [self.eval(node.elt, Frame(frame.module, frame.cls, frame.owner, {**frame.names, name: item}))
                     for item in source]
         if isinstance(node, (ast.Compare, ast.BoolOp, ast.UnaryOp)):
             truth = self.truth(node, frame)
-            return Unresolved(ast.unparse(node)) if truth is None else truth
-        return Unresolved(ast.unparse(node))
+            return Unresolved(node=node) if truth is None else truth
+        return Unresolved(node=node)
 
     def truth(self, node: ast.AST, frame: Frame) -> bool | None:
         """Evaluate a condition; None when any part is unresolved."""
@@ -234,7 +234,7 @@ def _binop(node: ast.BinOp, left: Any, right: Any) -> Any:
         # args + cls.unknown_extra: keep what is known, mark the unknown part
         return left + [right] if isinstance(left, list) else [left] + right
     if isinstance(left, Unresolved) or isinstance(right, Unresolved):
-        return Unresolved(ast.unparse(node))
+        return Unresolved(node=node)
     if isinstance(node.op, ast.Add):
         if isinstance(left, list) and isinstance(right, list):
             return left + right
@@ -245,7 +245,7 @@ def _binop(node: ast.BinOp, left: Any, right: Any) -> Any:
     if isinstance(node.op, (ast.Sub, ast.Mult, ast.FloorDiv)) and all(
             isinstance(v, (int, float)) and not isinstance(v, bool) for v in (left, right)):
         return {ast.Sub: left - right, ast.Mult: left * right}.get(type(node.op)) \
-            if not isinstance(node.op, ast.FloorDiv) else (left // right if right else Unresolved(ast.unparse(node)))
+            if not isinstance(node.op, ast.FloorDiv) else (left // right if right else Unresolved(node=node))
     if isinstance(node.op, ast.BitOr) and isinstance(left, dict) and isinstance(right, dict):
         return {**left, **right}
-    return Unresolved(ast.unparse(node))
+    return Unresolved(node=node)

@@ -28,9 +28,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-# Trees cost ~30 bytes of memory per source character: the 0.5.23 wheel inference parses 2.6 M
-# characters (~80 MB of trees). The bound keeps that plus a second tree's changed files (sync).
-MAX_CACHED_CHARS = 4_000_000
+# Trees cost ~30 bytes of memory per source character: an inference parses 2.8 M characters on the
+# 0.5.23 wheel, 2.9 M on a checkout with registered tests (~90 MB of trees), and a checkout that has
+# grown to four times that must still fit, or a second inference (sync, a campaign) parses it all
+# again. The bound: 16 M characters, about 480 MB of trees at most.
+MAX_CACHED_CHARS = 16_000_000
 
 
 class TreeCache:

@@ -1,0 +1,177 @@
+"""``verify_flags``: have SGLang itself resolve a serve argv, and compare with what static reading says.
+
+Static reading lags a tree that changes weekly (and cannot see the order SGLang runs its hooks
+in); where SGLang is installed, its own argument resolution is the ground truth. The script
+``verify_flags.py`` (standard library + SGLang, reviewable) is copied next to the results (the run
+folder in a campaign) and run in the SGLang interpreter with the exact argv. Outcomes: verified
+(same values), adjusted (SGLang resolves differently: the resolved values are the ones to use),
+rejected (SGLang refuses the settings: its message), or not verified (why: no interpreter, no
+config.json, SGLang not importable, a failure outside its argument checks, a timeout).
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from tools.mtp.answer import MtpAnswer, Resolved, Verification
+from tools.mtp.pick import ALGO, DRAFT, STEPS, TOKENS, TOPK
+
+SCRIPT = Path(__file__).with_name("verify_flags.py")
+MARKER = "DSV4_VERIFY "
+FLAG_OF = {"speculative_algorithm": ALGO, "speculative_num_steps": STEPS, "speculative_eagle_topk": TOPK,
+           "speculative_num_draft_tokens": TOKENS, "speculative_draft_model_path": DRAFT}
+# offline: resolution reads the local config.json; nothing may reach out to a model hub
+OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+
+
+class VerifyArgs(BaseModel):
+    """Resolve a server argv with SGLang's own argument pipeline (no weights loaded) and compare."""
+
+    sglang_python: str = Field(description="Interpreter that has SGLang installed")
+    model_path: str | None = Field(None, description="Checkpoint folder whose config.json SGLang reads")
+    flags: dict[str, str] = Field(default_factory=dict, description="The recommended flags ('' for a switch)")
+    extra_argv: list[str] = Field(default_factory=list, description="More of the serve argv, as written")
+    script_dir: str | None = Field(None, description="Where to keep the script and its output (run folder)")
+    timeout_s: float = Field(600, gt=0, description="How long resolution may take")
+
+
+def static_of(flags: dict[str, str]) -> Resolved:
+    def number(flag: str) -> int | None:
+        return int(flags[flag]) if flags.get(flag, "").isdigit() else None
+
+    return Resolved(speculative_algorithm=flags.get(ALGO), speculative_num_steps=number(STEPS),
+                    speculative_eagle_topk=number(TOPK), speculative_num_draft_tokens=number(TOKENS),
+                    speculative_draft_model_path=flags.get(DRAFT))
+
+
+def argv_of(model_path: str, flags: dict[str, str], extra: list[str]) -> list[str]:
+    words = ["--model-path", model_path]
+    for flag, value in flags.items():
+        words += [flag] if value == "" else [flag, value]
+    return words + list(extra)
+
+
+def _not_verified(reason: str, python: str, argv: list[str] | None = None) -> Verification:
+    return Verification(status="not_verified", reason=reason, python=python, argv=argv or [])
+
+
+def _python_missing(python: str) -> str | None:
+    found = shutil.which(python) if os.sep not in python else (python if os.access(python, os.X_OK) else None)
+    return None if found else f"the SGLang interpreter {python!r} was not found (pass --sglang-python PATH)"
+
+
+def verify_flags(args: VerifyArgs) -> Verification:
+    python = args.sglang_python
+    if not args.model_path:
+        return _not_verified("no --model-path: SGLang reads the checkpoint's config.json to resolve its "
+                             "arguments (pass --model-path DIR with that file)", python)
+    if not (Path(args.model_path).expanduser() / "config.json").is_file():
+        return _not_verified(f"no config.json in {args.model_path}: SGLang needs the model's config to resolve "
+                             "(pass --model-path to the checkpoint folder)", python)
+    missing = _python_missing(python)
+    if missing:
+        return _not_verified(missing, python)
+    argv = argv_of(str(Path(args.model_path).expanduser()), args.flags, args.extra_argv)
+    with tempfile.TemporaryDirectory(prefix="dsv4-verify-") as scratch:
+        folder = Path(args.script_dir) if args.script_dir else Path(scratch)
+        folder.mkdir(parents=True, exist_ok=True)
+        script = folder / SCRIPT.name
+        shutil.copyfile(SCRIPT, script)
+        result = _run(python, script, argv, args.timeout_s, folder)
+    if isinstance(result, str):
+        return _not_verified(result, python, argv)
+    return _compare(result, args.flags, argv, python)
+
+
+def _run(python: str, script: Path, argv: list[str], timeout: float, cwd: Path) -> dict | str:
+    env = {**os.environ, **OFFLINE, "PYTHONDONTWRITEBYTECODE": "1"}
+    try:
+        done = subprocess.run([python, str(script), json.dumps(argv)], capture_output=True, text=True,
+                              timeout=timeout, env=env, cwd=cwd, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        return f"SGLang's resolution did not finish within {timeout:.0f} s"
+    except OSError as err:
+        return f"the SGLang interpreter {python!r} could not be started ({err.strerror})"
+    line = next((raw for raw in reversed(done.stdout.splitlines()) if raw.startswith(MARKER)), None)
+    if line is None:
+        tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
+        return f"{python} exited {done.returncode} without a result: {tail[0][:300]}"
+    try:
+        return json.loads(line[len(MARKER):])
+    except json.JSONDecodeError:
+        return "the verification script's result line is not JSON"
+
+
+def _commit(result: dict) -> str | None:
+    if result.get("sglang_commit"):
+        return result["sglang_commit"]
+    location = result.get("sglang_location")
+    if not location or not Path(location).is_dir():
+        return None
+    done = subprocess.run(["git", "-C", location, "rev-parse", "HEAD"], capture_output=True, text=True)
+    return done.stdout.strip() or None if done.returncode == 0 else None
+
+
+def _compare(result: dict, flags: dict[str, str], argv: list[str], python: str) -> Verification:
+    common = {"python": python, "argv": result.get("argv") or argv, "sglang_version": result.get("sglang_version"),
+              "sglang_commit": _commit(result), "seconds": result.get("seconds")}
+    if result.get("status") == "rejected":
+        return Verification(status="rejected", reason=result.get("reason", ""), static=static_of(flags), **common)
+    if result.get("status") != "resolved":
+        return Verification(status="not_verified", reason=result.get("reason") or "no resolution", **common)
+    static = static_of(flags)
+    resolved = Resolved.model_validate(result.get("resolved") or {})
+    model_path = argv[argv.index("--model-path") + 1] if "--model-path" in argv else None
+    mismatches = []
+    for name in FLAG_OF:
+        ours, theirs = getattr(static, name), getattr(resolved, name)
+        if name == "speculative_draft_model_path" and ours is None and theirs in (None, model_path):
+            continue  # no draft path given: SGLang falls back to the target checkpoint, as the hooks say
+        if ours != theirs:
+            mismatches.append(f"{FLAG_OF[name]}: {ours if ours is not None else '(unset)'} -> {theirs}")
+    return Verification(status="adjusted" if mismatches else "verified", static=static, resolved=resolved,
+                        mismatches=mismatches, **common)
+
+
+def resolved_flags(flags: dict[str, str], verification: Verification) -> dict[str, str]:
+    """The flags with SGLang's resolved values where it resolved them differently (scripts use these)."""
+    if verification.status != "adjusted" or verification.resolved is None:
+        return dict(flags)
+    updated = dict(flags)
+    for name, flag in FLAG_OF.items():
+        value = getattr(verification.resolved, name)
+        if name == "speculative_draft_model_path" or value is None:
+            continue  # a resolved draft path is the fallback SGLang applies itself; never pinned in a script
+        updated[flag] = str(value)
+    return updated
+
+
+def apply_verification(answer: MtpAnswer, verification: Verification) -> MtpAnswer:
+    """Record SGLang's verdict in the answer. Rejected: nothing is recommended (SGLang's message says
+    why). Adjusted: the recommended flags become the resolved values, each marked as SGLang's."""
+    answer.verification = verification
+    rec = answer.recommended
+    if rec is None:
+        return answer
+    if verification.status == "rejected":
+        answer.unknowns.append(f"{verification.line()}; nothing is recommended (static reading had "
+                               f"{' '.join(f'{k} {v}'.strip() for k, v in rec.flags.items())})")
+        answer.recommended = None
+    elif verification.status == "adjusted":
+        updated = resolved_flags(rec.flags, verification)
+        who = f"SGLang {verification.sglang_version or '?'}'s own resolution"
+        for flag, value in updated.items():
+            if rec.flags.get(flag) != value:
+                rec.resolved_by[flag] = f"{who} (static reading had {rec.flags.get(flag, 'nothing')})"
+                rec.flag_origins.pop(flag, None)
+        rec.rationale.append(f"{verification.line()}")
+        rec.flags = updated
+    else:
+        rec.rationale.append(verification.line())
+    return answer

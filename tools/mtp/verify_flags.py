@@ -1,0 +1,103 @@
+"""Resolve SGLang server arguments with SGLang itself and print the speculative settings it arrives at.
+
+Run by dsv4-agent in the interpreter that has SGLang (--sglang-python), never in dsv4-agent's own:
+
+    SGLANG_PYTHON verify_flags.py '["--model-path", "/models/X", "--speculative-algorithm", "EAGLE", ...]'
+
+It builds SGLang's ServerArgs from exactly that argv (``prepare_server_args``), runs every argument
+hook once (``resolve_once``), and reads the resolved values (``resolved_view``). Nothing is served
+and no weights are loaded; SGLang reads the model folder's config.json. Without a visible GPU it
+adds ``--device cpu`` (SGLang refuses to resolve otherwise). The last line of output is one JSON
+object after the marker ``DSV4_VERIFY``: the status ("resolved", "rejected": SGLang refused the
+settings, with its own message; "not_verified": resolution could not run), the version, and the
+resolved speculative settings. Standard library only, besides SGLang itself.
+"""
+import contextlib
+import io
+import json
+import os
+import sys
+import time
+import traceback
+
+FIELDS = ("speculative_algorithm", "speculative_num_steps", "speculative_eagle_topk",
+          "speculative_num_draft_tokens", "speculative_draft_model_path")
+MARKER = "DSV4_VERIFY "
+
+
+def _emit(result):
+    sys.stdout.flush()
+    print(MARKER + json.dumps(result), flush=True)
+
+
+def _where(err):
+    """Whether SGLang's own argument code raised it (a refusal), as opposed to the environment."""
+    frames = traceback.extract_tb(err.__traceback__)
+    return any("arg_groups" in f.filename or f.filename.endswith("server_args.py") for f in frames)
+
+
+def _version(result):
+    import sglang
+
+    result["sglang_version"] = getattr(sglang, "__version__", None)
+    result["sglang_location"] = os.path.dirname(os.path.abspath(sglang.__file__))
+    try:
+        from sglang import _version as version_module
+
+        result["sglang_commit"] = getattr(version_module, "__commit_id__", None)
+    except ImportError:
+        result["sglang_commit"] = None
+
+
+def _device(argv, result):
+    if "--device" in argv or any(a.startswith("--device=") for a in argv):
+        return argv
+    try:
+        import torch
+
+        has_gpu = bool(torch.cuda.is_available())
+    except Exception:  # noqa: BLE001 - no usable torch means no GPU here
+        has_gpu = False
+    if has_gpu:
+        return argv
+    result["device"] = "cpu (no GPU visible)"
+    return [*argv, "--device", "cpu"]
+
+
+def main():
+    argv = json.loads(sys.argv[1])
+    result = {"status": "not_verified", "reason": "", "argv": argv}
+    start = time.monotonic()
+    try:
+        _version(result)
+        argv = _device(argv, result)
+        result["argv"] = argv
+        from sglang.srt.arg_groups.model_override_base import resolved_view
+        from sglang.srt.server_args import prepare_server_args
+    except Exception as err:  # noqa: BLE001 - every failure to start is reported, never raised
+        result["reason"] = f"SGLang's argument resolution cannot be imported here: {type(err).__name__}: {err}"
+        _emit(result)
+        return
+    usage = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(usage):
+            server_args = prepare_server_args(argv)
+        server_args.resolve_once()
+        view = resolved_view(server_args)
+        result["resolved"] = {name: getattr(view, name, None) for name in FIELDS}
+        result["status"] = "resolved"
+    except SystemExit:
+        lines = [line for line in usage.getvalue().splitlines() if line.strip()]
+        result["status"], result["reason"] = "rejected", (lines[-1] if lines else "argument parsing failed")
+    except Exception as err:  # noqa: BLE001 - SGLang's refusal or an environment failure, told apart below
+        message = f"{type(err).__name__}: {err}".strip()
+        if isinstance(err, (AssertionError, ValueError)) and _where(err):
+            result["status"], result["reason"] = "rejected", message
+        else:
+            result["reason"] = f"resolution failed outside SGLang's argument checks: {message}"
+    result["seconds"] = round(time.monotonic() - start, 2)
+    _emit(result)
+
+
+if __name__ == "__main__":
+    main()
