@@ -58,3 +58,54 @@ def sglang_wheel_root() -> Path:
     from tools.source.resolve import ensure_wheel_source
 
     return ensure_wheel_source(SGLANG_TEST_VERSION)
+
+
+def _missing(message: str):
+    """Skip locally; under CI=true fail, since .ci/run provides what the test needs."""
+    if os.environ.get("CI"):
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+def shared_corpus() -> Path | None:
+    """``shared/corpus`` next to the repository (CI: ../shared) or next to a folder above it (a worktree)."""
+    root = Path(__file__).resolve().parents[1]
+    for folder in (root, *root.parents):
+        corpus = folder / "shared" / "corpus"
+        if (corpus / "build-checkout.sh").is_file():
+            return corpus
+    return None
+
+
+@pytest.fixture(scope="session")
+def corpus_checkouts(tmp_path_factory, sglang_wheel_root) -> dict[str, Path]:
+    """The upstream corpus laid over the 0.5.23 wheel as git checkouts: "new" (the wheel's own hooks
+    with the registered tests) and "old" (--with-older-python: older hooks and runners too)."""
+    import subprocess
+
+    corpus = shared_corpus()
+    if corpus is None:
+        _missing("no shared/corpus found next to the repository (CI provides it at ../shared)")
+    base = tmp_path_factory.mktemp("corpus")
+    built = {}
+    for name, extra in (("new", []), ("old", ["--with-older-python"])):
+        subprocess.run(["bash", str(corpus / "build-checkout.sh"), *extra, str(base / name), str(sglang_wheel_root)],
+                       check=True, capture_output=True)
+        built[name] = base / name
+    return built
+
+
+@pytest.fixture(scope="session")
+def sglang_python() -> Path:
+    """The separate venv with the real sglang 0.5.23 from PyPI (never the agent's own), made by .ci/run."""
+    import subprocess
+
+    from tools.source.resolve import cache_dir
+
+    venv = Path(os.environ.get("DSV4_SGLANG_VENV") or cache_dir() / "sglang-venv")
+    python = venv / "bin" / "python"
+    probe = "import importlib.util, sys; sys.exit(importlib.util.find_spec('sglang') is None)"
+    if not (venv / ".dsv4-complete").is_file() or not python.is_file() \
+            or subprocess.run([str(python), "-c", probe], capture_output=True).returncode != 0:
+        _missing(f"no sglang venv at {python.parent.parent} (.ci/run creates it: sglang=={SGLANG_TEST_VERSION})")
+    return python

@@ -221,3 +221,24 @@ def test_wheel_catalog_complete_and_fixture_recipes(sglang_wheel_root):
     assert names["DsaMtpServerBase"].flags["--speculative-num-draft-tokens"] == "6"
     assert names["EagleServerBase"].flags["--speculative-eagle-topk"] == "8"
     assert names["SpecEagleServerBase"].model == "meta-llama/Llama-3.1-8B-Instruct"
+
+
+def test_spec_catalog_and_flag_guard_read_the_same_fields(sglang_wheel_root):
+    from agent.llm.flag_guard import server_flag_catalog
+
+    root = sglang_wheel_root
+    catalog = spec_catalog(SpecCatalogArgs(package_dir=str(root / "sglang"), root=str(root)))
+    guard, _ = server_flag_catalog(root / "sglang", root)
+    for entry in catalog.flags:
+        if entry.cli:  # one reader: the same flag, cited to the same field line, aliases included
+            assert guard[entry.flag] == entry.origin.cite()
+            assert all(guard[alias] == entry.origin.cite() for alias in entry.aliases)
+        else:
+            assert entry.flag not in guard
+
+
+def test_the_committed_schema_is_the_answer_model():
+    from tools.mtp.infer import MtpAnswer
+
+    committed = json.loads((REPO / "docs" / "mtp-answer.schema.json").read_text())
+    assert committed == MtpAnswer.model_json_schema(), "regenerate docs/mtp-answer.schema.json (docs/evidence.md)"

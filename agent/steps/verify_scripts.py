@@ -60,15 +60,16 @@ def verify_plan(ctx: StepContext, plan: MeasurePlan) -> tuple[MeasurePlan, list[
         if not flags:
             kept.append(variant)
             continue
-        verification = verify_flags(VerifyArgs(sglang_python=ctx.settings.sglang_python, flags=flags,
-                                               model_path=_checkpoint(ctx, variant), extra_argv=rest,
-                                               script_dir=str(ctx.run.file(VERIFY_DIR))))
+        args = VerifyArgs(sglang_python=ctx.settings.sglang_python, flags=flags, model_path=_checkpoint(ctx, variant),
+                          extra_argv=rest, script_dir=str(ctx.run.file(VERIFY_DIR)))
+        ctx.emit("tool_call", tool="verify_flags", args=args.model_dump())  # a pair: nests inside the step
+        verification = verify_flags(args)
         script = ctx.run.file(f"{VERIFY_DIR}/verify_flags.py")
         if script.is_file():
             ctx.emit("artifact_written", path=f"{VERIFY_DIR}/verify_flags.py", bytes=script.stat().st_size)
         ctx.write_artifact(f"{VERIFY_DIR}/{variant.name}.json", verification.model_dump_json(indent=2))
-        ctx.emit("tool_result", tool="verify_flags", status=verification.status, variant=variant.name,
-                 line=verification.line())
+        ctx.emit("tool_result", tool="verify_flags", status=verification.status, summary=verification.line(),
+                 artifacts=[f"{VERIFY_DIR}/{variant.name}.json"], seconds=verification.seconds)
         if verification.status == "rejected":
             notes.append(f"{variant.name}: {verification.line()}; left out of the scripts")
             continue

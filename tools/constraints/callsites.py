@@ -5,9 +5,9 @@ From the call sites follow a function's scope and gate:
 - architectures: calls inside ``if model_arch in [...]`` (``model_hook.py`` calls
   ``apply_deepseek_v4_defaults`` only for DeepseekV4ForCausalLM), and registration decorators
   (``@_register_for("DeepseekV4ForCausalLM")``);
-- algorithms: calls inside ``if speculative_algorithm == "X"`` (older hooks dispatch there), and
-  helpers called only from functions that have an algorithm scope (the auto-parameter chooser
-  runs only inside the EAGLE-family handler);
+- algorithms: calls inside ``if speculative_algorithm == "X"`` (older hooks dispatch there);
+- for both: helpers called only from functions that have a scope inherit it (the auto-parameter
+  chooser runs only inside the EAGLE-family handler);
 - gate: when every call site sits under other tests (``validate_layernorm_sp`` is reached only past
   ``if not cfg.enable_layernorm_sp: return``), the ``or`` of those sites' tests. A guard that raises
   is not a gate: past it the function runs whenever the server has not already refused the settings.
@@ -101,7 +101,7 @@ class CallSites:
                 archs = None if negated else self._memoised(test, "arch", arch_test)
                 if archs:
                     found.setdefault(site.callee, set()).update(archs)
-        return found
+        return self._inherit(found)
 
     def algorithms(self, known: dict[str, set[str]]) -> dict[str, set[str]]:
         """function -> algorithms: ``known`` (the dispatcher's) plus calls under algorithm tests, then
@@ -112,6 +112,10 @@ class CallSites:
                 algos = None if negated else self._memoised(test, "algo", algorithm_test)
                 if algos:
                     found.setdefault(site.callee, set()).update(algos)
+        return self._inherit(found)
+
+    def _inherit(self, found: dict[str, set[str]]) -> dict[str, set[str]]:
+        """A function without a scope of its own, called only from scoped functions, gets their scope."""
         callers: dict[str, set[str]] = {}
         for site in self.sites:
             if site.caller:

@@ -32,9 +32,20 @@ class Scope:
     not_algos: list[str] = dc_field(default_factory=list)
 
     def without(self, text: str) -> "Scope":
-        """The same scope minus the conditions that mention ``text`` (a rule that restates its own guard)."""
-        return Scope(self.archs, self.algos, [c for c in self.conditions if text not in c], list(self.tests),
-                     list(self.not_archs), list(self.not_algos))
+        """The same scope minus the conditions (or the ``and``-parts of one) that mention ``text``: a
+        rule that restates its own guard (``if draft is None: draft = model_path``) keeps the rest."""
+        kept = [part for c in self.conditions if (part := _drop_parts(c, text))]
+        return Scope(self.archs, self.algos, kept, list(self.tests), list(self.not_archs), list(self.not_algos))
+
+
+def _drop_parts(condition: str, text: str) -> str:
+    if text not in condition:
+        return condition
+    node = ast.parse(condition, mode="eval").body
+    if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
+        parts = [ast.unparse(v) for v in node.values if text not in ast.unparse(v)]
+        return " and ".join(f"({p})" if " or " in p else p for p in parts)
+    return ""
 
 
 def _message(node: ast.AST | None) -> str:
@@ -261,7 +272,7 @@ class Walker:
         elif name == "speculative_num_draft_tokens" and "speculative_num_steps" in text and "+" in text \
                 and any("speculative_eagle_topk == 1" in ast.unparse(t) for t in scope.tests):
             self.add("topk1_draft_tokens", f"with topk 1, speculative_num_draft_tokens is set to {text}",
-                     scope.without("speculative_eagle_topk == 1"), node, name, [text])
+                     scope.without("speculative_eagle_topk == 1").without(name), node, name, [text])
         else:
             self.add("default", f"{name} is set to {text}", scope, node, name, [text])
 

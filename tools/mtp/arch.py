@@ -3,7 +3,10 @@
 Without a checkpoint we match the model id against the model classes SGLang defines
 (``class DeepseekV4ForCausalLM(`` in ``srt/models/``): the longest class-name prefix (before
 ``For``) that starts the normalised model name wins (``deepseek-ai/DeepSeek-V4-Flash`` ->
-``deepseekv4flash`` starts with ``deepseekv4``). This is a guess, and the answer says so.
+``deepseekv4flash`` starts with ``deepseekv4``), unless the match stops right before a version
+marker the class lacks (``DeepseekForCausalLM`` is no match for DeepSeek-V4). This is a guess, and
+the answer says so. When no class name matches, the tree's own mentions of the model's family next
+to a class name are read instead (``from_mentions``).
 """
 from __future__ import annotations
 
@@ -53,14 +56,28 @@ def model_classes(root: str, package_dir: str) -> tuple[tuple[str, Origin], ...]
     return tuple(found)
 
 
+def _skips_a_version(name: str, prefix: str) -> bool:
+    """Whether the prefix stops right before a version marker of the name: ``DeepseekForCausalLM``
+    for DeepSeek-V4 leaves the "V4" unmatched, a different model generation, not a match."""
+    tokens = re.findall(r"[a-z]+|\d+", name.lower())
+    length = 0
+    for at, token in enumerate(tokens):
+        length += len(token)
+        if length == len(prefix):
+            rest = tokens[at + 1:at + 3]
+            return len(rest) == 2 and rest[0] == "v" and rest[1].isdigit()
+    return False
+
+
 def from_tree(model: str, root: str, package_dir: str) -> tuple[str, Origin] | None:
     """Best class-name match for the model id among SGLang's model classes, with its definition."""
     # "org/Name" or just "Name": the class prefix may include the org (acme/Moe-7B -> AcmeMoe...)
-    names = {_norm(model.rstrip("/").split("/")[-1]), _norm(model)}
+    raw = [model.rstrip("/").split("/")[-1], model]
+    names = {_norm(n): n for n in raw}
     best: tuple[tuple[int, int, int], str, Origin] | None = None
     for name, origin in model_classes(root, package_dir):
         prefix = _norm(name.split("For")[0])
-        if not prefix or not any(n.startswith(prefix) for n in names):
+        if not prefix or not any(n.startswith(prefix) and not _skips_a_version(r, prefix) for n, r in names.items()):
             continue
         rank = (len(prefix), 0 if DRAFT_HINT.search(name) else 1, 1 if name.endswith("ForCausalLM") else 0)
         if best is None or rank > best[0]:
@@ -91,9 +108,10 @@ def from_mentions(models: list[str], root: str, package_dir: str) -> dict[str, t
     """Architecture of each model id from lines of the tree that name the model (or its family) next
     to one of SGLang's model classes, e.g. ``GLM-5, GLM-5.1 and GLM-5.2 share GlmMoeDsaForCausalLM``.
 
-    One search over the package for all names; the same line counts most, then a line within three
-    of it; the longest matching name wins; ties go to the class named most often. The caller says
-    that this is read from a mention, with its citation."""
+    One search over the package for all names; only a class named on the same line counts (a class
+    a few lines away is a neighbour, not a statement about the model); the longest matching name
+    wins, ties go to the class named most often. The caller says that this is read from a mention,
+    with its citation."""
     classes = {name: origin for name, origin in model_classes(root, package_dir)}
     if not classes or not models:
         return {}
@@ -108,33 +126,13 @@ def from_mentions(models: list[str], root: str, package_dir: str) -> dict[str, t
         scores: dict[str, tuple[int, int, Origin]] = {}
         for rank, name in enumerate(family):
             for hit in (h for h in hits if patterns[name].search(h.text)):
-                for arch, weight, line in _classes_near(hit, class_re, package_dir):
-                    key = (len(family) - rank) * 10 + weight
+                for arch in class_re.findall(hit.text):  # named on the same line: a statement, not a neighbour
+                    key = len(family) - rank
                     best = scores.get(arch)
-                    origin = Origin(path=f"{rel_base}/{hit.path}", line=line)
+                    origin = Origin(path=f"{rel_base}/{hit.path}", line=hit.line)
                     scores[arch] = (max(key, best[0]) if best else key, (best[1] if best else 0) + 1,
                                     origin if not best or key > best[0] else best[2])
         if scores:
             arch, (_, _, origin) = max(scores.items(), key=lambda kv: (kv[1][0], kv[1][1]))
             found[model] = (arch, origin)
     return found
-
-
-@lru_cache(maxsize=256)
-def _file_lines(path: str) -> tuple[str, ...]:
-    try:
-        return tuple(Path(path).read_text(errors="replace").splitlines())
-    except OSError:
-        return ()
-
-
-def _classes_near(hit, class_re: re.Pattern[str], package_dir: str) -> list[tuple[str, int, int]]:
-    """(class, weight, line): classes named on the hit's line (weight 2) or within three lines (1)."""
-    same = [(m.group(1), 2, hit.line) for m in class_re.finditer(hit.text)]
-    if same:
-        return same
-    lines = _file_lines(str(Path(package_dir) / hit.path))
-    near = []
-    for number in range(max(1, hit.line - 3), min(len(lines), hit.line + 3) + 1):
-        near += [(m.group(1), 1, number) for m in class_re.finditer(lines[number - 1])]
-    return near

@@ -44,9 +44,9 @@ def speculative_flags(recipe: Recipe, fields: FieldCatalog) -> tuple[dict[str, s
         definition = by_flag.get(flag)
         origin = recipe.flag_origins.get(flag, recipe.origin)
         if definition is None:
+            where = "the argument fields of this tree" if fields.files else "no readable argument fields"
             dropped.append(Dropped(kind="flag", name=flag, value=value, origin=origin, reason=(
-                f"no SGLang argument field defines it (checked {len(by_flag)} flags of "
-                f"{', '.join(fields.files) or 'no readable field file'})")))
+                f"no SGLang argument field defines it (checked against {len(by_flag)} flags in {where})")))
             continue
         primary = definition.flags[0] if definition.flags else flag
         flags[primary], origins[primary] = value, origin

@@ -33,6 +33,11 @@ _TEST_SECTION = re.compile(r"\btest(s|ing)?\b|fault injection", re.I)
 _READ = r"(os\.environ(\.get)?\s*[\(\[]|os\.getenv\s*\(|get_\w*env\w*\s*\()\s*['\"]({names})['\"]"
 
 
+def redacted(env: dict[str, str]) -> dict[str, str]:
+    """The env with credential values hidden (for anything written to a run folder or printed)."""
+    return {k: "<redacted>" if _SECRET.search(k) else v for k, v in env.items()}
+
+
 class Registry:
     """``srt/environ.py``: name -> (line, section title) of every registered variable, and the deprecated ones."""
 

@@ -20,7 +20,7 @@ from tools.mtp.answer import (Candidate, Constraint, Dropped, MtpAnswer, Recomme
                               Verification)
 from tools.mtp.arch import from_config, from_mentions, from_tree
 from tools.mtp.choose import Considered, best, consider, from_hooks, recommendation
-from tools.mtp.env import vet_env
+from tools.mtp.env import redacted, vet_env
 from tools.mtp.pick import Judge
 from tools.recipes import ExtractRecipesArgs, Recipe, extract_recipes
 from tools.source.fields import FieldCatalog, read_fields
@@ -96,7 +96,7 @@ def _with_env(rec: Recommendation, seen: Considered, exact: bool, info: SourceIn
 
 def _candidate(seen: Considered) -> Candidate:
     r = seen.recipe
-    return Candidate(name=r.name, flags=dict(seen.flags), model=r.model or "", env=r.env, hardware=r.hardware,
+    return Candidate(name=r.name, flags=dict(seen.flags), model=r.model or "", env=redacted(r.env), hardware=r.hardware,
                      other_flags={k: v for k, v in r.flags.items() if not k.startswith("--speculative-")},
                      origin=r.origin, rejected=[f"{p} ({rule.origin.cite()})" for p, rule in seen.verdict.problems]
                      + ([] if seen.transferable else ["not MTP (its draft is not taken from the target checkpoint): "

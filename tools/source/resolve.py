@@ -130,6 +130,11 @@ def _git_commit(root: Path) -> str | None:
 def _describe(path: Path, kind_hint: str, how: str) -> SourceInfo:
     found = _layout(path)
     if found is None:
+        for package in (path / "python" / "sglang", path / "sglang"):
+            if package.is_dir():
+                raise ToolError(f"{path} looks like an SGLang source but {package.relative_to(path)}/__init__.py is "
+                                "missing (a damaged or partial copy); restore it (e.g. git checkout -- "
+                                f"{package.relative_to(path)}/__init__.py) or pass --sglang PATH to a complete tree")
         raise ToolError(f"{path} is not an SGLang source: no python/sglang/ (checkout) or sglang/ "
                         "(package) with __init__.py inside; pass --sglang PATH to a checkout or to "
                         "the folder that contains the sglang package")
