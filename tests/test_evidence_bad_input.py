@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from agent.steps.write_scripts import _mtp_variant
+from agent.steps.measure_plan import mtp_variant
 from tools.mtp.infer import InferMtpArgs, infer_mtp
 from tools.scripts import ServeVariant
 from tools.scripts.render import render_serve_script
@@ -52,7 +52,7 @@ def test_an_undefined_speculative_flag_is_dropped_with_a_note():
 def test_the_serve_script_carries_a_citation_above_every_env_line_and_nothing_dropped(tmp_path):
     rec = _answer().recommended
     base = ServeVariant(name="baseline", model_path="/models/acme", tp=1, gpus=[0])
-    variant, _ = _mtp_variant(base, rec)
+    variant, _ = mtp_variant(base, rec)
     script = render_serve_script(variant, "/opt/sglang/bin/python", 30000)
     lines = script.splitlines()
     code = "\n".join(line for line in lines if not line.lstrip().startswith("#"))

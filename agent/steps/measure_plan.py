@@ -28,8 +28,18 @@ NO_CITATION = "recommended by infer_mtp without a citation: check before use"
 
 
 def _source(recommended: Recommendation, flag: str) -> str:
+    if flag in recommended.resolved_by:
+        return recommended.resolved_by[flag]
     origin = recommended.flag_origins.get(flag)
     return origin.cite() if origin is not None else NO_CITATION
+
+
+def _env_source(recommended: Recommendation, name: str) -> str:
+    """Where the recipe sets it and why it is kept (SGLang reads it): the comment above its export."""
+    origin = recommended.env_origins.get(name)
+    where = origin.cite() if origin is not None else "the recommended recipe"
+    why = recommended.env_evidence.get(name)
+    return f"{where} ({why})" if why else where
 
 
 def mtp_variant(base: ServeVariant, recommended: Recommendation) -> tuple[ServeVariant, list[str]]:
@@ -40,7 +50,7 @@ def mtp_variant(base: ServeVariant, recommended: Recommendation) -> tuple[ServeV
             notes.append(f"{flag} from the recommendation is left to the script's own setting")
             continue
         flags.append(FlagChoice(flag=flag, value=value, source=_source(recommended, flag)))
-    env = [EnvChoice(name=k, value=v, source="infer_mtp recommendation") for k, v in recommended.env.items()]
+    env = [EnvChoice(name=k, value=v, source=_env_source(recommended, k)) for k, v in recommended.env.items()]
     variant = base.model_copy(update={"name": "mtp", "flags": flags, "env": env,
                                       "rationale": list(recommended.rationale)})
     return ServeVariant.model_validate(variant.model_dump()), notes  # re-validate names and values
@@ -50,7 +60,8 @@ def _choice_variant(base: ServeVariant, choice: SpecChoice) -> ServeVariant:
     flags = [FlagChoice(flag=k, value=v, source=choice.origins.get(k) or
                         ("user choice" if choice.source == "user" else NO_CITATION))
              for k, v in choice.flags.items() if k not in RESERVED_FLAGS]
-    env = [EnvChoice(name=k, value=v, source=f"recipe env ({choice.origins.get(next(iter(choice.flags)), '?')})")
+    env = [EnvChoice(name=k, value=v, source=choice.env_sources.get(k) or
+                     f"recipe env ({choice.origins.get(next(iter(choice.flags)), '?')})")
            for k, v in choice.env.items()]
     return ServeVariant.model_validate({**base.model_dump(), "name": choice.name, "flags": [f.model_dump() for f in flags],
                                         "env": [e.model_dump() for e in env],

@@ -5,11 +5,13 @@ measure plan gets the recommended setting (variant ``mtp``), then every other di
 of a candidate that holds under the hooks' rules for this architecture (variant
 ``mtp-<steps>-<topk>-<draft tokens>``), then the hooks' automatic choice when no candidate has it.
 A candidate of another model carries over only when its draft is the target's own checkpoint (the
-hooks' unconditional draft-path fallback), as the recommendation does. ``cap`` keeps the first
+hooks' draft-path fallback, where its condition holds), as the recommendation does. Rules are
+judged as the evidence engine judges them (tools/mtp/pick.py): each applies only where its
+condition holds. A candidate's environment is the vetted part (tools/mtp/env.py), each cited. ``cap`` keeps the first
 ``cap`` of those (recommended first, then by closeness of the recipe's hardware to the target).
 
 User settings (``--mtp-steps 1,2,3`` or ``S/K/D``) are added after the cap. Each is checked
-against the enforced hook rules after SGLang's own rewrites (topk 1 forces draft tokens = steps +
+against the applicable hook rules after SGLang's own rewrites (topk 1 forces draft tokens = steps +
 1); a setting a rule forbids is an error citing the rule.
 """
 from __future__ import annotations
@@ -19,9 +21,12 @@ import re
 from pydantic import BaseModel, Field
 
 from tools.base import ToolError
+from pathlib import Path
+
 from tools.constraints.extract import Rule
 from tools.mtp.infer import Candidate, MtpAnswer
-from tools.mtp.pick import ALGO, DRAFT, STEPS, TOKENS, TOPK, check, enforced, flag, hardware_score, repair
+from tools.mtp.pick import ALGO, DRAFT, STEPS, TOKENS, TOPK, Judge, hardware_score
+from tools.source.fields import read_fields_at
 from tools.source.origin import Origin
 
 _USER = re.compile(r"^\s*(\d+)(?:/(\d+)/(\d+))?\s*$")
@@ -34,7 +39,8 @@ class SpecChoice(BaseModel):
     name: str = Field(description="Variant name: 'mtp' for the recommendation, else mtp-S-K-D")
     flags: dict[str, str] = Field(description="--speculative-* flags, as the server will run them")
     origins: dict[str, str] = Field(default_factory=dict, description="flag -> 'path:line' of its evidence")
-    env: dict[str, str] = Field(default_factory=dict)
+    env: dict[str, str] = Field(default_factory=dict, description="Only what SGLang reads (tools/mtp/env.py)")
+    env_sources: dict[str, str] = Field(default_factory=dict, description="env var -> 'path:line (why kept)'")
     why: list[str] = Field(default_factory=list)
     source: str = Field(description="recommended | evidence | hooks | user")
 
@@ -61,49 +67,58 @@ def _name(flags: dict[str, str]) -> str:
     return "mtp-" + re.sub(r"[^a-z0-9]+", "-", setting_label(flags).lower()).strip("-")[:35]
 
 
-def _carries_over(cand: Candidate, model: str, rules: list[Rule], arch: str | None) -> bool:
+def _judge(answer: MtpAnswer, rules: list[Rule]) -> Judge:
+    """The evidence engine's judge: each rule applies only where its condition holds."""
+    return Judge(rules, answer.architecture, read_fields_at(Path(answer.source.root)))
+
+
+def _carries_over(cand: Candidate, model: str, judge: Judge) -> bool:
     same = cand.model.lower().rstrip("/").split("/")[-1] == model.lower().rstrip("/").split("/")[-1]
     if same:
         return True
-    algorithm = cand.flags.get(ALGO)
-    fallback = [r for r in rules if r.kind == "draft_path_fallback" and r.condition is None
-                and r.architectures and r.applies(arch, algorithm)]
+    fallback = [r for r in judge.applying(dict(cand.flags), ("draft_path_fallback",), []) if r.architectures]
     return bool(fallback) and cand.flags.get(DRAFT) in (None, cand.model)
 
 
-def _from_candidate(cand: Candidate, rules: list[Rule], arch: str | None) -> SpecChoice | str:
+def _env_sources(cand: Candidate) -> dict[str, str]:
+    return {k: f"{cand.env_origins[k].cite() if k in cand.env_origins else cand.origin.cite()}"
+               f" ({cand.env_evidence.get(k, 'recipe env')})" for k in cand.env_kept}
+
+
+def _from_candidate(cand: Candidate, judge: Judge) -> SpecChoice | str:
     flags = {k: v for k, v in cand.flags.items() if k.startswith("--speculative-")}
     origins = {k: cand.origin for k in flags}
     why = [f"recipe for {cand.model} on {cand.hardware or 'unspecified hardware'} ({cand.origin.cite()})"]
-    repair(flags, origins, rules, arch, why)
-    problems = check(flags, rules, arch)
+    judge.resolve_alias(flags, origins, why, [])
+    judge.repair(flags, origins, why, [])
+    problems = judge.check(flags).problems
     if problems:
         text, rule = problems[0]
         return f"{setting_label(flags)} from {cand.origin.cite()} breaks a hook rule: {text} ({rule.origin.cite()})"
     return SpecChoice(name=_name(flags), flags=flags, origins={k: o.cite() for k, o in origins.items()},
-                      env=dict(cand.env), why=why, source="evidence")
+                      env=dict(cand.env_kept), env_sources=_env_sources(cand), why=why, source="evidence")
 
 
-def _auto(answer: MtpAnswer, rules: list[Rule], arch: str | None) -> SpecChoice | None:
+def _auto(answer: MtpAnswer, judge: Judge) -> SpecChoice | None:
     algorithm = (answer.recommended.flags.get(ALGO) if answer.recommended else None)
     if not algorithm:
         return None
-    auto = next((r for r in enforced(rules, arch, algorithm) if r.kind == "auto_default"), None)
-    if auto is None:
+    flags: dict[str, str] = {ALGO: algorithm}
+    origins: dict[str, Origin] = {}
+    chosen: list[str] = []
+    judge.fill_automatic(flags, origins, chosen, [])
+    if STEPS not in flags:
         return None
-    flags = {ALGO: algorithm}
-    for pair in auto.values:
-        field, _, value = pair.partition("=")
-        flags[flag(field)] = value
-    why = [f"SGLang's automatic choice for {arch} when no steps are given ({auto.origin.cite()})"]
-    return SpecChoice(name=_name(flags), flags=flags, origins={k: auto.origin.cite() for k in flags if k != ALGO},
+    auto = origins[STEPS]
+    why = [f"SGLang's automatic choice for {answer.architecture} when no steps are given ({auto.cite()})"]
+    return SpecChoice(name=_name(flags), flags=flags, origins={k: o.cite() for k, o in origins.items()},
                       why=why, source="hooks")
 
 
 def evidence_choices(answer: MtpAnswer, rules: list[Rule], target_gpu: str | None = None,
                      target_gpus: int | None = None, cap: int | None = None) -> tuple[list[SpecChoice], list[str]]:
     """The MTP settings the evidence supports, recommended first; notes say what was left out."""
-    arch = answer.architecture
+    judge = _judge(answer, rules)
     notes: list[str] = []
     chosen: list[SpecChoice] = []
     rec = answer.recommended
@@ -113,11 +128,11 @@ def evidence_choices(answer: MtpAnswer, rules: list[Rule], target_gpu: str | Non
                                  origins={k: o.cite() for k, o in rec.flag_origins.items()}, source="recommended"))
     ranked = sorted(answer.candidates, key=lambda c: -hardware_score(c.hardware, None, target_gpu, target_gpus))
     for cand in ranked:
-        if not _carries_over(cand, answer.model, rules, arch):
+        if not _carries_over(cand, answer.model, judge):
             notes.append(f"{setting_label(cand.flags)} ({cand.origin.cite()}) is a recipe for {cand.model} whose draft "
                          "is not the target checkpoint's own: not measured")
             continue
-        choice = _from_candidate(cand, rules, arch)
+        choice = _from_candidate(cand, judge)
         if isinstance(choice, str):
             notes.append(choice)
         elif _key(choice.flags) not in {_key(c.flags) for c in chosen}:
@@ -125,7 +140,7 @@ def evidence_choices(answer: MtpAnswer, rules: list[Rule], target_gpu: str | Non
         else:
             twin = next(c for c in chosen if _key(c.flags) == _key(choice.flags))
             twin.why.append(f"also in {cand.origin.cite()} ({cand.hardware or 'unspecified hardware'})")
-    auto = _auto(answer, rules, arch)
+    auto = _auto(answer, judge)
     if auto is not None:
         twin = next((c for c in chosen if _key(c.flags) == _key(auto.flags)), None)
         if twin is None:
@@ -147,20 +162,10 @@ def parse_user_setting(text: str) -> tuple[int, int | None, int | None]:
     return int(steps), (int(topk) if topk else None), (int(draft) if draft else None)
 
 
-def _topk1_rewrite(flags: dict[str, str], origins: dict[str, Origin], rules: list[Rule], arch: str | None,
-                   why: list[str]) -> None:
-    """SGLang's own rewrite (topk 1: draft tokens = steps + 1); other rules are checked, never bent."""
-    rule = next((r for r in enforced(rules, arch, flags[ALGO]) if r.kind == "topk1_draft_tokens"), None)
-    wanted = str(int(flags[STEPS]) + 1)
-    if rule is not None and flags[TOPK] == "1" and flags[TOKENS] != wanted:
-        why.append(f"{TOKENS} set to {wanted} (= steps + 1): {rule.rule} ({rule.origin.cite()})")
-        flags[TOKENS], origins[TOKENS] = wanted, rule.origin
-
-
 def user_choices(entries: list[str], answer: MtpAnswer, rules: list[Rule],
                  known: list[SpecChoice]) -> list[SpecChoice]:
     """Settings the user asked for, checked against the hooks' rules; a forbidden one raises."""
-    arch = answer.architecture
+    judge = _judge(answer, rules)
     algorithm = next((c.flags[ALGO] for c in known if c.flags.get(ALGO)), None)
     if algorithm is None:
         raise ToolError(f"--mtp-steps needs a speculative algorithm, and the evidence has none for {answer.model}: "
@@ -171,8 +176,8 @@ def user_choices(entries: list[str], answer: MtpAnswer, rules: list[Rule],
         flags = {ALGO: algorithm, STEPS: str(steps), TOPK: str(topk or 1), TOKENS: str(draft or steps + 1)}
         origins: dict[str, Origin] = {}
         why = [f"user choice (--mtp-steps {entry.strip()})"]
-        _topk1_rewrite(flags, origins, rules, arch, why)
-        problems = check(flags, rules, arch)
+        judge.repair(flags, origins, why, [])  # SGLang's own rewrites (topk 1: draft tokens = steps + 1)
+        problems = judge.check(flags).problems
         if problems:
             text, rule = problems[0]
             raise ToolError(f"--mtp-steps {entry.strip()}: {text}: {rule.rule} ({rule.origin.cite()}); "

@@ -26,6 +26,10 @@ class Candidate(BaseModel):
     origin: Origin
     rejected: list[str] = Field(default_factory=list, description="Rules this recipe breaks, each cited; "
                                                                   "empty when it could be recommended")
+    env_kept: dict[str, str] = Field(default_factory=dict, description=(
+        "The part of env a script may set (SGLang reads it, or CUDA/NCCL/DeepEP); none for another model's recipe"))
+    env_evidence: dict[str, str] = Field(default_factory=dict, description="Why each kept env var is kept")
+    env_origins: dict[str, Origin] = Field(default_factory=dict, description="Where the recipe sets each kept one")
 
 
 class Constraint(BaseModel):

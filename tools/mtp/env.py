@@ -97,41 +97,58 @@ def _reads(names: list[str], package_dir: Path, root: Path) -> dict[str, str]:
     return found
 
 
+class EnvVetter:
+    """Vets the environments of many recipes with one registry read and one search of SGLang's code."""
+
+    def __init__(self, package_dir: Path, root: Path, names: set[str]):
+        self.registry = _registry(str(package_dir), str(root))
+        unknown = sorted(n for n in names if n not in self.registry.entries and n not in self.registry.deprecated
+                         and not n.startswith(FAMILIES) and not _SECRET.search(n) and n not in RESERVED)
+        self.reads = _reads(unknown, package_dir, root)
+
+    def vet(self, env: dict[str, str], origins: dict[str, Origin],
+            recipe: str) -> tuple[dict[str, str], dict[str, str], list[Dropped]]:
+        """(kept env, why each is kept, dropped) for one recipe's environment."""
+        kept: dict[str, str] = {}
+        evidence: dict[str, str] = {}
+        dropped: list[Dropped] = []
+        for name, value in env.items():
+            why = self._kept_because(name)
+            if isinstance(why, Dropped):
+                dropped.append(why.model_copy(update={"value": value if why.value == "" else why.value,
+                                                      "origin": origins.get(name)}))
+            else:
+                kept[name], evidence[name] = value, why
+        for d in dropped:
+            d.reason = d.reason.replace("{recipe}", recipe)
+        return kept, evidence, dropped
+
+    def _kept_because(self, name: str) -> str | Dropped:
+        registry = self.registry
+
+        def drop(reason: str, value: str = "") -> Dropped:
+            return Dropped(kind="env", name=name, value=value, origin=None, reason=reason)
+
+        if _SECRET.search(name):
+            return drop("a credential: never written into scripts or run folders", "<redacted>")
+        if name in RESERVED:
+            return drop("set by the scripts themselves (--gpus); {recipe} chose it for its CI runner")
+        if name in registry.deprecated:
+            return drop(f"SGLang lists it as deprecated ({registry.rel}:{registry.deprecated[name]})")
+        if name in registry.entries:
+            line, section = registry.entries[name]
+            if _TEST_SECTION.search(section):
+                return drop(f"a test-only setting: SGLang defines it under '{section}' ({registry.rel}:{line})")
+            return f"defined by SGLang at {registry.rel}:{line}"
+        if name.startswith(FAMILIES):
+            return "a CUDA/NCCL/NVSHMEM/DeepEP setting"
+        if name in self.reads:
+            return f"read by SGLang at {self.reads[name]}"
+        where = f"not in {registry.rel}" if registry.rel else "SGLang has no environment registry here"
+        return drop(f"SGLang does not read it ({where}, and no os.environ/getenv read of it outside its tests)")
+
+
 def vet_env(env: dict[str, str], origins: dict[str, Origin], package_dir: Path, root: Path,
             recipe: str) -> tuple[dict[str, str], dict[str, str], list[Dropped]]:
     """(kept env, why each is kept, dropped) for one recipe's environment."""
-    registry = _registry(str(package_dir), str(root))
-    kept: dict[str, str] = {}
-    evidence: dict[str, str] = {}
-    dropped: list[Dropped] = []
-    unresolved: list[str] = []
-    for name, value in env.items():
-        if _SECRET.search(name):
-            dropped.append(Dropped(kind="env", name=name, value="<redacted>", origin=origins.get(name),
-                                   reason="a credential: never written into scripts or run folders"))
-        elif name in RESERVED:
-            dropped.append(Dropped(kind="env", name=name, value=value, origin=origins.get(name),
-                                   reason=f"set by the scripts themselves (--gpus); {recipe} chose it for its CI runner"))
-        elif name in registry.deprecated:
-            dropped.append(Dropped(kind="env", name=name, value=value, origin=origins.get(name), reason=(
-                f"SGLang lists it as deprecated ({registry.rel}:{registry.deprecated[name]})")))
-        elif name in registry.entries:
-            line, section = registry.entries[name]
-            if _TEST_SECTION.search(section):
-                dropped.append(Dropped(kind="env", name=name, value=value, origin=origins.get(name), reason=(
-                    f"a test-only setting: SGLang defines it under '{section}' ({registry.rel}:{line})")))
-            else:
-                kept[name], evidence[name] = value, f"defined by SGLang at {registry.rel}:{line}"
-        elif name.startswith(FAMILIES):
-            kept[name], evidence[name] = value, "a CUDA/NCCL/NVSHMEM/DeepEP setting"
-        else:
-            unresolved.append(name)
-    reads = _reads(unresolved, package_dir, root)
-    for name in unresolved:
-        if name in reads:
-            kept[name], evidence[name] = env[name], f"read by SGLang at {reads[name]}"
-        else:
-            where = f"not in {registry.rel}" if registry.rel else "SGLang has no environment registry here"
-            dropped.append(Dropped(kind="env", name=name, value=env[name], origin=origins.get(name), reason=(
-                f"SGLang does not read it ({where}, and no os.environ/getenv read of it outside its tests)")))
-    return kept, evidence, dropped
+    return EnvVetter(package_dir, root, set(env)).vet(env, origins, recipe)

@@ -20,7 +20,7 @@ from tools.mtp.answer import (Candidate, Constraint, Dropped, MtpAnswer, Recomme
                               Verification)
 from tools.mtp.arch import from_config, from_mentions, from_tree
 from tools.mtp.choose import Considered, best, consider, from_hooks, recommendation
-from tools.mtp.env import redacted, vet_env
+from tools.mtp.env import EnvVetter, redacted
 from tools.mtp.pick import Judge
 from tools.recipes import ExtractRecipesArgs, Recipe, extract_recipes
 from tools.source.fields import FieldCatalog, read_fields
@@ -81,26 +81,27 @@ def _same_architecture(recipes: list[Recipe], arch: str, info: SourceInfo) -> li
     return [r for r in recipes if r.model and archs.get(r.model) == arch]
 
 
-def _with_env(rec: Recommendation, seen: Considered, exact: bool, info: SourceInfo) -> None:
-    recipe = seen.recipe
+def _with_env(rec: Recommendation, candidate: Candidate, recipe: Recipe, exact: bool) -> None:
+    """The recommendation takes its recipe's vetted environment (none from another model's recipe)."""
+    rec.env, rec.env_evidence, rec.env_origins = dict(candidate.env_kept), dict(candidate.env_evidence), \
+        dict(candidate.env_origins)
     if not exact:
         rec.dropped += [Dropped(kind="env", name=k, value=v, origin=recipe.env_origins.get(k), reason=(
             f"set for {recipe.model} by {recipe.name}; another checkpoint's settings are not carried over"))
-            for k, v in recipe.env.items()]
-        return
-    kept, evidence, dropped = vet_env(recipe.env, recipe.env_origins, Path(info.package_dir), Path(info.root),
-                                      recipe.name)
-    rec.env, rec.env_evidence, rec.dropped = kept, evidence, rec.dropped + dropped
-    rec.env_origins = {k: recipe.env_origins.get(k, recipe.launch) for k in kept}
+            for k, v in redacted(recipe.env).items()]
 
 
-def _candidate(seen: Considered) -> Candidate:
+def _candidate(seen: Considered, vetter: EnvVetter, exact: bool) -> tuple[Candidate, list[Dropped]]:
     r = seen.recipe
-    return Candidate(name=r.name, flags=dict(seen.flags), model=r.model or "", env=redacted(r.env), hardware=r.hardware,
-                     other_flags={k: v for k, v in r.flags.items() if not k.startswith("--speculative-")},
-                     origin=r.origin, rejected=[f"{p} ({rule.origin.cite()})" for p, rule in seen.verdict.problems]
-                     + ([] if seen.transferable else ["not MTP (its draft is not taken from the target checkpoint): "
-                                                      "not carried over to another model"]))
+    kept, evidence, dropped = vetter.vet(r.env, r.env_origins, r.name) if exact else ({}, {}, [])
+    candidate = Candidate(
+        name=r.name, flags=dict(seen.flags), model=r.model or "", env=redacted(r.env), hardware=r.hardware,
+        other_flags={k: v for k, v in r.flags.items() if not k.startswith("--speculative-")}, origin=r.origin,
+        rejected=[f"{p} ({rule.origin.cite()})" for p, rule in seen.verdict.problems]
+        + ([] if seen.transferable else ["not MTP (its draft is not taken from the target checkpoint): "
+                                         "not carried over to another model"]),
+        env_kept=kept, env_evidence=evidence, env_origins={k: r.env_origins.get(k, r.launch) for k in kept})
+    return candidate, dropped
 
 
 def _fields(info: SourceInfo, unknowns: list[str]) -> FieldCatalog:
@@ -134,6 +135,8 @@ def _infer_mtp(args: InferMtpArgs) -> MtpAnswer:
     pool = exact or (_same_architecture(recipes.recipes, arch, info) if arch else [])
     judge = Judge(rules, arch, fields)
     considered = [consider(r, judge, fields, bool(exact), arch) for r in pool]
+    vetter = EnvVetter(Path(info.package_dir), Path(info.root), {n for r in pool for n in r.env} if exact else set())
+    vetted = [_candidate(c, vetter, bool(exact)) for c in considered]
     applicable = [r for r in rules if r.applies(arch, None)] if arch else [r for r in rules if r.architectures is None]
     constraints = [Constraint(rule=r.rule, origin=r.origin) for r in applicable if r.kind != "default"]
     recommended, findings = None, []
@@ -145,7 +148,9 @@ def _infer_mtp(args: InferMtpArgs) -> MtpAnswer:
         chosen = best(considered, args.gpu, args.gpus)
         if chosen is not None:
             recommended, findings = recommendation(chosen), chosen.undecided + chosen.verdict.undecided
-            _with_env(recommended, chosen, bool(exact), info)
+            candidate, env_dropped = vetted[considered.index(chosen)]
+            _with_env(recommended, candidate, chosen.recipe, bool(exact))
+            recommended.dropped += env_dropped
         else:
             recommended, findings = from_hooks(arch, judge)
     unknowns += list(dict.fromkeys(f.note() for f in findings))
@@ -159,7 +164,7 @@ def _infer_mtp(args: InferMtpArgs) -> MtpAnswer:
                            "no usable recipe in the tree and no MTP fallback in the hooks"))
     return MtpAnswer(model=args.model, architecture=arch,
                      source=SourceRef(kind=info.kind, root=info.root, version=info.version, commit=info.commit),
-                     candidates=[_candidate(c) for c in considered], constraints=constraints,
+                     candidates=[c for c, _ in vetted], constraints=constraints,
                      recommended=recommended, unknowns=unknowns)
 
 

@@ -137,6 +137,12 @@ def field_files(package_dir: Path) -> list[Path]:
     return sorted(package_dir.glob(FIELD_FILES_GLOB)) + [package_dir / ARGPARSE_FILE]
 
 
+def read_fields_at(root: Path) -> FieldCatalog:
+    """The fields of the SGLang source at ``root`` (a checkout's python/sglang, or a package's sglang/)."""
+    package = root / "python" / "sglang" if (root / "python" / "sglang").is_dir() else root / "sglang"
+    return read_fields(package, root) if package.is_dir() else FieldCatalog()
+
+
 def read_fields(package_dir: Path, root: Path, files: list[Path] | None = None) -> FieldCatalog:
     """Every field of the given files (default: the field modules and server_args.py), in file order."""
     catalog = FieldCatalog()
