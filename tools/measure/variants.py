@@ -104,7 +104,9 @@ def _auto(answer: MtpAnswer, judge: Judge) -> SpecChoice | None:
     if not algorithm:
         return None
     flags: dict[str, str] = {ALGO: algorithm}
-    origins: dict[str, Origin] = {}
+    origins: dict[str, Origin] = {}  # the algorithm is the recommendation's, cited where it is
+    if answer.recommended is not None and ALGO in answer.recommended.flag_origins:
+        origins[ALGO] = answer.recommended.flag_origins[ALGO]
     chosen: list[str] = []
     judge.fill_automatic(flags, origins, chosen, [])
     if STEPS not in flags:
