@@ -62,14 +62,13 @@ def verify_plan(ctx: StepContext, plan: MeasurePlan) -> tuple[MeasurePlan, list[
             continue
         args = VerifyArgs(sglang_python=ctx.settings.sglang_python, flags=flags, model_path=_checkpoint(ctx, variant),
                           extra_argv=rest, script_dir=str(ctx.run.file(VERIFY_DIR)))
-        ctx.emit("tool_call", tool="verify_flags", args=args.model_dump())  # a pair: nests inside the step
         verification = verify_flags(args)
         script = ctx.run.file(f"{VERIFY_DIR}/verify_flags.py")
         if script.is_file():
             ctx.emit("artifact_written", path=f"{VERIFY_DIR}/verify_flags.py", bytes=script.stat().st_size)
         ctx.write_artifact(f"{VERIFY_DIR}/{variant.name}.json", verification.model_dump_json(indent=2))
-        ctx.emit("tool_result", tool="verify_flags", status=verification.status, summary=verification.line(),
-                 artifacts=[f"{VERIFY_DIR}/{variant.name}.json"], seconds=verification.seconds)
+        ctx.progress(f"{variant.name}: {verification.line()}", verification=verification.status,  # a fact of the step
+                     result=f"{VERIFY_DIR}/{variant.name}.json", seconds=verification.seconds)
         if verification.status == "rejected":
             notes.append(f"{variant.name}: {verification.line()}; left out of the scripts")
             continue
