@@ -1,20 +1,23 @@
 """Install (or uninstall) merged kernel configs on the host where the SGLang server runs.
 
-Standalone on purpose (stdlib only, no package imports): the tuning step writes this file into the
-run folder as ``tuning/install_configs.py`` (reviewable like every generated script) and runs it as
-a job through the executor, so the configs land in the config folder of the SGLang *on the GPU
-host*, not on the machine the agent runs on. It does what ``tools/tuning/install.py`` does locally
-and writes the same manifest format (``<run>/tuning/manifest.json``, backups in
-``<run>/tuning/backup/``), which the agent fetches back into the local run folder:
+Standalone on purpose (stdlib only): the tuning step writes it into the run folder as
+``tuning/install_configs.py`` (reviewable) and runs it as a job through the executor, so configs
+land in the config folder of the SGLang *on the GPU host*; ``tools/tuning/install.py`` calls the
+same code locally. Both write ``<run>/tuning/manifest.json`` (backups in ``<run>/tuning/backup/``):
 
     python3 install_configs.py install RUN_DIR INSTALLED_BY [--config-dir D] [--sglang-python P]
                                        [--sglang-src S] MERGED.json...
     python3 install_configs.py uninstall RUN_DIR [--force]
 
-Install is all or nothing: every file is validated first, the manifest is written before the first
-file is replaced, and a failure restores the files already written. Uninstall restores replaced
-files from their backups, removes added ones, and leaves a file changed since the install alone
-unless ``--force``. Exit 0 on success, 2 on a problem the user can fix (message on stderr).
+Install is all or nothing: every file is validated and every replaced file backed up first, the
+manifest (state ``installing``: the intent) is written before the first file is replaced and
+completed (``installed``) after the last, and a failure restores the files already written. A kill
+anywhere is recovered: installing again finishes the interrupted install (a file it already put
+there is recognised by its hash, never backed up as an original), and uninstall restores the folder
+exactly whichever files were written; an uninstall marks the manifest ``uninstalling`` first, so a
+killed one is finished by the next. Only files directly in the recorded config folder are touched;
+a file changed since the install is left alone unless ``--force``. Exit 0 on success, 2 on a
+problem the user can fix (message on stderr).
 """
 import argparse
 import hashlib
@@ -97,19 +100,50 @@ def config_dir(args):
                   "tuning step" % parent)
 
 
+def load(run):
+    if not os.path.exists(os.path.join(run, MANIFEST)):
+        return None
+    with open(os.path.join(run, MANIFEST)) as f:
+        return json.load(f)
+
+
 def save(run, manifest):
     path = os.path.join(run, MANIFEST)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     tmp = os.path.join(os.path.dirname(path), ".manifest.json.tmp")
     with open(tmp, "w") as f:
         f.write(json.dumps(manifest, indent=2) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
     os.replace(tmp, path)
 
 
+def temporary(target):  # where replace() copies first; a kill may leave it, current() removes it
+    return os.path.join(os.path.dirname(target), ".%s.dsv4-tmp" % os.path.basename(target))
+
+
 def replace(source, target):
-    tmp = os.path.join(os.path.dirname(target), ".%s.dsv4-tmp" % os.path.basename(target))
-    shutil.copyfile(source, tmp)
-    os.replace(tmp, target)
+    shutil.copyfile(source, temporary(target))
+    os.replace(temporary(target), target)
+
+
+def current(target):
+    """The target's hash now (None: absent), after removing a temporary copy a kill left beside it."""
+    if os.path.exists(temporary(target)):
+        os.unlink(temporary(target))
+    return sha256(target) if os.path.exists(target) else None
+
+
+def original(entry, run, now):
+    """True when the target holds what was there before the install (the backup, or nothing)."""
+    if entry["backup"]:
+        return now is not None and now == sha256(os.path.join(run, entry["backup"]))
+    return now is None
+
+
+def inside(entry, manifest):
+    """Only files directly in the recorded config folder are ever written or removed."""
+    return os.path.dirname(os.path.realpath(entry["target"])) == os.path.realpath(manifest["config_dir"])
 
 
 def restore(entry, run):
@@ -119,11 +153,8 @@ def restore(entry, run):
         os.unlink(entry["target"])
 
 
-def install(args):
-    run = os.path.abspath(args.run)
-    for path in args.merged:
-        check_config(path)  # everything is validated before anything is touched
-    folder = config_dir(args)
+def plan_entries(run, folder, merged):
+    """The manifest entries, with a backup of every file a config will replace (taken now)."""
     if not os.path.isdir(folder):
         raise Problem("SGLang config folder %s does not exist; check --sglang-src / --sglang-python point at the "
                       "SGLang the server runs" % folder)
@@ -131,7 +162,7 @@ def install(args):
         raise Problem("cannot write to SGLang's config folder %s on this host; run as a user who owns that SGLang "
                       "install, then re-run - nothing was installed" % folder)
     entries = []
-    for path in args.merged:
+    for path in merged:
         name = os.path.basename(path)
         target = os.path.join(folder, name)
         backup = None
@@ -148,56 +179,101 @@ def install(args):
                               "- nothing was installed" % (target, os.path.join(run, BACKUP_DIR), reason(err)))
         entries.append({"name": name, "target": target, "source": os.path.abspath(path), "sha256": sha256(path),
                         "backup": backup})
+    return entries
+
+
+def same_install(manifest, folder, merged):
+    recorded = {(e["name"], e["sha256"]) for e in manifest["entries"]}
+    return (os.path.realpath(manifest["config_dir"]) == os.path.realpath(folder)
+            and recorded == {(os.path.basename(p), sha256(p)) for p in merged})
+
+
+def install(args):
+    """All or nothing; an install a kill interrupted (manifest 'installing') is finished, never redone."""
+    run = os.path.abspath(args.run)
+    for path in args.merged:
+        check_config(path)  # everything is validated before anything is touched
+    folder = config_dir(args)
+    manifest = load(run)
+    if manifest is not None and manifest["state"] == "uninstalling":
+        raise Problem("an uninstall of this run was interrupted; run `dsv4-agent tuning uninstall RUN` to finish it")
+    if manifest is not None and manifest["state"] in ("installing", "installed"):
+        if same_install(manifest, folder, args.merged):
+            return finish(run, manifest)
+        if manifest["state"] == "installed":
+            raise Problem("this run already installed other configs into %s; `dsv4-agent tuning uninstall RUN` "
+                          "first" % manifest["config_dir"])
+        undo(run, manifest, force=False)  # a different install was cut short: take it back first
     manifest = {"version": 1, "state": "installing", "config_dir": folder, "created_at": time.time(),
-                "entries": entries, "notes": [], "installed_by": args.installed_by}
-    save(run, manifest)
+                "entries": plan_entries(run, folder, args.merged), "notes": [], "installed_by": args.installed_by}
+    save(run, manifest)  # the intent, before the first copy: a kill from here on is finished or undone
+    return finish(run, manifest)
+
+
+def finish(run, manifest):
     done = []
     try:
-        for entry in entries:
-            replace(entry["source"], entry["target"])
+        for entry in manifest["entries"]:
+            now = current(entry["target"]) if inside(entry, manifest) else None
+            if not inside(entry, manifest) or not (now == entry["sha256"] or original(entry, run, now)):
+                raise Problem("%s changed since this install began (or is not in %s); nothing more was installed: "
+                              "`dsv4-agent tuning uninstall RUN` undoes the rest" % (entry["target"], manifest["config_dir"]))
+            if now != entry["sha256"]:
+                replace(entry["source"], entry["target"])
             done.append(entry)
     except OSError as err:
         for entry in reversed(done):
             restore(entry, run)
+        failed = manifest["entries"][len(done)]["name"]
         manifest["state"] = "rolled_back"
         manifest["notes"].append("install failed at %s: %s; the %d files already written were restored"
-                                 % (entries[len(done)]["name"], err, len(done)))
+                                 % (failed, err, len(done)))
         save(run, manifest)
         raise Problem("could not install %s into %s (%s); rolled back the %d files already written, nothing is "
-                      "installed. Fix the folder and re-run" % (entries[len(done)]["name"], folder, reason(err), len(done)))
+                      "installed. Fix the folder and re-run" % (failed, manifest["config_dir"], reason(err), len(done)))
     manifest["state"] = "installed"
     save(run, manifest)
-    return {"state": "installed", "config_dir": folder, "files": len(entries)}
+    return {"state": "installed", "config_dir": manifest["config_dir"], "files": len(manifest["entries"])}
+
+
+def undo(run, manifest, force):
+    """Restore every target that holds what we installed; 'uninstalling' first, so a kill is finished later."""
+    if manifest["state"] != "uninstalling":
+        manifest["was"], manifest["state"] = manifest["state"], "uninstalling"
+        save(run, manifest)
+    result = {"restored": [], "removed": [], "left_alone": [], "note": ""}
+    for entry in manifest["entries"]:
+        now = current(entry["target"]) if inside(entry, manifest) else None
+        done_before = original(entry, run, now)
+        if not inside(entry, manifest) or (now != entry["sha256"] and not done_before and not force):
+            result["left_alone"].append(entry["target"])
+            continue
+        if done_before and manifest.get("was") == "installing":
+            continue  # the interrupted install had not written this file yet (or a killed uninstall undid it)
+        if not done_before:
+            restore(entry, run)
+        result["restored" if entry["backup"] else "removed"].append(entry["target"])
+    manifest["state"] = "uninstalled" if not result["left_alone"] else "uninstalling"
+    save(run, manifest)
+    return result
 
 
 def uninstall(args):
     run = os.path.abspath(args.run)
-    try:
-        with open(os.path.join(run, MANIFEST)) as f:
-            manifest = json.load(f)
-    except FileNotFoundError:
+    manifest = load(run)
+    if manifest is None:
         raise Problem("no install manifest at %s on this host: this run installed no kernel configs there"
                       % os.path.join(run, MANIFEST))
-    result = {"restored": [], "removed": [], "left_alone": [], "note": ""}
     if manifest["state"] in ("uninstalled", "rolled_back"):
-        result["note"] = "nothing to do: the install is already %s" % manifest["state"].replace("_", " ")
-        return result
-    for entry in manifest["entries"]:
-        current = sha256(entry["target"]) if os.path.exists(entry["target"]) else None
-        if manifest["state"] == "installing" and current != entry["sha256"]:
-            continue  # the install stopped before this file was written: the original is still there
-        if current != entry["sha256"] and not args.force:
-            result["left_alone"].append(entry["target"])
-            continue
-        restore(entry, run)
-        result["restored" if entry["backup"] else "removed"].append(entry["target"])
+        return {"restored": [], "removed": [], "left_alone": [],
+                "note": "nothing to do: the install is already %s" % manifest["state"].replace("_", " ")}
+    result = undo(run, manifest, args.force)
     if result["left_alone"]:
-        result["note"] = ("%d files changed since this run installed them and were left alone; "
-                          "`dsv4-agent tuning uninstall RUN --force` restores them anyway" % len(result["left_alone"]))
+        result["note"] = ("%d files changed since this run installed them (or lie outside its config folder) and "
+                          "were left alone; `dsv4-agent tuning uninstall RUN --force` restores the changed ones"
+                          % len(result["left_alone"]))
         manifest["notes"].append(result["note"])
-    else:
-        manifest["state"] = "uninstalled"
-    save(run, manifest)
+        save(run, manifest)
     return result
 
 
@@ -205,15 +281,11 @@ def main(argv):
     parser = argparse.ArgumentParser(prog="install_configs.py", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="op", required=True)
     put = sub.add_parser("install")
-    put.add_argument("run")
-    put.add_argument("installed_by")
-    put.add_argument("--config-dir")
-    put.add_argument("--sglang-python")
-    put.add_argument("--sglang-src")
+    for name in ("run", "installed_by", "--config-dir", "--sglang-python", "--sglang-src"):
+        put.add_argument(name)
     put.add_argument("merged", nargs="+")
-    undo = sub.add_parser("uninstall")
-    undo.add_argument("run")
-    undo.add_argument("--force", action="store_true")
+    sub.add_parser("uninstall").add_argument("run")
+    sub.choices["uninstall"].add_argument("--force", action="store_true")
     args = parser.parse_args(argv)
     try:
         print(json.dumps((install if args.op == "install" else uninstall)(args)))

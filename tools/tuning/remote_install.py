@@ -8,9 +8,10 @@ which the executor mirrors) and the manifest it writes there comes back into the
 (``tuning/manifest.json``), marked ``installed_by`` the executor so that ``dsv4-agent tuning
 uninstall RUN`` undoes it on the same host.
 
-Idempotent: the install job's key is derived from the merged files' contents, so a re-run after a
-crash re-attaches to the same job (and fetches its manifest) instead of installing twice; each
-uninstall gets a fresh key (the script itself does nothing when the install is already undone).
+Idempotent: the install job's identity is the merged files' contents, so a re-run after a crash
+re-attaches to the same job (and fetches its manifest) instead of installing twice, and a job that
+was lost gets a new attempt, whose script finishes the interrupted install; each uninstall gets a
+fresh key (the script itself does nothing when the install is already undone).
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from pathlib import Path
 
 from tools.base import ToolError, cap_text
 from tools.jobs import Executor, JobSpec, JobState
+from tools.jobs.attempts import next_attempt
 from tools.stop import side_effect
 from tools.tuning.install import MANIFEST, Manifest, UninstallResult, load_manifest
 
@@ -81,10 +83,15 @@ def install_on_host(executor: Executor, merged: list[Path], run_dir: Path, *, sg
         if value:
             argv += [flag, value]
     argv += [str(Path(p).resolve()) for p in merged]
-    spec = JobSpec(key=f"install-configs-{digest.hexdigest()[:10]}", argv=argv, kind="install", lane="gpu",
-                   gpus=[], timeout_s=JOB_TIMEOUT_S, grace_s=5.0)
-    with side_effect("starting the install job on the GPU host"):
-        executor.launch(spec)
+    # The job is the install of these files (their digest); a job a crash cut short is tried again as a new
+    # attempt, and the script finishes or undoes the install it interrupted (tools/tuning/host_install.py).
+    identity = {"install": digest.hexdigest()}
+    attempt = next_attempt(executor, f"install-configs-{digest.hexdigest()[:10]}", identity)
+    spec = JobSpec(key=attempt.key, argv=argv, kind="install", lane="gpu", gpus=[], timeout_s=JOB_TIMEOUT_S,
+                   grace_s=5.0, identity=identity)
+    if attempt.verdict in ("launch", "attach"):
+        with side_effect("starting the install job on the GPU host"):
+            executor.launch(spec)
     state, log = _run(executor, spec, poll_s)
     _fetch_manifest(executor, run_dir)
     if state.status != "succeeded":

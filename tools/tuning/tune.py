@@ -45,7 +45,7 @@ from tools.tuning.plan import make_units, plan_units
 from tools.tuning.prepare import PrepareTuningArgs, TuningPreparation, TuningReason, prepare_tuning
 from tools.tuning.render import render_tuning, shellcheck
 from tools.tuning.script import find_script, introspect_script
-from tools.tuning.tune_gpus import run_on_gpus
+from tools.tuning.tune_gpus import finish_interrupted_install, run_on_gpus
 
 DISCOVERY_STATE = f"{TUNING_DIR}/discovery.json"
 GPU_HOST_WILL = {  # what resuming on the GPU host does for each verdict that waits for it
@@ -135,6 +135,10 @@ def tune_kernels(args: TuneKernelsArgs, executor: Executor, run_dir: Path, rec: 
     shown, run_dir = run_dir, run_dir.resolve()
     gpu_list = plan_gpus(args)
     try:
+        finished = finish_interrupted_install(args, executor, run_dir, rec)
+    except ToolError as err:
+        return outcome("failed", "install_failed", f"tuned but not installed: {err}", None, [])
+    try:
         prep = _prepare(args, executor, gpu_list)
     except ToolError as err:
         return outcome("failed", "tuning_input_error", str(err), None, [])
@@ -149,8 +153,10 @@ def tune_kernels(args: TuneKernelsArgs, executor: Executor, run_dir: Path, rec: 
     manifest_path = run_dir / MANIFEST
     if manifest_path.exists() and load_manifest(manifest_path).state == "installed":
         manifest = load_manifest(manifest_path)  # a re-run after this run's install: nothing left to do
-        return outcome("done", "already_installed", f"already installed {len(manifest.entries)} configs in this run",
-                       prep, artifacts + [MANIFEST], installed=[e.target for e in manifest.entries], manifest=MANIFEST)
+        done = finished or f"already installed {len(manifest.entries)} configs in this run"
+        return outcome("done", "already_installed", f"{done} into {manifest.config_dir} (undo: dsv4-agent tuning "
+                       f"uninstall {shown.name})", prep, artifacts + [MANIFEST],
+                       installed=[e.target for e in manifest.entries], manifest=MANIFEST)
     if prep.decision == "skip":
         return _not_tuned(args, shown, prep, artifacts, reason or prep.skip_kind, **discovery)
     return _write_scripts(args, executor, run_dir, rec, prep, gpu_list, artifacts, discovery, shown=shown)

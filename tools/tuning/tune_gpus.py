@@ -10,7 +10,7 @@ from tools.jobs import Executor
 from tools.source.resolve import cache_dir
 from tools.tuning.configs import find_config_dir, installed_package_parent
 from tools.tuning.fanout import FanoutJob, run_fanout
-from tools.tuning.install import MANIFEST, Manifest, install_configs
+from tools.tuning.install import MANIFEST, Manifest, install_configs, load_manifest
 from tools.tuning.merge import merge_outputs
 from tools.tuning.outcome import TUNING_DIR, Recorder, TuneKernelsArgs, TuningOutcome, outcome
 from tools.tuning.plan import TuningPlan, Unit
@@ -47,6 +47,23 @@ def _install(args: TuneKernelsArgs, executor: Executor, run_dir: Path, rec: Reco
     rec.emit("progress", message=f"tuning: installing {len(merged)} configs on the GPU host ({HOST_SCRIPT} as a job there)")
     return install_on_host(executor, merged, run_dir, sglang_python=args.sglang_python,
                            sglang_src=source, config_dir=args.config_dir)
+
+
+def finish_interrupted_install(args: TuneKernelsArgs, executor: Executor, run_dir: Path, rec: Recorder) -> str | None:
+    """An install a crash cut short (its manifest still says 'installing') is finished before anything is
+    decided again: the files it already put in SGLang's folder are this run's, not configs SGLang ships,
+    and taking them for originals would back them up as such. Returns a note, or None (nothing to do)."""
+    path = run_dir / MANIFEST
+    if not path.exists() or (manifest := load_manifest(path)).state != "installing":
+        return None
+    merged = [run_dir / TUNING_DIR / "merged" / e.name for e in manifest.entries]
+    if not all(p.exists() for p in merged):
+        raise ToolError(f"the install this run began ({path}) was cut short and its merged files are gone; "
+                        f"`dsv4-agent tuning uninstall {run_dir}` undoes what it wrote")
+    rec.emit("progress", message=f"tuning: finishing the install a crash interrupted ({len(merged)} configs)")
+    with_dir = args.model_copy(update={"config_dir": args.config_dir or manifest.config_dir})
+    _install(with_dir, executor, run_dir, rec, merged)
+    return f"finished the install a crash had interrupted ({len(merged)} configs)"
 
 
 def _fanout_jobs(run_dir: Path, plan: TuningPlan, rendered: RenderedTuning) -> list[FanoutJob]:

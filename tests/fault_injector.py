@@ -1,0 +1,50 @@
+"""Runs a Python entry point and SIGKILLs its own process at a chosen instant (test-only).
+
+    python tests/fault_injector.py MODULE:FUNCTION:N  ENTRY_MODULE:ENTRY_FUNCTION  [ARGS...]
+
+The N-th call of MODULE.FUNCTION kills the process with SIGKILL before the call runs: exactly what a
+``kill -9`` (or a power cut) at that instant leaves behind, without timing luck. Everything else is
+the real code: the product is not changed, only the one function is wrapped in this process.
+Example: die as the second tuned config is about to be copied into SGLang's folder:
+
+    python tests/fault_injector.py tools.tuning.host_install:replace:2 agent.cli:main "tune kernels" ...
+"""
+from __future__ import annotations
+
+import importlib
+import inspect
+import os
+import signal
+import sys
+from pathlib import Path
+
+
+def arm(spec: str) -> None:
+    module_name, function, nth = spec.split(":")
+    module = importlib.import_module(module_name)
+    real = getattr(module, function)
+    calls = {"n": 0}
+
+    def wrapped(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == int(nth):
+            sys.stdout.flush()
+            os.kill(os.getpid(), signal.SIGKILL)
+        return real(*args, **kwargs)
+
+    setattr(module, function, wrapped)
+
+
+def main() -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    spec, entry, *rest = sys.argv[1:]
+    arm(spec)
+    module_name, function = entry.split(":")
+    sys.argv = [entry, *rest]
+    target = getattr(importlib.import_module(module_name), function)
+    code = target(rest) if inspect.signature(target).parameters else target()  # main(argv) or main()
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    main()
