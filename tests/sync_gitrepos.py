@@ -90,5 +90,12 @@ def snapshot(repo: Path) -> dict[str, str]:
         "stash": git(repo, "stash", "list"),
         "reflog": git(repo, "reflog", "--format=%H %gs"),
         "branches": git(repo, "for-each-ref", "refs/heads"),
+        "refs": git(repo, "for-each-ref"),  # remote-tracking refs too, and nothing left in a private namespace
+        "fetch_head": _fetch_head(repo),
         "diff": git(repo, "diff", "HEAD"),
     }
+
+
+def _fetch_head(repo: Path) -> str | None:
+    path = Path(git(repo, "rev-parse", "--absolute-git-dir")) / "FETCH_HEAD"
+    return path.read_text() if path.exists() else None

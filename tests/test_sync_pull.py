@@ -219,3 +219,40 @@ def test_shallow_clone_with_local_commits_is_still_refused_as_diverged(upstream:
     git(shallow, "add", "local.txt")
     git(shallow, "commit", "-q", "-m", "local work")
     refused(shallow, "diverged")
+
+
+def test_a_fast_forward_that_would_replace_an_ignored_file_is_refused(upstream: Upstream, clone: Path):
+    upstream.commit({"python/sglang/srt/local_settings.py": "upstream = True\n"}, "Add settings module")
+    exclude = Path(git(clone, "rev-parse", "--absolute-git-dir")) / "info" / "exclude"
+    exclude.parent.mkdir(exist_ok=True)
+    exclude.write_text("python/sglang/srt/local_settings.py\n")  # the user's own, ignored locally
+    write(clone, "python/sglang/srt/local_settings.py", "token = 'mine'\n")
+    for allow_dirty in (False, True):
+        message = refused(clone, "local_settings.py", allow_dirty=allow_dirty)
+        assert "ignored" in message and "Nothing was changed" in message
+    assert (clone / "python/sglang/srt/local_settings.py").read_text() == "token = 'mine'\n"
+
+
+def test_an_ignored_folder_where_upstream_adds_a_file_is_refused(upstream: Upstream, clone: Path):
+    upstream.commit({"build/out.txt": "upstream\n"}, "Add build/out.txt")
+    (Path(git(clone, "rev-parse", "--absolute-git-dir")) / "info" / "exclude").write_text("build/\n")
+    write(clone, "build/out.txt", "my build output\n")
+    refused(clone, "build/out.txt", allow_dirty=True)
+
+
+def test_a_refusal_after_fetching_moves_no_remote_ref_and_no_fetch_head(upstream: Upstream, clone: Path):
+    before_remote = git(clone, "rev-parse", "refs/remotes/origin/main")
+    upstream.commit({"python/sglang/srt/a.py": "x = 1\n"}, "Upstream work")
+    write(clone, "local.txt", "mine\n")
+    git(clone, "add", "local.txt")
+    git(clone, "commit", "-q", "-m", "local work")
+    refused(clone, "diverged")  # the snapshot covers every ref and FETCH_HEAD
+    assert git(clone, "rev-parse", "refs/remotes/origin/main") == before_remote
+
+
+def test_a_fast_forward_updates_the_remote_tracking_ref_and_leaves_no_private_ref(upstream: Upstream, clone: Path):
+    new = upstream.commit({"python/sglang/srt/a.py": "x = 1\n"}, "Add a")
+    assert pull(open_checkout(clone)).status == "fast_forwarded"
+    assert git(clone, "rev-parse", "refs/remotes/origin/main") == new
+    assert git(clone, "for-each-ref", "refs/dsv4-agent") == ""
+    assert "behind" not in git(clone, "status", "-sb")

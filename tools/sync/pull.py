@@ -1,13 +1,17 @@
 """Fast-forward-only pull of the SGLang checkout.
 
 Order matters: everything that can be refused without the network (not a checkout, detached
-HEAD, no upstream, a half-done merge) is refused before fetching; fetching only moves the
-remote-tracking ref; the branch moves only by ``git merge --ff-only``. Nothing here resets,
+HEAD, no upstream, a half-done merge) is refused before fetching; the fetch lands in a private ref
+(``refs/dsv4-agent/fetch/...``: neither the remote-tracking ref nor FETCH_HEAD moves) until the
+fast-forward is decided; the branch moves only by ``git merge --ff-only``, and only then does the
+remote-tracking ref. A fast-forward that would replace a file git does not track (untracked or
+ignored) is refused. Nothing here resets,
 stashes, rebases or forces: a refusal leaves HEAD, the index, the working tree and the stash
 exactly as they were, and says what the user can do.
 """
 from __future__ import annotations
 
+import os
 from typing import Literal
 
 import git
@@ -61,11 +65,22 @@ def check_branch(repo: git.Repo, remote: str, branch: str) -> str:
     return local.name
 
 
+def private_ref(remote: str, branch: str) -> str:
+    """Where a fetch lands until the fast-forward is decided: not refs/remotes/, not FETCH_HEAD."""
+    return f"refs/dsv4-agent/fetch/{remote}/{branch}"
+
+
 def fetch(repo: git.Repo, remote: str, branch: str, timeout_s: float) -> str:
-    """Fetch remote/branch; return the fetched commit. A failure changes nothing locally."""
+    """Fetch remote/branch into ``private_ref``; return the fetched commit. A failure changes nothing.
+
+    ``--refmap=`` stops git from also moving ``refs/remotes/<remote>/<branch>`` (its opportunistic
+    update), ``--no-write-fetch-head`` keeps FETCH_HEAD: a refusal after fetching must leave both as
+    they were. ``forget_fetch`` removes the private ref; ``apply_pull`` moves the remote-tracking ref.
+    """
     top = repo.working_tree_dir
     url = redact_urls(repo.remote(remote).url)
-    done = run_git(top, ["fetch", "--no-tags", remote, f"refs/heads/{branch}"], timeout_s)
+    done = run_git(top, ["fetch", "--no-tags", "--no-write-fetch-head", "--refmap=", remote,
+                         f"+refs/heads/{branch}:{private_ref(remote, branch)}"], timeout_s)
     if done.timed_out:
         raise ToolError(f"fetch from {remote} ({url}) did not finish within {timeout_s:.0f} s; the remote "
                         "does not answer: check the network or the remote URL (`git remote -v`), then sync "
@@ -74,7 +89,30 @@ def fetch(repo: git.Repo, remote: str, branch: str, timeout_s: float) -> str:
         last = [redact_urls(line) for line in done.output.strip().splitlines() if line.strip()][-2:] or ["no output"]
         raise ToolError(f"fetch from {remote} ({url}) failed: {' | '.join(last)}; check the network and "
                         "the remote URL (`git remote -v`), then sync again. Nothing was changed.")
-    return repo.git.rev_parse("FETCH_HEAD^{commit}")
+    return repo.git.rev_parse(f"{private_ref(remote, branch)}^{{commit}}")
+
+
+def forget_fetch(repo: git.Repo, remote: str, branch: str) -> None:
+    """Drop the private ref (the fetched objects stay until git's own gc)."""
+    run_git(repo.working_tree_dir, ["update-ref", "-d", private_ref(remote, branch)], 60)
+
+
+def _in_the_way(top: str, old_paths: set[str], incoming: list[str]) -> list[str]:
+    """Paths the fast-forward would create where a file the checkout does not track (untracked or
+    ignored) sits, at the path itself or at one of its parent folders' names."""
+    found = []
+    for path in incoming:
+        if path in old_paths:
+            continue  # tracked now: the dirty check covers it
+        parts = path.split("/")
+        for depth in range(1, len(parts) + 1):
+            prefix = "/".join(parts[:depth])
+            here = os.path.join(top, prefix)
+            if (depth == len(parts) and os.path.lexists(here)) or (depth < len(parts) and os.path.lexists(here)
+                                                                   and not os.path.isdir(here)):
+                found.append(prefix)
+                break
+    return sorted(set(found))
 
 
 def _relation(repo: git.Repo, old: str, new: str, upstream: str, shallow: bool) -> tuple[str, int, int]:
@@ -102,6 +140,8 @@ class PullPlan(BaseModel):
     checkout: str
     branch: str
     upstream: str
+    remote: str = Field(description="Remote name")
+    remote_branch: str = Field(description="Branch on the remote")
     relation: Literal["equal", "behind", "ahead"]
     old_head: str
     new_head: str
@@ -122,8 +162,19 @@ def plan_pull(repo: git.Repo, remote: str = "origin", branch: str = "main", allo
     shallow = repo.git.rev_parse("--is-shallow-repository") == "true"
     old = repo.head.commit.hexsha
     new = fetch(repo, remote, branch, fetch_timeout_s)
+    try:
+        return _decide(repo, local, remote, branch, old, new, shallow, allow_dirty)
+    except ToolError:
+        forget_fetch(repo, remote, branch)  # a refusal leaves every ref as it was
+        raise
+
+
+def _decide(repo: git.Repo, local: str, remote: str, branch: str, old: str, new: str, shallow: bool,
+            allow_dirty: bool) -> PullPlan:
+    top = repo.working_tree_dir
     upstream = f"{remote}/{branch}"
-    base = dict(checkout=top, branch=local, upstream=upstream, old_head=old, new_head=new, shallow=shallow)
+    base = dict(checkout=top, branch=local, upstream=upstream, old_head=old, new_head=new, shallow=shallow,
+                remote=remote, remote_branch=branch)
 
     relation, local_only, upstream_only = _relation(repo, old, new, upstream, shallow)
     if relation in ("equal", "ahead"):
@@ -145,11 +196,30 @@ def plan_pull(repo: git.Repo, remote: str = "origin", branch: str = "main", allo
         raise ToolError(f"{top}: the incoming commits change {len(overlap)} file(s) you have local changes in "
                         f"({_listing(overlap)}); commit those changes or set them aside yourself, then sync "
                         "again. Nothing was changed.")
+    tracked = set(repo.git.ls_tree("-r", "--name-only", "-z", old).split("\0"))
+    in_the_way = [p for p in _in_the_way(top, tracked, incoming) if p not in dirty]
+    if in_the_way:
+        raise ToolError(f"{top}: the incoming commits add {len(in_the_way)} path(s) where you have a file git does "
+                        f"not track (ignored, e.g. by .gitignore or .git/info/exclude): {_listing(in_the_way)}; a "
+                        "fast-forward would replace it. Move it aside yourself, then sync again. Nothing was changed.")
     return PullPlan(relation="behind", incoming=incoming, dirty=dirty, **base)
 
 
 def apply_pull(repo: git.Repo, plan: PullPlan) -> PullResult:
-    """Fast-forward to the planned commit (``git merge --ff-only``), or report why nothing moved."""
+    """Fast-forward to the planned commit (``git merge --ff-only``), or report why nothing moved.
+
+    Only once the branch is where it should be does ``refs/remotes/<remote>/<branch>`` move to the
+    fetched commit (as ``git pull`` would leave it); a refusal leaves it as it was.
+    """
+    try:
+        result = _fast_forward(repo, plan)
+        run_git(plan.checkout, ["update-ref", f"refs/remotes/{plan.remote}/{plan.remote_branch}", plan.new_head], 60)
+        return result
+    finally:
+        forget_fetch(repo, plan.remote, plan.remote_branch)
+
+
+def _fast_forward(repo: git.Repo, plan: PullPlan) -> PullResult:
     base = dict(checkout=plan.checkout, branch=plan.branch, upstream=plan.upstream, old_head=plan.old_head,
                 new_head=plan.new_head, shallow=plan.shallow)
     if plan.relation == "equal":

@@ -16,7 +16,7 @@ from tools.base import Tool, ToolError
 from tools.sync.deps import DependencyReport, dependency_report
 from tools.sync.evidence import EvidenceRun, load_answer, run_evidence
 from tools.sync.impact import ImpactFile, impact_files, model_terms
-from tools.sync.pull import PullResult, apply_pull, plan_pull
+from tools.sync.pull import PullPlan, PullResult, apply_pull, forget_fetch, plan_pull
 from tools.sync.recommendation_diff import RecommendationDiff, diff_recommendations
 from tools.sync.repo import changed_paths, list_commits, open_checkout, read_blob
 
@@ -114,8 +114,15 @@ def sync_upstream(args: SyncArgs) -> SyncResult:
 
 
 def _sync(repo: git.Repo, args: SyncArgs) -> SyncResult:
-    top = repo.working_tree_dir
     plan = plan_pull(repo, args.remote, args.branch, args.allow_dirty, args.fetch_timeout_s)
+    try:
+        return _after_plan(repo, args, plan)
+    finally:
+        forget_fetch(repo, args.remote, args.branch)  # whatever happened, no private ref is left
+
+
+def _after_plan(repo: git.Repo, args: SyncArgs, plan: PullPlan) -> SyncResult:
+    top = repo.working_tree_dir
     cfg_arch, cfg_type = _config_names(args.model_path)
     arch = args.architecture or cfg_arch
     engine_kwargs = dict(arch=arch, model_path=args.model_path, gpu=args.gpu, gpus=args.gpus)
