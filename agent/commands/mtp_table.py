@@ -24,10 +24,14 @@ def print_answer(answer: MtpAnswer, console: Console | None = None) -> None:
         for name, value in rec.flags.items():
             table.add_row(name, value or "(switch)", rec.flag_origins.get(name, rec.origin).cite())
         for name, value in rec.env.items():
-            table.add_row(f"env {name}", value, rec.origin.cite())
+            where = rec.env_origins[name].cite() if name in rec.env_origins else rec.origin.cite()
+            table.add_row(f"env {name}", value, f"{where} ({rec.env_evidence.get(name, 'recipe env')})")
         console.print(table)
         for line in rec.rationale:
             console.print(f"  - {line}", markup=False)
+        for d in rec.dropped:
+            console.print(f"  left out: {d.kind} {d.name}{f' ({d.origin.cite()})' if d.origin else ''}: {d.reason}",
+                          markup=False)
     if answer.candidates:
         table = Table(title=f"Candidates ({len(answer.candidates)})")
         for column in ("model", "hardware", "speculative flags", "cited"):

@@ -19,8 +19,16 @@ def evidence_markdown(answer: MtpAnswer, max_constraints: int = 40) -> str:
             origin = rec.flag_origins.get(name, rec.origin)
             out.append(f"| `{name}` | `{value or '(switch)'}` | {origin.cite()} |")
         for name, value in rec.env.items():
-            out.append(f"| env `{name}` | `{value}` | {rec.origin.cite()} |")
+            where = rec.env_origins[name].cite() if name in rec.env_origins else rec.origin.cite()
+            out.append(f"| env `{name}` | `{value}` | {where} ({rec.env_evidence.get(name, 'recipe env')}) |")
         out += ["", "Why:", *[f"- {line}" for line in rec.rationale], ""]
+        if rec.dropped:
+            out += ["Left out of the recommendation:", ""]
+            out += [f"- {d.kind} `{d.name}`"
+                    f"{f' ({d.origin.cite()})' if d.origin else ''}: {d.reason}" for d in rec.dropped]
+            out.append("")
+    if answer.verification is not None:
+        out += ["## Verified by SGLang", "", answer.verification.line(), ""]
     out += ["## Candidates (recipes found)", ""]
     if not answer.candidates:
         out.append("None.")

@@ -101,95 +101,108 @@ class Evaluator:
             self.depth -= 1
         return locate(value, Origin(path=frame.module.rel, line=getattr(node, "lineno", 0)))
 
-    def _eval(self, node: ast.AST, frame: Frame) -> Any:  # noqa: C901 - one dispatch table
+    def _eval(self, node: ast.AST, frame: Frame) -> Any:
         from tools.recipes.calls import eval_call  # calls need the evaluator; import late
         if isinstance(node, ast.Constant):
             return node.value
-        if isinstance(node, ast.JoinedStr):
-            parts, cited = [], []
-            for piece in node.values:
-                part = self.eval(piece.value, frame) if isinstance(piece, ast.FormattedValue) else piece.value
-                if isinstance(part, (Unresolved, ClassInfo)) or not _scalar(part):
-                    return Unresolved(node=node)
-                parts.append(str(part))
-                if isinstance(piece, ast.FormattedValue) and origin_of(part) is not None:
-                    cited.append(origin_of(part))
-            text = "".join(parts)
-            # f"--flag={cls.value}": cite where the one interpolated value was written
-            return locate(text, cited[0]) if len(cited) == 1 else text
-        if isinstance(node, ast.Name):
-            if node.id in frame.names:
-                return frame.names[node.id]
-            if node.id in ("cls", "self") and frame.cls is not None:
-                return frame.cls
-            return self.module_name(node.id, frame.module)
-        if isinstance(node, ast.Attribute):
-            if isinstance(node.value, ast.Name) and f"{node.value.id}.{node.attr}" in frame.names:
-                return frame.names[f"{node.value.id}.{node.attr}"]
-            base = self.eval(node.value, frame)
-            if isinstance(base, ClassInfo):
-                bound = frame.cls if (frame.cls is not None and isinstance(node.value, ast.Name)
-                                      and node.value.id in ("cls", "self")) else base
-                return self.class_attr(bound, node.attr, frame if bound is frame.cls else Frame(base.module))
-            if isinstance(base, Instance):
-                return base.attribute(self, node.attr)
-            if isinstance(base, ParsedModule):
-                return self.module_name(node.attr, base)
-            if isinstance(base, ModuleRef):
-                if base.name == "os" and node.attr == "environ":
-                    return ENVIRON
-                return Unresolved(node=node)
-            return Unresolved(node=node)
-        if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
-            items: list[Any] = []
-            for element in node.elts:
-                if isinstance(element, ast.Starred):
-                    inner = self.eval(element.value, frame)
-                    if isinstance(inner, list):
-                        items.extend(inner)
-                    else:
-                        items.append(Unresolved(node=element))
-                else:
-                    items.append(self.eval(element, frame))
-            return items
-        if isinstance(node, ast.Dict):
-            result: dict[Any, Any] = {}
-            for key, val in zip(node.keys, node.values, strict=True):
-                if key is None:  # {**other}
-                    merged = self.eval(val, frame)
-                    if isinstance(merged, dict):
-                        result.update(merged)
-                    continue
-                result[self.eval(key, frame)] = self.eval(val, frame)
-            return result
+        handler = self._HANDLERS.get(type(node))
+        if handler is not None:
+            return handler(self, node, frame)
         if isinstance(node, ast.BinOp):
             return _binop(node, self.eval(node.left, frame), self.eval(node.right, frame))
         if isinstance(node, ast.IfExp):
             test = self.truth(node.test, frame)
-            if test is None:
-                return Unresolved(node=node)
-            return self.eval(node.body if test else node.orelse, frame)
-        if isinstance(node, ast.Subscript):
-            base, key = self.eval(node.value, frame), self.eval(node.slice, frame)
-            try:
-                return base[key] if isinstance(base, (list, dict)) and not isinstance(key, Unresolved) else \
-                    Unresolved(node=node)
-            except (KeyError, IndexError, TypeError):
-                return Unresolved(node=node)
+            return Unresolved(node=node) if test is None else self.eval(node.body if test else node.orelse, frame)
         if isinstance(node, ast.Call):
             return eval_call(self, node, frame)
-        if isinstance(node, ast.ListComp) and len(node.generators) == 1 and not node.generators[0].ifs \
-                and isinstance(node.generators[0].target, ast.Name):
-            source = self.eval(node.generators[0].iter, frame)
-            if not isinstance(source, list):
-                return Unresolved(node=node)
-            name = node.generators[0].target.id
-            return [self.eval(node.elt, Frame(frame.module, frame.cls, frame.owner, {**frame.names, name: item}))
-                    for item in source]
         if isinstance(node, (ast.Compare, ast.BoolOp, ast.UnaryOp)):
             truth = self.truth(node, frame)
             return Unresolved(node=node) if truth is None else truth
         return Unresolved(node=node)
+
+    def _joined(self, node: ast.JoinedStr, frame: Frame) -> Any:
+        parts, cited = [], []
+        for piece in node.values:
+            part = self.eval(piece.value, frame) if isinstance(piece, ast.FormattedValue) else piece.value
+            if isinstance(part, (Unresolved, ClassInfo)) or not _scalar(part):
+                return Unresolved(node=node)
+            parts.append(str(part))
+            if isinstance(piece, ast.FormattedValue) and origin_of(part) is not None:
+                cited.append(origin_of(part))
+        text = "".join(parts)
+        # f"--flag={cls.value}": cite where the one interpolated value was written
+        return locate(text, cited[0]) if len(cited) == 1 else text
+
+    def _name(self, node: ast.Name, frame: Frame) -> Any:
+        if node.id in frame.names:
+            return frame.names[node.id]
+        if node.id in ("cls", "self") and frame.cls is not None:
+            return frame.cls
+        return self.module_name(node.id, frame.module)
+
+    def _attribute(self, node: ast.Attribute, frame: Frame) -> Any:
+        if isinstance(node.value, ast.Name) and f"{node.value.id}.{node.attr}" in frame.names:
+            return frame.names[f"{node.value.id}.{node.attr}"]
+        base = self.eval(node.value, frame)
+        if isinstance(base, ClassInfo):
+            bound = frame.cls if (frame.cls is not None and isinstance(node.value, ast.Name)
+                                  and node.value.id in ("cls", "self")) else base
+            return self.class_attr(bound, node.attr, frame if bound is frame.cls else Frame(base.module))
+        if isinstance(base, Instance):
+            return base.attribute(self, node.attr)
+        if isinstance(base, ParsedModule):
+            return self.module_name(node.attr, base)
+        if isinstance(base, ModuleRef) and base.name == "os" and node.attr == "environ":
+            return ENVIRON
+        return Unresolved(node=node)
+
+    def _sequence(self, node: ast.List | ast.Tuple | ast.Set, frame: Frame) -> list[Any]:
+        items: list[Any] = []
+        for element in node.elts:
+            if isinstance(element, ast.Starred):
+                inner = self.eval(element.value, frame)
+                if isinstance(inner, list):
+                    items.extend(inner)
+                else:
+                    items.append(Unresolved(node=element))
+            else:
+                items.append(self.eval(element, frame))
+        return items
+
+    def _dict(self, node: ast.Dict, frame: Frame) -> dict[Any, Any]:
+        result: dict[Any, Any] = {}
+        for key, val in zip(node.keys, node.values, strict=True):
+            if key is None:  # {**other}
+                merged = self.eval(val, frame)
+                if isinstance(merged, dict):
+                    result.update(merged)
+                continue
+            result[self.eval(key, frame)] = self.eval(val, frame)
+        return result
+
+    def _subscript(self, node: ast.Subscript, frame: Frame) -> Any:
+        base, key = self.eval(node.value, frame), self.eval(node.slice, frame)
+        try:
+            return base[key] if isinstance(base, (list, dict)) and not isinstance(key, Unresolved) else \
+                Unresolved(node=node)
+        except (KeyError, IndexError, TypeError):
+            return Unresolved(node=node)
+
+    def _list_comp(self, node: ast.ListComp, frame: Frame) -> Any:
+        generator = node.generators[0]
+        if len(node.generators) != 1 or generator.ifs or not isinstance(generator.target, ast.Name):
+            return Unresolved(node=node)
+        source = self.eval(generator.iter, frame)
+        if not isinstance(source, list):
+            return Unresolved(node=node)
+        name = generator.target.id
+        return [self.eval(node.elt, Frame(frame.module, frame.cls, frame.owner, {**frame.names, name: item}))
+                for item in source]
+
+    _HANDLERS: dict[type, Any] = {
+        ast.JoinedStr: _joined, ast.Name: _name, ast.Attribute: _attribute, ast.List: _sequence,
+        ast.Tuple: _sequence, ast.Set: _sequence, ast.Dict: _dict, ast.Subscript: _subscript, ast.ListComp: _list_comp,
+    }
 
     def truth(self, node: ast.AST, frame: Frame) -> bool | None:
         """Evaluate a condition; None when any part is unresolved."""
