@@ -51,7 +51,8 @@ def one_campaign(unit_s: float) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         args = campaign_args(root, ensure_wheel_source("0.5.23"))  # builds the checkout: not measured
-        env = clean_env(campaign_env(root, unit_s=unit_s))
+        # the SGLang-interpreter double runs SGLang's bench client with this interpreter
+        env = clean_env({**campaign_env(root, unit_s=unit_s), "DSV4_DOUBLE_REAL_PYTHON": sys.executable})
         started = time.time()
         subprocess.run([AGENT, *args], cwd=root, env=env, check=True, stdout=subprocess.DEVNULL)
         ended = time.time()

@@ -93,6 +93,7 @@ def main() -> int:
     parser.add_argument("--only", nargs="*", help="run only these scripts (e.g. cli_startup.py)")
     opts = parser.parse_args()
     gpu = has_gpu()
+    load_before = os.getloadavg()[0]
     results = []
     for script, what, full, quick, needs_gpu in BENCHMARKS:
         if opts.only and script not in opts.only:
@@ -108,7 +109,8 @@ def main() -> int:
         results.append((script, what, rows, code, note))
         print(f"   ({took:.0f} s, exit {code})", flush=True)
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    text = (f"Measured {stamp} on {machine()}{' (quick runs)' if opts.quick else ''} by "
+    load = f"load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after"  # other work on the machine
+    text = (f"Measured {stamp} on {machine()}, {load}{' (quick runs)' if opts.quick else ''} by "
             f"`benchmarks/run_all.py`:\n\n{table(results)}\n")
     print("\n" + text)
     if opts.readme:
