@@ -104,6 +104,7 @@ def test_a_recycled_pid_is_not_mistaken_for_our_job(tmp_path: Path):
     # Forge a ledger that points at a live process we did not start (our own test process).
     folder = tmp_path / "short"
     (folder / "exit.json").unlink()
+    (folder / "command_exit.json").unlink()  # no exit recorded anywhere: only the forged pid remains
     launch = json.loads((folder / "launch.json").read_text())
     launch.update(pid=os.getpid(), start_time="1")  # wrong start time: not the process we launched
     (folder / "launch.json").write_text(json.dumps(launch))

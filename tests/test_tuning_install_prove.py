@@ -29,8 +29,9 @@ def _merged(tmp_path):
 
 
 def _configs(tmp_path):
-    folder = tmp_path / "configs"
-    folder.mkdir()
+    folder = tmp_path / "site" / "sglang" / "kernels" / "ops" / "gemm" / "configs"  # where SGLang reads them
+    folder.mkdir(parents=True)
+    (folder.parent / "fp8_kernel.py").write_text("")
     (folder / A).write_text(json.dumps({"8": triton_config(8)}))  # replaced, so backed up
     (folder / "unrelated.json").write_text("{}")
     return folder

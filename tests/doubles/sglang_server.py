@@ -7,7 +7,13 @@ our server lifecycle and SGLang's own bench client (``sglang.bench_serving``) us
   GET  /v1/models              {"object": "list", "data": [{"id": <served model name>, ...}]}
   GET  /model_info             {"model_path", "tokenizer_path", "is_generation"} (also /get_model_info,
                                the older name SGLang's own ``RuntimeEndpoint`` still asks for)
-  GET  /server_info            {"internal_states": [{"avg_spec_accept_length": ...}], ...}
+  GET  /server_info            as SGLang 0.5.23 (srt/entrypoints/http_server.py: server_info): the resolved
+                               ServerArgs fields this double knows (model_path, tp_size, host, port,
+                               speculative_algorithm / _num_steps / _eagle_topk / _num_draft_tokens /
+                               _draft_model_path; unset ones are null), "launch_command" (the arguments
+                               joined by spaces, as srt/server_args.py records them), "internal_states"
+                               ([{"avg_spec_accept_length": ...}]) and "version"
+  GET  /get_server_info        the same (SGLang's deprecated alias)
   GET  /metrics                with --enable-metrics only (404 otherwise, as in SGLang): Prometheus
                                text with SGLang's counters sglang:generation_tokens_total and
                                sglang:spec_verify_calls_total (per finished request)
@@ -26,7 +32,8 @@ prompts (SGLang's ``sglang.test.few_shot_gsm8k``) are answered from a dataset th
 correctly or degraded per setting: tests/doubles/gsm8k_answers.py.
 
 Configuration (flags SGLang does not know are ignored, like the real parser would not):
-  --model-path, --host, --port, --served-model-name, --speculative-algorithm  (SGLang's flags)
+  --model-path, --host, --port, --tp-size, --served-model-name, --speculative-algorithm, --speculative-num-steps,
+  --speculative-eagle-topk, --speculative-num-draft-tokens, --speculative-draft-model-path  (SGLang's flags)
   DSV4_DOUBLE_STEP_MS        decode step time in ms (default 2)
   DSV4_DOUBLE_ACCEPT_LENGTH  tokens per step with an algorithm but no steps given (default 3)
   DSV4_DOUBLE_SPEC_P, DSV4_DOUBLE_DRAFT_COST, DSV4_DOUBLE_SPEC_PROFILE, DSV4_DOUBLE_NOISE(_SEED)
@@ -35,6 +42,8 @@ Configuration (flags SGLang does not know are ignored, like the real parser woul
   DSV4_DOUBLE_ACCEPT_LENGTH_FILE  (double-only knob) a file whose number, when it exists, replaces
                              the accept length for requests starting after it was written
   DSV4_DOUBLE_STARTUP_S      seconds before /health answers 200 (default 0.2)
+  DSV4_DOUBLE_BIND_DELAY_S   seconds before the HTTP port is bound (default 0): SGLang binds it only after
+                             loading the model, so a port free at launch can be taken meanwhile
   DSV4_DOUBLE_NEVER_READY    "1": never becomes ready (readiness-timeout tests)
   DSV4_DOUBLE_EXIT_AT_START  exit code: log a fatal error and exit at start (crash tests)
   DSV4_DOUBLE_FP8_SHAPES     "N,K;N,K;...": block-FP8 GEMM shapes the "model" runs. At model load the
@@ -62,7 +71,9 @@ from speculative_profile import Profile, TokenClock, label, resolve
 
 
 class State:
-    def __init__(self, args: argparse.Namespace):
+    def __init__(self, args: argparse.Namespace, argv: list[str]):
+        self.args = args
+        self.launch_command = " ".join(argv)
         self.model_path = args.model_path
         self.served_name = args.served_model_name or args.model_path
         self.spec = args.speculative_algorithm
@@ -121,8 +132,14 @@ class State:
         if self.spec:
             with self.lock:
                 internal["avg_spec_accept_length"] = (self.tokens / self.steps) if self.steps else 0.0
-        return {"model_path": self.model_path, "speculative_algorithm": self.spec, "version": "0.5.23-double",
-                "internal_states": [internal]}
+        steps, topk, draft = self.setting or (None, None, None)  # resolved, as SGLang's resolved_dict reports them
+        fields = {"model_path": self.model_path, "tokenizer_path": self.model_path, "tp_size": self.args.tp_size,
+                  "host": self.args.host, "port": self.args.port, "speculative_algorithm": self.spec,
+                  "speculative_num_steps": steps, "speculative_eagle_topk": topk,
+                  "speculative_num_draft_tokens": draft,
+                  "speculative_draft_model_path": self.args.speculative_draft_model_path}
+        return {**fields, "launch_command": self.launch_command, "internal_states": [internal],
+                "version": "0.5.23-double", "frontend": "python"}
 
 
 def log_fp8_config_lookups() -> None:
@@ -183,7 +200,7 @@ class Handler(BaseHTTPRequestHandler):
         if self.path in ("/model_info", "/get_model_info"):
             return self._json(200, {"model_path": st.model_path, "tokenizer_path": st.model_path,
                                     "is_generation": True})
-        if self.path == "/server_info":
+        if self.path in ("/server_info", "/get_server_info"):
             return self._json(200, st.server_info())
         if self.path == "/metrics" and st.enable_metrics:
             raw = st.metrics_text().encode()
@@ -275,10 +292,12 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=30000)
     parser.add_argument("--served-model-name", default=None)
+    parser.add_argument("--tp-size", "--tp", dest="tp_size", type=int, default=1)
     parser.add_argument("--speculative-algorithm", default=None)
     parser.add_argument("--speculative-num-steps", type=int, default=None)
     parser.add_argument("--speculative-eagle-topk", type=int, default=None)
     parser.add_argument("--speculative-num-draft-tokens", type=int, default=None)
+    parser.add_argument("--speculative-draft-model-path", default=None)
     parser.add_argument("--enable-metrics", action="store_true")
     args, unknown = parser.parse_known_args(argv)
     print(f"[double] launch_server args={argv!r} ignored={unknown!r}", flush=True)
@@ -287,7 +306,8 @@ def main(argv: list[str]) -> int:
         print("[double] RuntimeError: CUDA out of memory (simulated crash at start)", flush=True)
         return int(crash)
     log_fp8_config_lookups()
-    Handler.state = State(args)
+    Handler.state = State(args, argv)
+    time.sleep(float(os.environ.get("DSV4_DOUBLE_BIND_DELAY_S", "0")))
     try:
         server = ThreadingHTTPServer((args.host, args.port), Handler)
     except OSError as err:

@@ -1,26 +1,23 @@
 """LocalExecutor: jobs on this machine, detached, with the ledger in ``<jobs_root>/<key>/``.
 
-Per job folder:
-  job.json      the spec plus ``intent_at``; written *before* anything starts
-  launch.json   wrapper pid and its process start time; written right after the start
-  wrapper.json  written by the wrapper itself: its pid and the command's process group
-  log.txt       stdout+stderr of the command
-  stop.json     written when the agent asked for a stop
-  exit.json     written by the wrapper when the command ended (exit code, reason)
-
-Jobs outlive the agent (own session, SIGHUP ignored); a restarted agent re-attaches by key.
+The ledger files of one job (job.json, launch.json, wrapper.json, command_exit.json, stop.json,
+exit.json, log.txt) are described in ``job_folder.py``, which also decides what is alive and what
+may be signalled. Jobs outlive the agent (own session, SIGHUP ignored) and their wrapper (the job
+is its own process group); a restarted agent re-attaches by key.
 """
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 from tools.base import ToolError
-from tools.jobs.ledger.files import ledger_keys, read_json, record_stop_request, tail_log, write_json
+from tools.gpus import DetectGpusArgs, DetectGpusResult, detect_gpus
+from tools.jobs import identity, job_folder
+from tools.jobs.executor import SameHostDefaults
+from tools.jobs.ledger.files import ledger_keys, read_json, tail_log, write_json
 from tools.jobs.ledger.state import SPAWN_WAIT_S, state_from_snapshot
 from tools.jobs.spec import JobSpec, JobState
 
@@ -34,25 +31,24 @@ def _check_same(spec: JobSpec, recorded: dict) -> None:
                         "pick a new key or start a new run")
 
 
-def process_start_time(pid: int) -> str | None:
-    """The kernel's start time of ``pid`` (guards against pid reuse); None if gone or a zombie."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError, PermissionError):
-        return None
-    fields = stat[stat.rindex(")") + 2:].split()
-    if fields[0] == "Z":
-        return None
-    return fields[19]
-
-
-class LocalExecutor:
+class LocalExecutor(SameHostDefaults):
     name = "local"
+    label = "local"
 
-    def __init__(self, jobs_root: Path | str, base_env: dict[str, str] | None = None):
+    def __init__(self, jobs_root: Path | str, base_env: dict[str, str] | None = None, nvidia_smi: str = "nvidia-smi"):
         self.root = Path(jobs_root)
         self.base_env = base_env
+        self.nvidia_smi = nvidia_smi
         self._children: dict[str, subprocess.Popen] = {}  # reaped by poll, so no zombies linger
+
+    def detect_gpus(self) -> DetectGpusResult:
+        """This machine's GPUs (``nvidia-smi``), as far as CUDA_VISIBLE_DEVICES lets jobs see them."""
+        return detect_gpus(DetectGpusArgs(nvidia_smi=self.nvidia_smi))
+
+    def job_listens(self, key: str, port: int) -> bool:
+        """True when the job's own process group holds a socket listening on ``port`` here."""
+        wrapper = read_json(self.job_dir(key) / "wrapper.json") or {}
+        return identity.group_listens(wrapper.get("child_pgid"), wrapper.get("child_start_time"), port)
 
     def job_dir(self, key: str) -> Path:
         return self.root / key
@@ -82,7 +78,7 @@ class LocalExecutor:
         except OSError as err:
             raise ToolError(f"could not start job {spec.key!r}: {err}") from err
         self._children[spec.key] = proc
-        write_json(folder / "launch.json", {"pid": proc.pid, "start_time": process_start_time(proc.pid),
+        write_json(folder / "launch.json", {"pid": proc.pid, "start_time": identity.start_time(proc.pid),
                                              "launched_at": time.time()})
         self._await_wrapper(folder)
         return self.poll(spec.key)
@@ -107,29 +103,12 @@ class LocalExecutor:
     # -- observing -------------------------------------------------------------------------
     def poll(self, key: str) -> JobState:
         folder = self.job_dir(key)
-        job = read_json(folder / "job.json")
-        if job is None:
+        if read_json(folder / "job.json") is None:
             raise ToolError(f"no job {key!r} in {self.root}; `dsv4-agent jobs RUN` lists the run's jobs")
         proc = self._children.get(key)
         if proc is not None:
             proc.poll()
-        launch = read_json(folder / "launch.json")
-        wrapper = read_json(folder / "wrapper.json")
-        snapshot = {"job": job, "launch": launch, "wrapper": wrapper, "exit": read_json(folder / "exit.json"),
-                    "stop": (folder / "stop.json").exists(), "now": time.time(),
-                    "alive": self._wrapper_alive(launch or {}, wrapper or {})}
-        return state_from_snapshot(key, snapshot, str(folder / "log.txt"))
-
-    @staticmethod
-    def _wrapper_alive(launch: dict, wrapper: dict) -> bool:
-        pid = launch.get("pid") or wrapper.get("pid")
-        if not pid:
-            return False
-        started = process_start_time(pid)
-        if started is None:
-            return False
-        recorded = launch.get("start_time")
-        return recorded is None or recorded == started
+        return state_from_snapshot(key, job_folder.snapshot(str(folder)), str(folder / "log.txt"))
 
     def read_log(self, key: str, max_chars: int = 4000) -> str:
         return tail_log(self.job_dir(key), max_chars)
@@ -139,28 +118,14 @@ class LocalExecutor:
 
     # -- stopping --------------------------------------------------------------------------
     def stop(self, key: str, grace_s: float | None = None) -> JobState:
-        """SIGTERM the job (the wrapper ends the command's group), SIGKILL after the grace."""
+        """SIGTERM the job (the wrapper ends the command's group), SIGKILL after the grace; only
+        processes whose start time the ledger recorded are signalled (else ToolError says why)."""
         state = self.poll(key)
         if state.done:
             return state
         folder = self.job_dir(key)
-        grace = record_stop_request(folder, grace_s)
-        launch = read_json(folder / "launch.json") or {}
-        wrapper = read_json(folder / "wrapper.json") or {}
-        if self._wrapper_alive(launch, wrapper):  # only a process whose start time we recorded
-            os.kill(state.pid, signal.SIGTERM)
-        deadline = time.monotonic() + grace + 5.0
-        while time.monotonic() < deadline:
-            state = self.poll(key)
-            if state.done:
-                return state
-            time.sleep(0.1)
-        # The wrapper did not finish in time: kill both groups we started, nothing else.
-        for pgid in (state.child_pgid, state.pid if self._wrapper_alive(launch, wrapper) else None):
-            if pgid:
-                try:
-                    os.killpg(pgid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
-        time.sleep(0.1)
+        job = read_json(folder / "job.json") or {}
+        answer = job_folder.stop(str(folder), job.get("grace_s", 10.0) if grace_s is None else grace_s)
+        if answer.get("refused"):
+            raise ToolError(f"job {key!r} was not stopped: {answer['refused']}")
         return self.poll(key)

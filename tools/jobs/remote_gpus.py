@@ -1,23 +1,10 @@
-"""GPUs of a host we reach through an executor: parse what its ``nvidia-smi`` or Slurm answers."""
+"""GPUs of a Slurm partition: parse what ``sinfo`` answers (an SSH host's ``nvidia-smi`` answers are
+parsed by ``tools/gpus.py``, like this machine's)."""
 from __future__ import annotations
 
 import re
 
-from tools.gpus import GpuInfo
-
 _GRES_GPU = re.compile(r"(?:^|,)gpu(?::([A-Za-z0-9_.-]+))?:(\d+)")
-
-
-def parse_nvidia_smi(stdout: str) -> list[GpuInfo]:
-    """Lines of ``nvidia-smi --query-gpu=index,name,memory.total --format=csv,noheader,nounits``."""
-    gpus = []
-    for line in stdout.splitlines():
-        parts = [p.strip() for p in line.split(",")]
-        if len(parts) < 3 or not parts[0].isdigit():
-            continue
-        memory = int(float(parts[2])) if parts[2].replace(".", "", 1).isdigit() else 0
-        gpus.append(GpuInfo(index=int(parts[0]), name=parts[1], memory_mib=memory))
-    return gpus
 
 
 def parse_slurm_gres(lines: str) -> tuple[int, str | None]:

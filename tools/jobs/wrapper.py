@@ -1,13 +1,21 @@
-"""Runs one job and records how it ended. Standalone on purpose (stdlib only, no package
-imports) so that an executor can copy it to another host and run it with any python3.
+"""Runs one job and records how it ended. Standalone on purpose (stdlib only; it imports only
+``identity.py``, which always sits next to it) so that an executor can copy both to another host
+and run them with any python3.
 
-    python3 wrapper.py JOB_DIR
+    python3 wrapper.py JOB_DIR            the wrapper: starts the job, enforces timeout and stop
+    python3 wrapper.py --lead JOB_DIR     the job's leader (started by the wrapper, see below)
 
-Reads ``JOB_DIR/job.json`` (argv, env, cwd, timeout_s, grace_s), starts the command in a
-process group of its own, appends its output to ``JOB_DIR/log.txt`` and finally writes
-``JOB_DIR/exit.json`` atomically: ``{"exit_code", "reason", "ended_at"}`` where reason is
-``exited`` | ``timed_out`` | ``stopped``. ``JOB_DIR/wrapper.json`` is written first
-(pid + the command's pgid) so a restarted agent can re-attach instead of launching again.
+The wrapper reads ``JOB_DIR/job.json`` (argv, env, cwd, timeout_s, grace_s) and starts the job's
+*leader* in a session and process group of its own; the leader runs the command as its child
+(same group) and writes ``JOB_DIR/command_exit.json`` when the command ends. The process group is
+the job: it lives on if the wrapper dies (kill -9), and because its leader records the command's
+exit itself, an agent that finds the wrapper dead re-attaches to the group and still learns how
+the job ended, instead of starting it a second time beside it.
+
+``JOB_DIR/wrapper.json`` is written first: the wrapper's pid and start time, the group id (the
+leader's pid) and the leader's start time, so that nothing but these processes is ever signalled.
+Finally ``JOB_DIR/exit.json`` is written atomically: ``{"exit_code", "reason", "ended_at"}`` with
+reason ``exited`` | ``timed_out`` | ``stopped``. Output goes to ``JOB_DIR/log.txt``.
 """
 import json
 import os
@@ -15,6 +23,8 @@ import signal
 import subprocess
 import sys
 import time
+
+import identity
 
 
 def _write_json(path, data):
@@ -26,45 +36,65 @@ def _write_json(path, data):
     os.replace(tmp, path)
 
 
-def _end_group(pgid, proc, grace_s):
-    """SIGTERM the command's group, then SIGKILL it if it is still there after the grace."""
+def _read_json(path):
     try:
-        os.killpg(pgid, signal.SIGTERM)
-    except ProcessLookupError:
+        with open(path) as f:
+            return json.load(f)
+    except (FileNotFoundError, ValueError):
+        return None
+
+
+def _end_group(pgid, leader_start, proc, grace_s):
+    """SIGTERM the job's group, then SIGKILL it if it is still there after the grace."""
+    if not identity.is_group_leader(pgid, leader_start):
         return
+    os.killpg(pgid, signal.SIGTERM)
     try:
         proc.wait(timeout=grace_s)
     except subprocess.TimeoutExpired:
         pass
+    if identity.group_alive(pgid, leader_start):
+        try:
+            os.killpg(pgid, signal.SIGKILL)  # also reaches grandchildren that outlived the leader
+        except ProcessLookupError:
+            pass
+
+
+def lead(job_dir):
+    """The job's leader: run the command in this group, record its exit, exit with its code."""
+    with open(os.path.join(job_dir, "job.json")) as f:
+        job = json.load(f)
+    env = dict(os.environ)
+    env.update(job.get("env") or {})
+    for sig in (signal.SIGTERM, signal.SIGINT):  # the command gets these as a group member; we outwait it
+        signal.signal(sig, lambda *_: None)
     try:
-        os.killpg(pgid, signal.SIGKILL)  # also reaches grandchildren that outlived the leader
-    except ProcessLookupError:
-        pass
+        proc = subprocess.Popen(job["argv"], cwd=job.get("cwd") or None, env=env, stdin=subprocess.DEVNULL)
+    except OSError as err:
+        sys.stdout.write("[dsv4-agent] could not start %r: %s\n" % (job["argv"][0], err))
+        sys.stdout.flush()
+        code = 127
+    else:
+        code = proc.wait()
+    _write_json(os.path.join(job_dir, "command_exit.json"), {"exit_code": code, "ended_at": time.time()})
+    return 0
 
 
 def main(job_dir):
     with open(os.path.join(job_dir, "job.json")) as f:
         job = json.load(f)
-    env = dict(os.environ)
-    env.update(job.get("env") or {})
     grace_s = float(job.get("grace_s", 10.0))
     timeout_s = job.get("timeout_s")
     stop_requested = []
     signal.signal(signal.SIGTERM, lambda *_: stop_requested.append(time.time()))
     signal.signal(signal.SIGHUP, signal.SIG_IGN)  # the agent's terminal going away is no stop
     with open(os.path.join(job_dir, "log.txt"), "ab", buffering=0) as log:
-        try:
-            proc = subprocess.Popen(
-                job["argv"], cwd=job.get("cwd") or None, env=env, stdout=log,
-                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
-            )
-        except OSError as err:
-            log.write(f"[dsv4-agent] could not start {job['argv'][0]!r}: {err}\n".encode())
-            _write_json(os.path.join(job_dir, "wrapper.json"), {"pid": os.getpid(), "child_pgid": None})
-            _write_json(os.path.join(job_dir, "exit.json"),
-                        {"exit_code": 127, "reason": "exited", "ended_at": time.time()})
-            return 0
-        _write_json(os.path.join(job_dir, "wrapper.json"), {"pid": os.getpid(), "child_pgid": proc.pid})
+        proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--lead", job_dir], stdout=log,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+        leader_start = identity.start_time(proc.pid)
+        _write_json(os.path.join(job_dir, "wrapper.json"), {
+            "pid": os.getpid(), "start_time": identity.start_time(os.getpid()),
+            "child_pgid": proc.pid, "child_start_time": leader_start})
         deadline = time.monotonic() + float(timeout_s) if timeout_s else None
         reason = "exited"
         while True:
@@ -78,14 +108,18 @@ def main(job_dir):
             elif deadline is not None and time.monotonic() > deadline:
                 reason = "timed_out"
             if reason != "exited":
-                log.write(f"\n[dsv4-agent] {reason.replace('_', ' ')}: ending the job's process group\n".encode())
-                _end_group(proc.pid, proc, grace_s)
+                log.write(("\n[dsv4-agent] %s: ending the job's process group\n" % reason.replace("_", " ")).encode())
+                _end_group(proc.pid, leader_start, proc, grace_s)
                 proc.wait()
                 break
-    _write_json(os.path.join(job_dir, "exit.json"),
-                {"exit_code": proc.returncode, "reason": reason, "ended_at": time.time()})
+    ended = _read_json(os.path.join(job_dir, "command_exit.json")) or {}
+    code = ended.get("exit_code", proc.returncode)
+    _write_json(os.path.join(job_dir, "exit.json"), {"exit_code": code, "reason": reason, "ended_at": time.time()})
     return 0
 
 
 if __name__ == "__main__":
+    if sys.argv[1] == "--lead":
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)  # inherited by the command, as nohup does
+        sys.exit(lead(sys.argv[2]))
     sys.exit(main(sys.argv[1]))

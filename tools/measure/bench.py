@@ -108,8 +108,7 @@ def _pending_befores(path: Path) -> set[str]:
 
 def _point_done(executor: Executor, results_file: Path, variant: str, point: BenchPoint) -> bool:
     """The point's result line is in the JSONL (fetched first from the host of a remote executor)."""
-    if hasattr(executor, "fetch_run_file"):
-        executor.fetch_run_file(results_file)
+    executor.fetch_run_file(results_file)  # a shared or local run folder already has it
     return point.tag(variant) in finished_points(results_file, variant)
 
 
@@ -156,8 +155,8 @@ def run_point(executor: Executor, plan: MeasurePlan, variant: ServeVariant, poin
 
 
 def _snapshot_python(executor: Executor, python: str) -> str:
-    remote = hasattr(executor, "fetch_run_file")  # the client writes on the executor's host
-    cluster = hasattr(executor, "server_endpoint")  # Slurm: the client is a job on some node, same run folder
+    remote = executor.capabilities.remote_host  # the client writes on the executor's host
+    cluster = executor.capabilities.servers_on_nodes  # Slurm: the client is a job on some node, same run folder
     return sys.executable if remote or cluster else python  # the SGLang python may exist only there
 
 
@@ -252,7 +251,7 @@ def _check_accuracy(executor: Executor, plan: MeasurePlan, variant: ServeVariant
                     server: ServerHandle, results_dir: Path, env: dict[str, str], emit: EventSink) -> None:
     """SGLang's GSM8K check against this variant's server, after its benchmark points."""
     emit("progress", {"message": f"{variant.name}: GSM8K accuracy, {plan.accuracy.questions} questions"})
-    local = not (hasattr(executor, "fetch_run_file") or hasattr(executor, "server_endpoint"))
+    local = not (executor.capabilities.remote_host or executor.capabilities.servers_on_nodes)
     folder = results_dir / "accuracy"
     folder.mkdir(parents=True, exist_ok=True)
     result = run_accuracy(executor, plan.accuracy, variant.name, python, server.host, server.port, results_dir, env,

@@ -1,33 +1,41 @@
-"""SGLang server lifecycle through the job manager: launch, wait until ready, stop.
+"""SGLang server lifecycle through the job manager: launch, wait until *our* server is ready, stop.
 
 The server is ``<sglang python> -m sglang.launch_server ...`` run as a job (its own process
-group, log in the job folder). Readiness is ``GET /health`` (or ``/v1/models`` on builds without
-/health) answering 200. On a timeout or an early exit the message carries the log tail and the
-server is stopped; only the job's own process group is ever signalled (the executor checks).
+group, log in the job folder). Ready means three things at once: ``GET /health`` (or
+``/v1/models`` on builds without /health) answers 200, a process of the server job's own group
+holds the listening socket (``executor.job_listens``, checked on the host where it runs), and
+``/server_info`` reports the model path and speculative settings we launched
+(``tools/measure/server_check.py``). Anything else answering on the port - a server someone
+started there while ours was loading its model - is never measured: ours then fails to bind and
+the failure names the other listener. On a timeout or an early exit the message carries the log
+tail and the server is stopped; only the job's own process group is ever signalled.
 
-Where the server is: through an executor that runs jobs on another host and can forward ports
-(the SSH executor: ``free_port`` / ``forward``), the port is picked free *on that host* and the
-handle's ``url`` is the agent's ``ssh -L`` forward to it, while ``host``/``port`` stay what jobs on
-that host use (the bench client connects there). Locally both are the same address.
+Where the server is: through an executor whose jobs run on another host
+(``capabilities.remote_host``: SSH), the port is picked free *on that host* and the handle's
+``url`` is the agent's ``ssh -L`` forward to it (``executor.reach``), while ``host``/``port`` stay
+what jobs on that host use (the bench client connects there). Locally both are the same address.
 
-Through the Slurm executor (``serve_argv`` / ``server_endpoint``) the server is a batch job on a
-compute node unknown until it starts: it listens on every interface of that node (``--host
-0.0.0.0``) on a port the node picks free at start (tools/jobs/slurm/serve.py records it in the shared
-run folder), and ``url``/``host`` are the node's address from ``scontrol`` — the agent and the bench
-client jobs connect there, so this machine must reach the compute nodes' ports.
+Through an executor whose servers are batch jobs on nodes (``capabilities.servers_on_nodes``:
+Slurm) the node is unknown until it starts: the server listens on every interface of that node
+(``--host 0.0.0.0``) on a port the node picks free at start (tools/jobs/slurm/serve.py records it in
+the shared run folder once the job's own group listens there), and ``url``/``host`` are the
+node's address from ``scontrol`` - the agent and the bench client jobs connect there, so this
+machine must reach the compute nodes' ports.
 """
 from __future__ import annotations
 
 import json
-import socket
 import time
 import urllib.error
 import urllib.request
+from typing import cast
 
 from pydantic import BaseModel, Field
 
 from tools.base import ToolError, cap_text
 from tools.jobs import Executor, JobSpec, JobState
+from tools.jobs.executor import NodeServing, base_url, free_local_port
+from tools.measure.server_check import expected_identity, fetch_info, identity_problem, port_taken
 from tools.measure.identity import server_identity
 from tools.scripts.models import ServeVariant
 
@@ -35,23 +43,7 @@ READY_PATHS = ("/health", "/v1/models")
 CLUSTER_BIND = "0.0.0.0"  # a Slurm server job: reachable from the login node and the other nodes
 CLUSTER_PORT = "DSV4_PORT"  # filled in on the node by tools/jobs/slurm/serve.py
 LOG_TAIL_CHARS = 3000
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    """A port nobody listens on right now (the kernel picks it)."""
-    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
-
-
-def port_in_use(host: str, port: int) -> bool:
-    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.settimeout(0.5)
-        return s.connect_ex((host, port)) == 0
-
-
-def base_url(host: str, port: int) -> str:
-    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+free_port = free_local_port  # a port free on this machine (for callers that start servers here)
 
 
 def probe_ready(url: str, timeout_s: float = 2.0) -> bool:
@@ -90,47 +82,46 @@ def launch_server(executor: Executor, variant: ServeVariant, python: str, port: 
                   extra_env: dict[str, str] | None = None) -> ServerHandle:
     """Start (or re-attach to) the variant's server and block until it is ready."""
     key = key or f"serve-{variant.name}"
-    if hasattr(executor, "server_endpoint"):
+    if executor.capabilities.servers_on_nodes:
         return _launch_on_cluster(executor, variant, python, key, ready_timeout_s, extra_env)
-    remote = hasattr(executor, "forward")  # the server runs on the executor's host, not here
     recorded = _recorded_port(executor, key)
-    if recorded is None:
-        if port is None:
-            port = executor.free_port(variant.host) if remote else free_port(variant.host)
-        elif not remote and port_in_use(variant.host, port):
-            raise ToolError(f"port {port} on {variant.host} is already in use by another process; "
-                            "stop it, pick another port, or leave the port unset to use a free one")
-    else:
+    if recorded is not None:
         port = recorded  # a re-run after a crash: the same argv re-attaches to the same job
+    elif port is None:
+        port = executor.free_port(variant.host)
+    elif not executor.capabilities.remote_host and port_taken(variant.host, port):
+        raise ToolError(f"port {port} on {variant.host} is already in use by another process; "
+                        "stop it, pick another port, or leave the port unset to use a free one")
     env = {k: v for k, v in variant.child_env().items() if k != "CUDA_VISIBLE_DEVICES"}
     env.update(extra_env or {})
     spec = JobSpec(key=key, argv=[python, *variant.launch_args(port)], kind="serve", lane="gpu",
                    env=env, gpus=variant.gpus, grace_s=15.0, identity=server_identity(variant))
     state = executor.launch(spec)
     try:
-        url = executor.forward(key, variant.host, port) if remote else base_url(variant.host, port)
+        url = executor.reach(key, variant.host, port)
     except ToolError:
         stop_server(executor, key)
         raise
     handle = ServerHandle(variant=variant.name, key=key, url=url, host=variant.host, port=port,
                           log_path=state.log_path, attached=state.attached)
-    wait_ready(executor, handle, ready_timeout_s)
+    wait_ready(executor, handle, ready_timeout_s, variant)
     return handle
 
 
-def _launch_on_cluster(executor, variant: ServeVariant, python: str, key: str, ready_timeout_s: float,
+def _launch_on_cluster(executor: Executor, variant: ServeVariant, python: str, key: str, ready_timeout_s: float,
                        extra_env: dict[str, str] | None) -> ServerHandle:
     """A Slurm server job: submit (or re-attach by key), wait for its node and port, then for readiness."""
+    nodes = cast(NodeServing, executor)
     _recorded_port(executor, key)  # a server job of this key that already ended is an error
     env = {k: v for k, v in variant.child_env().items() if k != "CUDA_VISIBLE_DEVICES"}
     env.update(extra_env or {})
     bind = variant.model_copy(update={"host": CLUSTER_BIND})
-    argv = executor.serve_argv(key, [python, *bind.launch_args(CLUSTER_PORT)])
+    argv = nodes.serve_argv(key, [python, *bind.launch_args(CLUSTER_PORT)])
     gpus = variant.gpus if variant.gpus is not None else list(range(variant.tp))  # Slurm reads the count only
     state = executor.launch(JobSpec(key=key, argv=argv, kind="serve", lane="gpu", env=env, gpus=gpus, grace_s=15.0,
                                     identity=server_identity(variant)))
     deadline = time.monotonic() + ready_timeout_s
-    while (endpoint := executor.server_endpoint(key)) is None:
+    while (endpoint := nodes.server_endpoint(key)) is None:
         polled = executor.poll(key)
         if polled.done:
             raise ToolError(f"server {variant.name!r} exited before it was ready ({polled.status}: {polled.reason}); "
@@ -145,7 +136,7 @@ def _launch_on_cluster(executor, variant: ServeVariant, python: str, key: str, r
     node, port = endpoint
     handle = ServerHandle(variant=variant.name, key=key, url=base_url(node, port), host=node, port=port,
                           log_path=state.log_path, attached=state.attached)
-    wait_ready(executor, handle, max(deadline - time.monotonic(), 1.0))
+    wait_ready(executor, handle, max(deadline - time.monotonic(), 1.0), variant)
     return handle
 
 
@@ -170,22 +161,50 @@ def _job_argv(executor: Executor, key: str) -> list[str]:
         return []
 
 
-def wait_ready(executor: Executor, handle: ServerHandle, timeout_s: float, poll_s: float = 0.5) -> None:
-    """Block until ready; on early exit or timeout stop the server and raise with the log tail."""
+def _who_answers(executor: Executor, handle: ServerHandle, variant: ServeVariant | None) -> tuple[str, str]:
+    """("none", "") nothing ready answers yet; ("ours", "") our server is ready; ("foreign", why)
+    another process holds the port; ("misfit", why) our own process answers with other settings."""
+    if not probe_ready(handle.url):
+        return "none", ""
+    if not executor.job_listens(handle.key, handle.port):
+        return "foreign", (f"port {handle.port} on {handle.host} answers, but no process of server job "
+                           f"{handle.key!r} listens on it: another process holds that port")
+    if variant is None:
+        return "ours", ""
+    info = fetch_info(handle.url)
+    if info is None:
+        return "misfit", f"the server on port {handle.port} answers /health but neither /server_info nor /get_server_info"
+    flags = {choice.flag: choice.value for choice in variant.flags}
+    problem = identity_problem(info, expected_identity(variant.model_path, flags))
+    return ("misfit", f"the server on port {handle.port} is not the one we launched: {problem}") if problem else ("ours", "")
+
+
+def wait_ready(executor: Executor, handle: ServerHandle, timeout_s: float, variant: ServeVariant | None = None,
+               poll_s: float = 0.5) -> None:
+    """Block until our server is ready (see the module docstring); on early exit or timeout stop it
+    and raise with the log tail and, when something else answers on its port, what that is."""
     deadline = time.monotonic() + timeout_s
+    foreign = ""
     while True:
         state = executor.poll(handle.key)
         if state.done:
+            kind, why = _who_answers(executor, handle, variant)
+            foreign = why if kind == "foreign" else foreign
             raise ToolError(f"server {handle.variant!r} exited before it was ready ({state.status}: "
-                            f"{state.reason}); fix the flags or environment it names. Log tail "
+                            f"{state.reason}){'; ' + foreign if foreign else ''}; nothing was measured. Log tail "
                             f"({handle.log_path}):\n{_log_tail(executor, handle.key)}")
-        if probe_ready(handle.url):
+        kind, why = _who_answers(executor, handle, variant)
+        if kind == "ours":
             return
+        if kind == "misfit":
+            stop_server(executor, handle.key)
+            raise ToolError(f"server {handle.variant!r}: {why}; it was stopped and nothing was measured")
+        foreign = why if kind == "foreign" else foreign
         if time.monotonic() >= deadline:
             stop_server(executor, handle.key)
-            raise ToolError(f"server {handle.variant!r} not ready at {handle.url} after {timeout_s:g} s; "
-                            f"it was stopped. Raise the readiness timeout if the model loads slowly. "
-                            f"Log tail ({handle.log_path}):\n{_log_tail(executor, handle.key)}")
+            raise ToolError(f"server {handle.variant!r} not ready at {handle.url} after {timeout_s:g} s"
+                            f"{' (' + foreign + ')' if foreign else ''}; it was stopped. Raise the readiness timeout "
+                            f"if the model loads slowly. Log tail ({handle.log_path}):\n{_log_tail(executor, handle.key)}")
         time.sleep(poll_s)
 
 

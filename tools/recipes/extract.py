@@ -12,6 +12,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from tools.base import Tool, ToolError
+from tools.source.confine import inside_root
 from tools.source.pysource import gc_paused
 from tools.recipes.launches import RecipeBuilder
 from tools.recipes.model import Recipe
@@ -73,6 +74,8 @@ def _extract_recipes(args: ExtractRecipesArgs) -> RecipesResult:
     root, package_dir = Path(args.root), Path(args.package_dir)
     if not package_dir.is_dir():
         raise ToolError(f"{package_dir} is not a folder; resolve the SGLang source first (resolve_source)")
+    for relative in args.paths:
+        inside_root(root, relative)  # the model picks these: nothing outside the source is read
     folders = [root / p for p in args.paths] if args.paths else test_folders(root, package_dir)
     missing = [str(f) for f in folders if not f.exists()]
     if missing:

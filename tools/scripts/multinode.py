@@ -10,8 +10,9 @@ parallel.py``); every node runs the same command except for its rank. We write:
 - ``serve-multinode.sbatch``: allocates N nodes, finds node 0, and ``srun``s the node script once
   per node.
 
-Every value that comes from the user, the plan or a repository is shell-quoted by the templates'
-``q`` filter; values that go into ``#SBATCH`` lines (which Slurm reads without a shell) are
+They render in the one shell-template environment (``tools/scripts/shell.py``): every value that
+comes from the user, the plan or a repository is shell-quoted by ``q``, comments go through
+``comment``, and values that go into ``#SBATCH`` lines (which Slurm reads without a shell) are
 restricted to safe characters instead. Generated scripts are checked with ``bash -n`` and
 ``shellcheck`` in the tests.
 """
@@ -21,12 +22,10 @@ import re
 import shlex
 from pathlib import Path
 
-import jinja2
 from pydantic import BaseModel, Field, field_validator, model_validator
 
 from tools.base import Tool
-
-TEMPLATES = Path(__file__).with_name("templates")
+from tools.scripts.shell import ShellText, environment
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _SBATCH_WORD = re.compile(r"^[A-Za-z0-9._:-]+$")  # #SBATCH values are not shell-parsed: keep them plain
 _ADDR = re.compile(r"^[A-Za-z0-9._-]+:[0-9]{1,5}$|^\[[0-9A-Fa-f:]+\]:[0-9]{1,5}$")
@@ -87,13 +86,6 @@ class MultinodeServeResult(BaseModel):
     node_argv: list[list[str]] = Field(description="The exact server command of each node, for review")
 
 
-def _environment() -> jinja2.Environment:
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), undefined=jinja2.StrictUndefined,
-                             trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True, autoescape=False)
-    env.filters["q"] = lambda value: shlex.quote(str(value))
-    return env
-
-
 def _arg_lines(words: list[str]) -> list[str]:
     """Quoted extra arguments, one ``--flag value`` pair per line for the reader."""
     lines: list[list[str]] = []
@@ -102,7 +94,7 @@ def _arg_lines(words: list[str]) -> list[str]:
             lines[-1].append(word)
         else:
             lines.append([word])
-    return [" ".join(shlex.quote(w) for w in line) for line in lines]
+    return [ShellText(" ".join(shlex.quote(w) for w in line)) for line in lines]
 
 
 def node_argv(args: MultinodeServeArgs, rank: int, dist_init_addr: str) -> list[str]:
@@ -115,20 +107,20 @@ def node_argv(args: MultinodeServeArgs, rank: int, dist_init_addr: str) -> list[
 def render_multinode_serve(args: MultinodeServeArgs) -> MultinodeServeResult:
     out = Path(args.out_dir).resolve()
     out.mkdir(parents=True, exist_ok=True)
-    templates = _environment()
+    templates = environment()
     node_template = templates.get_template("serve_node.sh.j2")
     common = dict(args.model_dump(), env=sorted(args.env.items()), extra_lines=_arg_lines(args.extra_args))
     written = []
     for rank in range(args.nnodes):
         path = out / f"serve-node{rank}.sh"
         path.write_text(node_template.render(**common, role=f"node {rank} of {args.nnodes}",
-                                             node_rank_word=str(rank), dist_init_word=shlex.quote(args.dist_init_addr)))
+                                             node_rank_word=rank, dist_init_word=ShellText(shlex.quote(args.dist_init_addr))))
         path.chmod(0o755)
         written.append(str(path))
     slurm_node = out / "serve-slurm-node.sh"
     slurm_node.write_text(node_template.render(**common, role="the node Slurm runs this task on",
-                                               node_rank_word='"${SLURM_NODEID:?run through srun}"',
-                                               dist_init_word='"${DSV4_DIST_INIT_ADDR:?set by the batch script}"'))
+                                               node_rank_word=ShellText('"${SLURM_NODEID:?run through srun}"'),
+                                               dist_init_word=ShellText('"${DSV4_DIST_INIT_ADDR:?set by the batch script}"')))
     slurm_node.chmod(0o755)
     sbatch = out / "serve-multinode.sbatch"
     sbatch.write_text(templates.get_template("serve_multinode.sbatch.j2").render(

@@ -1,6 +1,7 @@
 """``read_source_file``: a bounded read of one file inside the resolved SGLang source.
 
-The path must stay inside the root after resolving ``..`` and symlinks (the LLM chooses it);
+The path must stay inside the root after resolving ``..`` and symlinks (the LLM chooses it;
+``tools/source/confine.py``);
 lines come back numbered, capped, with a note of what was cut.
 """
 from __future__ import annotations
@@ -10,6 +11,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from tools.base import Tool, ToolError, cap_lines
+from tools.source.confine import inside_root
 
 MAX_LINES = 400
 MAX_CHARS = 40_000
@@ -36,9 +38,7 @@ class SourceText(BaseModel):
 
 def read_source_file(args: ReadSourceFileArgs) -> SourceText:
     root = Path(args.root).resolve()
-    target = (root / args.path).resolve()
-    if target != root and root not in target.parents:
-        raise ToolError(f"{args.path} is outside the SGLang source root; pass a path relative to {root}")
+    target = inside_root(root, args.path)
     if not target.is_file():
         raise ToolError(f"{args.path} is not a file in the SGLang source; find paths with the search tool first")
     try:

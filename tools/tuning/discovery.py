@@ -27,7 +27,7 @@ from pydantic import BaseModel, Field
 from tools.base import ToolError
 from tools.jobs import Executor, JobSpec, JobState
 from tools.scripts.models import EnvChoice, FlagChoice, ServeVariant
-from tools.measure.server import ServerHandle, base_url, free_port, stop_server, wait_ready
+from tools.measure.server import ServerHandle, stop_server, wait_ready
 
 DISCOVERY_KEY = "discovery"
 DISCOVERY_KIND = "discovery"
@@ -90,15 +90,15 @@ def run_discovery(executor: Executor, variant: ServeVariant, python: str, state_
         return DiscoveryResult(key=recorded["key"], log_path=recorded["log_path"], reused=True)
     started = time.monotonic()
     key = _attempt_key(executor, base_key)
-    port = _recorded_port(executor, key) or free_port(variant.host)
+    port = _recorded_port(executor, key) or executor.free_port(variant.host)
     env = {k: v for k, v in variant.child_env().items() if k != "CUDA_VISIBLE_DEVICES"}
     spec = JobSpec(key=key, argv=[python, *variant.launch_args(port)], kind=DISCOVERY_KIND, lane="gpu",
                    env=env, gpus=variant.gpus, grace_s=15.0)
     state = executor.launch(spec)
-    handle = ServerHandle(variant=variant.name, key=key, url=base_url(variant.host, port), port=port,
-                          log_path=state.log_path, attached=state.attached)
+    handle = ServerHandle(variant=variant.name, key=key, url=executor.reach(key, variant.host, port), port=port,
+                          host=variant.host, log_path=state.log_path, attached=state.attached)
     try:
-        wait_ready(executor, handle, ready_timeout_s)
+        wait_ready(executor, handle, ready_timeout_s, variant)
     except ToolError as err:
         raise ToolError(f"discovery boot (job {key}) failed: {err}\nFix what the log names and re-run (a fresh "
                         "attempt boots), or skip discovery by giving --shapes N,K or --model-path with config.json"

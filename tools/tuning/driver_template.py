@@ -10,7 +10,7 @@ DRIVER_TEMPLATE = '''\
 #!/usr/bin/env python3
 """FP8 block-GEMM tuning driver, written by dsv4-agent for review. Generated, do not edit.
 
-Calls {{ script_name }}'s own tune() with the units listed in a units file and saves every
+Calls {{ script_name | py }}'s own tune() with the units listed in a units file and saves every
 finished unit into --save-path (one JSON per N,K in SGLang's format). Units already saved there
 are skipped. Usage:
     python3 tune_driver.py --script PATH --units units_gpu0.json --save-path out/gpu0
@@ -78,8 +78,8 @@ def main():
     parser.add_argument("--script", required=True)
     parser.add_argument("--units", required=True)
     parser.add_argument("--save-path", required=True)
-    parser.add_argument("--out-dtype", default="{{ out_dtype }}")
-    parser.add_argument("--input-type", default="{{ input_type }}")
+    parser.add_argument("--out-dtype", default={{ out_dtype | py }})
+    parser.add_argument("--input-type", default={{ input_type | py }})
     args = parser.parse_args()
     with open(args.units) as f:
         units = json.load(f)["units"]

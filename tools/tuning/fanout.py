@@ -1,6 +1,6 @@
 """Run one tuning job per GPU through an executor, block until all end, retry a failed job.
 
-An executor that offers ``launch_array`` (Slurm) gets the first attempts as one job array.
+An executor with ``capabilities.job_arrays`` (Slurm) gets the first attempts as one job array.
 Idempotent by construction: every launch goes through the executor's ledger, so calling this
 again after the agent died re-attaches to running jobs and finds finished ones finished. A GPU's
 job is its identity (GPU and units); each attempt has its own key (``tune-gpu0``, ``tune-gpu0-a2``,
@@ -123,14 +123,13 @@ def _start(executor: Executor, chain: _Chain, emit: EventSink, timeout_s: float 
 
 
 def _first_attempts(executor: Executor, jobs: list[FanoutJob], timeout_s: float | None) -> dict[str, JobState]:
-    """Slurm (``launch_array``): every GPU's first attempt as ONE job array; others launch one by one."""
-    launch_array = getattr(executor, "launch_array", None)
-    if launch_array is None:
+    """Slurm (``capabilities.job_arrays``): every GPU's first attempt as ONE job array; others launch one by one."""
+    if not executor.capabilities.job_arrays:
         return {}
     fresh = [j for j in jobs if (a := next_attempt(executor, j.key, j.identity())).verdict == "launch" and a.number == 1]
     if not fresh:
         return {}
-    return {s.key: s for s in launch_array([_spec(j, j.key, timeout_s) for j in fresh])}
+    return {s.key: s for s in executor.launch_array([_spec(j, j.key, timeout_s) for j in fresh])}
 
 
 def run_fanout(executor: Executor, jobs: list[FanoutJob], emit: EventSink, poll_s: float = 1.0,

@@ -16,13 +16,17 @@ anywhere is recovered: installing again finishes the interrupted install (a file
 there is recognised by its hash, never backed up as an original), and uninstall restores the folder
 exactly whichever files were written; an uninstall marks the manifest ``uninstalling`` first, so a
 killed one is finished by the next. Only files directly in the recorded config folder are touched;
-a file changed since the install is left alone unless ``--force``. Exit 0 on success, 2 on a
+a file changed since the install is left alone unless ``--force``. A manifest is data from a run
+folder, so before anything is undone it must name one of SGLang's kernel-config folders (``configs/``
+next to the FP8 kernel module), kernel config files (SGLang's file names) directly in it, and backups
+inside the run's ``tuning/backup/``; a manifest naming anything else is refused, nothing touched. Exit 0 on success, 2 on a
 problem the user can fix (message on stderr).
 """
 import argparse
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -34,6 +38,8 @@ CONFIG_DIRS = (  # relative to the folder holding sglang/, newest layout first, 
     ("sglang/kernels/ops/gemm/configs", "sglang/kernels/ops/gemm/fp8_kernel.py"),
     ("sglang/srt/layers/quantization/configs", "sglang/srt/layers/quantization/fp8_kernel.py"),
 )
+CONFIG_NAME = re.compile(r"^N=[0-9]+,K=[0-9]+,device_name=[^/\x00-\x1f]+,dtype=[A-Za-z0-9_]+,"
+                         r"block_shape=\[[0-9]+, ?[0-9]+\]\.json$")
 TRITON_FIELDS = ("BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K", "GROUP_SIZE_M", "num_warps", "num_stages")
 PROBE = ("import importlib.util as u; s = u.find_spec('sglang'); "
          "print(s.submodule_search_locations[0] if s and s.submodule_search_locations else '')")
@@ -146,6 +152,38 @@ def inside(entry, manifest):
     return os.path.dirname(os.path.realpath(entry["target"])) == os.path.realpath(manifest["config_dir"])
 
 
+def kernel_config_folder(path):
+    """The real path of ``path`` when it is one of SGLang's kernel-config folders (the ``configs/``
+    folder next to the FP8 kernel module, in either layout), else None."""
+    real = os.path.realpath(path)
+    for relative, module in CONFIG_DIRS:
+        suffix = os.sep + relative.replace("/", os.sep)
+        if real.endswith(suffix) and os.path.isfile(os.path.join(real[:-len(suffix)], module)):
+            return real
+    return None
+
+
+def check_manifest(manifest, run):
+    """Refuse a manifest that names anything but kernel configs in an SGLang config folder."""
+    where = os.path.join(run, MANIFEST)
+    folder = kernel_config_folder(str(manifest.get("config_dir", "")))
+    if folder is None:
+        raise Problem("%s names %r, which is not one of SGLang's kernel-config folders; nothing was touched. "
+                      "Restore the run's manifest, or undo the install by hand" % (where, manifest.get("config_dir")))
+    backups = os.path.join(os.path.realpath(run), BACKUP_DIR)
+    for entry in manifest.get("entries") or []:
+        name = str(entry.get("name", ""))
+        good = (CONFIG_NAME.match(name) is not None
+                and os.path.realpath(str(entry.get("target", ""))) == os.path.join(folder, name)
+                and (entry.get("backup") is None or (
+                    entry["backup"] == "%s/%s" % (BACKUP_DIR, name)
+                    and os.path.realpath(os.path.join(run, entry["backup"])) == os.path.join(backups, name))))
+        if not good:
+            raise Problem("%s lists %r, which is not a kernel config file in %s with its backup in the run; "
+                          "nothing was touched. Restore the run's manifest, or undo the install by hand"
+                          % (where, entry.get("target"), folder))
+
+
 def restore(entry, run):
     if entry["backup"]:
         replace(os.path.join(run, entry["backup"]), entry["target"])
@@ -198,6 +236,7 @@ def install(args):
     if manifest is not None and manifest["state"] == "uninstalling":
         raise Problem("an uninstall of this run was interrupted; run `dsv4-agent tuning uninstall RUN` to finish it")
     if manifest is not None and manifest["state"] in ("installing", "installed"):
+        check_manifest(manifest, run)  # finishing or undoing it writes what it names
         if same_install(manifest, folder, args.merged):
             return finish(run, manifest)
         if manifest["state"] == "installed":
@@ -267,6 +306,7 @@ def uninstall(args):
     if manifest["state"] in ("uninstalled", "rolled_back"):
         return {"restored": [], "removed": [], "left_alone": [],
                 "note": "nothing to do: the install is already %s" % manifest["state"].replace("_", " ")}
+    check_manifest(manifest, run)
     result = undo(run, manifest, args.force)
     if result["left_alone"]:
         result["note"] = ("%d files changed since this run installed them (or lie outside its config folder) and "

@@ -34,7 +34,7 @@ JOB_TIMEOUT_S = 600.0
 
 def executor_label(executor: Executor) -> str:
     """What the manifest records as ``installed_by`` (the --executor value that reaches the host)."""
-    return getattr(executor, "url", None) or executor.name
+    return executor.label
 
 
 def write_host_script(run_dir: Path) -> Path:
@@ -63,13 +63,11 @@ def _run(executor: Executor, spec: JobSpec, poll_s: float) -> tuple[JobState, st
 
 
 def _fetch_manifest(executor: Executor, run_dir: Path) -> None:
-    fetch = getattr(executor, "fetch_run_file", None)
-    if fetch is not None:  # a shared run folder (Slurm) already has it
-        fetch(Path(run_dir) / MANIFEST)
+    executor.fetch_run_file(Path(run_dir) / MANIFEST)  # a shared run folder (Slurm) already has it
 
 
 def _python(executor: Executor) -> str:
-    return getattr(executor, "remote_python", None) or "python3"
+    return executor.host_python
 
 
 def install_on_host(executor: Executor, merged: list[Path], run_dir: Path, *, sglang_python: str | None,

@@ -1,14 +1,15 @@
 """Write the reviewable tuning scripts into the run folder: one bash script per GPU, plus the
 driver and per-GPU unit lists when the tuning script cannot take our shapes itself.
 
-Every value that reaches the shell is quoted with ``shlex.quote``; paths inside the run folder
-are relative to the script's own folder so the folder can be copied to a GPU host and run there.
+The bash scripts render in the one shell-template environment (``tools/scripts/shell.py``): every
+value that reaches the shell is quoted by ``q``, comments go through ``comment``. Paths inside the
+run folder are relative to the script's own folder so the folder can be copied to a GPU host and
+run there. The Python driver renders with values as Python literals (``py``: ``repr``).
 """
 from __future__ import annotations
 
 import json
 import py_compile
-import shlex
 import subprocess
 import sysconfig
 import shutil
@@ -18,18 +19,21 @@ import jinja2
 from pydantic import BaseModel
 
 from tools.base import ToolError
+from tools.scripts.shell import environment as shell_environment
 from tools.tuning.driver_template import DRIVER_TEMPLATE
 from tools.tuning.plan import GpuWork
 from tools.tuning.script import ScriptInfo
 
-_ENV = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
+_PYTHON = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
+_PYTHON.filters["py"] = repr  # a str, as a Python literal: it cannot end the string it is put in
+_SHELL = shell_environment()
 
 GPU_SCRIPT = """\
 #!/usr/bin/env bash
 # FP8 block-GEMM tuning for GPU {{ gpu }}, written by dsv4-agent for review before it runs.
-# {{ units|length }} units (shape x batch size), estimated relative cost {{ '%.1f'|format(cost) }}.
+# {{ units|length }} units (shape x batch size), estimated relative cost {{ '%.1f'|format(cost)|comment }}.
 # Output goes to this GPU's own folder (out/gpu{{ gpu }}); the agent merges the folders afterwards.
-# Mode: {{ mode }}.
+# Mode: {{ mode|comment }}.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 export CUDA_VISIBLE_DEVICES={{ gpu }}
@@ -38,25 +42,18 @@ tuning_script=${DSV4_TUNING_SCRIPT:-{{ script|q }}}
 save_path="$here/out/gpu{{ gpu }}"
 mkdir -p "$save_path"
 {% if mode == "driver" -%}
-exec "$python_bin" "$here/tune_driver.py" --script "$tuning_script" --units "$here/units_gpu{{ gpu }}.json" \\
+exec -- "$python_bin" "$here/tune_driver.py" --script "$tuning_script" --units "$here/units_gpu{{ gpu }}.json" \\
   --save-path "$save_path" --out-dtype {{ out_dtype|q }} --input-type {{ input_type|q }}
 {% else -%}
 {% for group in groups -%}
-# N={{ group.n }} K={{ group.k }}: M = {{ group.ms|join(' ') }}
+# N={{ group.n }} K={{ group.k }}: M = {{ group.ms|join(' ')|comment }}
 if [ ! -f "$save_path"/{{ group.file|q }} ]; then
-  "$python_bin" "$tuning_script" {{ group.args }} --save-path "$save_path"
+  "$python_bin" "$tuning_script" {{ group.args|q }} --save-path "$save_path"
 fi
 {% endfor -%}
 echo "[dsv4-agent] all units done"
 {% endif -%}
 """
-
-
-def _quote(value: object) -> str:
-    return shlex.quote(str(value))
-
-
-_ENV.filters["q"] = _quote
 
 
 class RenderedTuning(BaseModel):
@@ -82,7 +79,7 @@ def _direct_groups(work: GpuWork, info: ScriptInfo, device: str, out_dtype: str,
             args += ["--out-dtype", out_dtype]
         if info.flag("--input-type"):
             args += ["--input-type", input_type]
-        rendered.append({"n": n, "k": k, "ms": sorted(ms), "args": " ".join(shlex.quote(a) for a in args),
+        rendered.append({"n": n, "k": k, "ms": sorted(ms), "args": args,
                          "file": config_file_name(n, k, device, bn, bk, f"{input_type}_w8a8")})
     return rendered
 
@@ -108,7 +105,7 @@ def render_tuning(out_dir: Path, per_gpu: list[GpuWork], info: ScriptInfo, pytho
     scripts: dict[int, str] = {}
     if mode == "driver":
         driver = out_dir / "tune_driver.py"
-        _write(driver, _ENV.from_string(DRIVER_TEMPLATE).render(script_name=Path(info.path).name,
+        _write(driver, _PYTHON.from_string(DRIVER_TEMPLATE).render(script_name=Path(info.path).name,
                                                                  out_dtype=out_dtype, input_type=input_type))
         try:
             py_compile.compile(str(driver), doraise=True, cfile=str(out_dir / ".tune_driver.pyc"))
@@ -122,7 +119,7 @@ def render_tuning(out_dir: Path, per_gpu: list[GpuWork], info: ScriptInfo, pytho
             _write(out_dir / f"units_gpu{work.gpu}.json", json.dumps(units, indent=1) + "\n")
             files.append(f"{prefix}/units_gpu{work.gpu}.json")
         groups = _direct_groups(work, info, device_name, out_dtype, input_type) if mode == "direct" else []
-        text = _ENV.from_string(GPU_SCRIPT).render(gpu=work.gpu, units=work.units, cost=work.est_cost, mode=mode,
+        text = _SHELL.from_string(GPU_SCRIPT).render(gpu=work.gpu, units=work.units, cost=work.est_cost, mode=mode,
                                                    python=python, script=info.path, out_dtype=out_dtype,
                                                    input_type=input_type, groups=groups)
         path = out_dir / f"tune_gpu{work.gpu}.sh"

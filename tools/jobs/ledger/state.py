@@ -1,15 +1,21 @@
-"""Turn a snapshot of one ledger folder into a ``JobState`` (shared by the remote executors).
+"""Turn a snapshot of one ledger folder into a ``JobState`` (LocalExecutor and the SSH ledger).
 
 A snapshot is the dict ``remote_ledger._snapshot`` answers: the parsed ledger files ``job``,
-``launch``, ``wrapper``, ``exit`` (or None), ``stop`` (stop.json exists), ``alive`` (the wrapper
-process is running, checked where it runs) and ``now`` (that host's clock, so that clock skew
-between the agent and the job's host never decides anything). The rules match LocalExecutor's.
+``launch``, ``wrapper``, ``exit``, ``command_exit`` (or None), ``stop`` (stop.json exists),
+``alive`` (the wrapper process is running), ``job_alive`` (the job's own process group is: its
+recorded leader, or members left in it), both checked where the job runs, and ``now`` (that host's
+clock, so that clock skew between the agent and the job's host never decides anything).
+
+The process group is the job. A wrapper that died (kill -9) while its job runs on leaves a job
+that is *running*, re-attached where it runs and never started again beside it; when the job
+ends, its leader's ``command_exit.json`` says how.
 """
 from __future__ import annotations
 
 from tools.jobs.spec import JobState
 
 SPAWN_WAIT_S = 5.0
+ORPHAN_NOTE = "its wrapper died; the job's own process group runs on and is followed there"
 
 
 def state_from_snapshot(key: str, snap: dict, log_path: str) -> JobState:
@@ -27,6 +33,12 @@ def state_from_snapshot(key: str, snap: dict, log_path: str) -> JobState:
         return with_exit(state, ended, job)
     if snap.get("alive"):
         state.status = "running"
+    elif snap.get("command_exit") is not None and not snap.get("job_alive"):
+        recorded = {**snap["command_exit"], "reason": "stopped" if snap.get("stop") else "exited"}
+        with_exit(state, recorded, job)
+        state.reason = (state.reason + "; " if state.reason else "") + "its wrapper died, the job's leader recorded the exit"
+    elif snap.get("job_alive"):
+        state.status, state.reason = "running", ORPHAN_NOTE
     elif snap.get("stop"):
         state.status, state.reason = "stopped", "stopped (process group killed)"
     elif launch or wrapper:

@@ -33,29 +33,33 @@ from typing import Literal
 
 from tools.base import ToolError
 from tools.gpus import DetectGpusResult
+from tools.jobs.executor import Capabilities, SameHostDefaults
 from tools.jobs.ledger.files import ledger_keys, read_json, record_stop_request, tail_log, write_json
 from tools.jobs.ledger.state import with_exit
 from tools.jobs.slurm.probe import PROBE_WAIT_S, detect_partition_gpus, probe_shared_folder
-from tools.jobs.slurm.query import (PENDING, RUNNING, SLURM_COMMANDS, SlurmJobInfo, node_address, run_slurm,
-                                    show_job, squeue_ids)
+from tools.jobs.slurm.query import (PENDING, RUNNING, SLURM_COMMANDS, SlurmJobInfo, cancel, node_address,
+                                    run_slurm, show_job, squeue_ids, submitted_id)
 from tools.jobs.spec import JobSpec, JobState
 
 HERE = Path(__file__).parent
 # The stdlib helpers a unit runs on the compute node, by the name their frozen copy has in the run.
-HELPERS = {"wrapper.py": HERE.parent / "wrapper.py", "slurm_unit.py": HERE / "unit.py",
+HELPERS = {"wrapper.py": HERE.parent / "wrapper.py", "identity.py": HERE.parent / "identity.py",
+           "slurm_unit.py": HERE / "unit.py",
            "slurm_serve.py": HERE / "serve.py"}
 _SUBMIT_WAIT_S = 60.0  # a job.json without slurm.json younger than this may still be submitting
 
 
-class SlurmExecutor:
+class SlurmExecutor(SameHostDefaults):
     name = "slurm"
+    capabilities = Capabilities(servers_on_nodes=True, job_arrays=True, gpus_from_elsewhere=True)
 
     def __init__(self, jobs_root: Path | str, *, partition: str | None = None, env: dict[str, str] | None = None,
                  python: str = "python3", gpu_request: Literal["gres", "gpus"] = "gres"):
         self.root = Path(jobs_root).resolve()
         self.partition = partition
+        self.label = f"slurm:{partition}" if partition else "slurm"
         self.env = dict(os.environ if env is None else env)
-        self.python = python
+        self.python = self.host_python = python
         self.gpu_request = gpu_request
         for command in SLURM_COMMANDS:
             if shutil.which(command, path=self.env.get("PATH", "")) is None:
@@ -181,7 +185,7 @@ class SlurmExecutor:
                 (self.job_dir(spec.key) / "job.json").unlink(missing_ok=True)
             raise ToolError(f"sbatch refused the job: {submitted.stderr.strip()[-500:]} — fix the request "
                             "(partition, GPU count, time limit) or ask `sinfo` what the cluster offers")
-        job_id = submitted.stdout.strip().split(";")[0]
+        job_id = submitted_id(submitted.stdout)
         for index, spec in enumerate(specs):
             write_json(self.job_dir(spec.key) / "slurm.json",
                         {"job_id": f"{job_id}_{index}" if as_array else job_id, "submitted_at": time.time()})
@@ -213,6 +217,11 @@ class SlurmExecutor:
             return None
         return node_address(info.batch_host, self.env), int(endpoint["port"])
 
+    def job_listens(self, key: str, port: int) -> bool:
+        """True when the server job recorded ``port`` as held by its own group on its current node."""
+        endpoint = self.server_endpoint(key)
+        return endpoint is not None and endpoint[1] == int(port)
+
     def _batch_script(self, specs: list[JobSpec]) -> str:
         dirs = " ".join(shlex.quote(str(self.job_dir(s.key))) for s in specs)
         unit = shlex.quote(str(self.root / "slurm_unit.py"))
@@ -221,7 +230,7 @@ class SlurmExecutor:
             "set -euo pipefail\n"
             f"job_dirs=({dirs})\n"
             'job_dir="${job_dirs[${SLURM_ARRAY_TASK_ID:-0}]}"\n'
-            f'exec {shlex.quote(self.python)} {unit} "$job_dir"\n'
+            f'exec -- {shlex.quote(self.python)} {unit} "$job_dir"\n'
         )
 
     # -- observing -------------------------------------------------------------------------
@@ -285,11 +294,11 @@ class SlurmExecutor:
         if job_id is None:
             return self.poll(key)
         if state.status == "running":
-            run_slurm(["scancel", "--batch", "--signal=TERM", job_id], self.env, check=False)
+            cancel(job_id, self.env, "--batch", "--signal=TERM")
             deadline = time.monotonic() + grace + 5.0
             while time.monotonic() < deadline and self.poll(key).status == "running":
                 time.sleep(0.2)
-        run_slurm(["scancel", job_id], self.env, check=False)  # ends whatever is left, pending or running
+        cancel(job_id, self.env)  # ends whatever is left, pending or running
         deadline = time.monotonic() + 30.0
         state = self.poll(key)
         while not state.done and time.monotonic() < deadline:

@@ -18,7 +18,7 @@ import time
 from tools.base import ToolError
 from tools.gpus import DetectGpusResult, GpuInfo
 from tools.jobs.remote_gpus import parse_slurm_gres
-from tools.jobs.slurm.query import PENDING, RUNNING, run_slurm, show_job
+from tools.jobs.slurm.query import PENDING, RUNNING, cancel, run_slurm, show_job, submitted_id
 
 PROBE_WAIT_S = 120.0  # a probe still queued after this is cancelled: the check is then only a note
 
@@ -52,7 +52,7 @@ def probe_shared_folder(ex, wait_s: float = PROBE_WAIT_S) -> str:
     done = run_slurm(argv, ex.env, check=False)
     if done.returncode != 0:
         raise ToolError(f"sbatch refused the run-folder probe job: {done.stderr.strip()[-300:]}")
-    job_id = done.stdout.strip().split(";")[0]
+    job_id = submitted_id(done.stdout)
     deadline = time.monotonic() + wait_s
     info = show_job(job_id, ex.env)
     while info is not None and (info.state in PENDING or info.state in RUNNING) and time.monotonic() < deadline:
@@ -66,7 +66,7 @@ def probe_shared_folder(ex, wait_s: float = PROBE_WAIT_S) -> str:
         shutil.rmtree(folder, ignore_errors=True)
         return ""
     if info is not None and (info.state in PENDING or info.state in RUNNING):
-        run_slurm(["scancel", job_id], ex.env, check=False)
+        cancel(job_id, ex.env)
         return (f"; the run-folder probe (Slurm job {job_id}) did not run within {wait_s:g} s, so it is unchecked "
                 f"that compute nodes see {ex.root}")
     node = info.node_list if info else "the compute node"

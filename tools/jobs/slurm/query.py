@@ -16,6 +16,18 @@ SLURM_COMMANDS = ("sbatch", "squeue", "scontrol", "scancel", "sinfo")
 _TIMEOUT_S = 60.0
 PENDING = {"PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "RESIZING", "SUSPENDED"}
 RUNNING = {"RUNNING", "COMPLETING", "STAGE_OUT", "SIGNALING"}
+_JOB_ID = re.compile(r"^[0-9]+(_[0-9]+)?$")  # a job, or one task of a job array
+
+
+def checked_job_id(value: object, where: str) -> str:
+    """``value`` as a Slurm job id (``123`` or array task ``123_4``); anything else is refused
+    before it reaches a Slurm command, where it would be read as an option (``--user=root``)."""
+    text = str(value).strip()
+    if not _JOB_ID.match(text):
+        raise ToolError(f"{where} names Slurm job {text[:80]!r}, which is not a job id (digits, or digits_digits "
+                        "for an array task); nothing was sent to Slurm. The ledger was edited or damaged: "
+                        "check it, or cancel the job by hand with `scancel ID`")
+    return text
 
 
 @dataclass(frozen=True)
@@ -50,6 +62,7 @@ def _field(record: str, name: str) -> str:
 
 def show_job(job_id: str, env: dict[str, str]) -> SlurmJobInfo | None:
     """The controller's view of one job (``123`` or array task ``123_4``); None once it forgot it."""
+    job_id = checked_job_id(job_id, "the ledger")
     done = run_slurm(["scontrol", "show", "job", "-o", job_id], env, check=False)
     if done.returncode != 0:
         if "invalid job id" in done.stderr.lower():
@@ -72,5 +85,15 @@ def node_address(node: str, env: dict[str, str]) -> str:
 
 def squeue_ids(job_name: str, env: dict[str, str]) -> list[str]:
     """Ids of every job (one line per array task) the controller still knows under ``job_name``."""
-    done = run_slurm(["squeue", "-h", "-r", "-t", "all", "-n", job_name, "-o", "%i"], env)
-    return [line.strip() for line in done.stdout.splitlines() if line.strip()]
+    done = run_slurm(["squeue", "-h", "-r", "-t", "all", f"--name={job_name}", "-o", "%i"], env)
+    return [checked_job_id(line, "squeue") for line in done.stdout.splitlines() if line.strip()]
+
+
+def cancel(job_id: str, env: dict[str, str], *extra: str) -> None:
+    """``scancel [EXTRA...] JOB_ID`` for a job id that is one (see ``checked_job_id``)."""
+    run_slurm(["scancel", *extra, "--", checked_job_id(job_id, "the ledger")], env, check=False)
+
+
+def submitted_id(stdout: str) -> str:
+    """The job id ``sbatch --parsable`` printed (``ID`` or ``ID;CLUSTER``)."""
+    return checked_job_id(stdout.strip().split(";")[0], "sbatch's answer")

@@ -29,33 +29,45 @@ import shlex
 import subprocess
 import tarfile
 from pathlib import Path
-from urllib.parse import urlsplit
 
 from tools.base import ToolError
-from tools.gpus import DetectGpusResult
+from tools.gpus import APPS_QUERY, GPU_QUERY, DetectGpusResult, from_queries
+from tools.jobs.executor import Capabilities
+from tools.jobs.executor_spec import ExecutorSpec, ExecutorSpecError
 from tools.jobs.ledger.state import state_from_snapshot
-from tools.jobs.remote_gpus import parse_nvidia_smi
 from tools.jobs.spec import JobSpec, JobState
 from tools.jobs.ssh.forward import PortForward
 from tools.jobs.ssh.paths import RunPathMap
 
 HERE = Path(__file__).parent
 WRAPPER_SOURCE = (HERE.parent / "wrapper.py").read_text()
-LEDGER_SOURCE = (HERE / "remote_ledger.py").read_text()
+IDENTITY_SOURCE = (HERE.parent / "identity.py").read_text()
+
+
+def _ledger_program() -> str:
+    """remote_ledger.py preceded by the standalone modules it imports, as one ``python3 -c`` program."""
+    modules = [(name, (HERE.parent / f"{name}.py").read_text()) for name in ("identity", "job_folder")]
+    return ("import sys, types\n"
+            f"for _name, _source in {modules!r}:\n"
+            "    _module = types.ModuleType(_name)\n"
+            "    exec(compile(_source, _name + '.py', 'exec'), _module.__dict__)\n"
+            "    sys.modules[_name] = _module\n"
+            + (HERE / "remote_ledger.py").read_text())
+
+
+LEDGER_SOURCE = _ledger_program()
 _OP_TIMEOUT_S = 60.0  # a ledger operation is quick; stop adds the job's grace on top
 
 
 def parse_ssh_target(url: str) -> tuple[str, int | None]:
     """``ssh://user@host[:port]`` → (``user@host`` or ``host``, port or None)."""
-    parts = urlsplit(url)
-    if parts.scheme != "ssh" or not parts.hostname or parts.path not in ("", "/"):
-        raise ToolError(f"bad SSH executor {url!r}; write it as ssh://user@host[:port] (or ssh://alias from ~/.ssh/config)")
     try:
-        port = parts.port
-    except ValueError as err:
-        raise ToolError(f"bad port in {url!r} ({err}); write it as ssh://user@host:22") from err
-    host = parts.hostname if ":" not in parts.hostname else f"[{parts.hostname}]"
-    return (f"{parts.username}@{host}" if parts.username else host), port
+        spec = ExecutorSpec.parse(url)
+    except ExecutorSpecError as err:
+        raise ToolError(str(err)) from None
+    if spec.kind != "ssh":
+        raise ToolError(f"bad SSH executor {url!r}; write it as ssh://user@host[:port] (or ssh://alias from ~/.ssh/config)")
+    return spec.destination, spec.port
 
 
 def _classify_ssh_failure(where: str, stderr: str) -> ToolError:
@@ -79,15 +91,17 @@ def _classify_ssh_failure(where: str, stderr: str) -> ToolError:
 
 class SshExecutor:
     name = "ssh"
+    capabilities = Capabilities(remote_host=True, gpus_from_elsewhere=True)
 
-    def __init__(self, url: str, jobs_root: Path | str, *, ssh_options: list[str] | None = None,
+    def __init__(self, url: ExecutorSpec | str, jobs_root: Path | str, *, ssh_options: list[str] | None = None,
                  remote_root: str | None = None, remote_python: str = "python3",
                  connect_timeout_s: int = 10, nvidia_smi: str = "nvidia-smi"):
-        self.url = url
-        self.destination, self.port = parse_ssh_target(url)
+        self.url = str(url)
+        self.destination, self.port = parse_ssh_target(self.url)
+        self.label = self.url
         self.root = Path(jobs_root)
         self.ssh_options = list(ssh_options or [])
-        self.remote_python = remote_python
+        self.remote_python = self.host_python = remote_python
         self.connect_timeout_s = connect_timeout_s
         self.nvidia_smi = nvidia_smi
         self.remote_root = self._remote_root(remote_root)
@@ -150,7 +164,8 @@ class SshExecutor:
 
     def _call(self, op: str, request: dict, timeout_s: float = _OP_TIMEOUT_S, raw: bool = False):
         request = {"root": self.remote_root, **request}
-        remote_command = " ".join(shlex.quote(w) for w in (self.remote_python, "-c", LEDGER_SOURCE, op))
+        # -I: the remote working folder ($HOME) and PYTHON* variables must not shadow what the program imports
+        remote_command = " ".join(shlex.quote(w) for w in (self.remote_python, "-I", "-c", LEDGER_SOURCE, op))
         try:
             done = subprocess.run(self._ssh_argv(remote_command), input=json.dumps(request).encode(),
                                   capture_output=True, timeout=timeout_s + self.connect_timeout_s)
@@ -182,16 +197,13 @@ class SshExecutor:
 
     def detect_gpus(self) -> DetectGpusResult:
         """The GPUs of the host, from its own ``nvidia-smi`` (ssh failures raise ToolError)."""
-        answer = self._call("gpus", {"nvidia_smi": self.nvidia_smi})
+        answer = self._call("gpus", {"nvidia_smi": self.nvidia_smi, "queries": [GPU_QUERY, APPS_QUERY]})
         where = f"{self.nvidia_smi} on {self.url}"
         if answer.get("missing"):
             return DetectGpusResult(gpus=[], note=f"{where} not found: no NVIDIA GPU on that host "
                                                   "(or give its path with the nvidia_smi setting)")
-        if answer["returncode"] != 0:
-            first = (answer["stderr"] or answer["stdout"]).strip().splitlines()[:1]
-            return DetectGpusResult(gpus=[], note=f"{where} failed (exit {answer['returncode']}): {' '.join(first)}")
-        gpus = parse_nvidia_smi(answer["stdout"])
-        return DetectGpusResult(gpus=gpus, note="" if gpus else f"{where} listed no GPUs")
+        gpus, apps = (tuple(a) for a in answer["answers"])
+        return from_queries(gpus, apps, where, answer.get("cuda_visible_devices"))
 
     def launch(self, spec: JobSpec) -> JobState:
         paths = self.paths()
@@ -199,6 +211,7 @@ class SshExecutor:
         job["env"] = spec.child_env()
         job = paths.rewrite(job)
         answer = self._call("launch", {"key": spec.key, "job": job, "wrapper_source": WRAPPER_SOURCE,
+                                       "identity_source": IDENTITY_SOURCE,
                                        "run": paths.remote_run, "inputs": paths.inputs(spec),
                                        "folders": paths.folders(spec)})
         self.job_dir(spec.key).mkdir(parents=True, exist_ok=True)
@@ -208,6 +221,9 @@ class SshExecutor:
         state = self._sync(spec.key, answer["snapshot"])
         state.attached = answer["attached"]
         return state
+
+    def launch_array(self, specs: list[JobSpec]) -> list[JobState]:
+        return [self.launch(spec) for spec in specs]
 
     def poll(self, key: str) -> JobState:
         return self._poll_many([key])[0]
@@ -304,6 +320,12 @@ class SshExecutor:
         if forward is not None:
             forward.close()
 
+    reach, release = forward, close_forward
+
+    def job_listens(self, key: str, port: int) -> bool:
+        """True when the job's own process group listens on ``port`` on the host (checked there)."""
+        return bool(self._call("listens", {"key": key, "port": int(port)})["listens"])
+
     def fetch_run_file(self, local_path: Path) -> bool:
         """Copy one run-folder file a job wrote on the host to the same path here (False: not there)."""
         paths = self.paths()
@@ -329,4 +351,6 @@ class SshExecutor:
             return state
         grace = self._last_job.get(key, {}).get("grace_s", 10.0) if grace_s is None else grace_s
         answer = self._call("stop", {"key": key, "grace_s": grace}, timeout_s=_OP_TIMEOUT_S + grace)
+        if answer.get("refused"):
+            raise ToolError(f"job {key!r} on {self.url} was not stopped: {answer['refused']}")
         return self._sync(key, answer["snapshot"])

@@ -1,88 +1,45 @@
 """The remote half of the SSH executor: keeps the job ledger on the host where jobs run.
 
-Standalone on purpose (stdlib only, no package imports): ``SshExecutor`` sends this file's
-source over ``ssh HOST python3 -c SOURCE OP`` with a JSON request on stdin, so the remote host
-needs nothing but ``python3``. Each call does one thing and answers one JSON object on stdout
+Standalone on purpose (stdlib only, plus ``job_folder.py`` and ``identity.py``, which travel in
+the same call): ``SshExecutor`` sends this file's source over ``ssh HOST python3 -c SOURCE OP``
+with a JSON request on stdin, so the remote host needs nothing but ``python3``. Each call does one thing and answers one JSON object on stdout
 (``pack`` answers a gzipped tar stream instead):
 
   launch  write job.json (intent) then start ``wrapper.py JOB_DIR`` in a new session; a key that
           is already in the ledger is re-attached, never started twice
   poll    ledger snapshot of some keys (+ new log bytes from a given offset)
-  stop    stop.json, SIGTERM to the wrapper, SIGKILL to both process groups after the grace
+  stop    stop.json, SIGTERM to the wrapper, SIGKILL to the job's group after the grace (only
+          processes whose start time the ledger recorded; else it answers why it refused)
   list    keys in the ledger
   pack    tar of one job folder (results and log), fetched when the job has ended
   put     write job inputs into the remote run folder (answers its absolute path)
   pack_dir  tar of one folder of the remote run folder (the job's outputs), fetched after it ended
-  gpus    run ``nvidia-smi --query-gpu=index,name,memory.total`` on this host
+  gpus    run the agent's ``nvidia-smi`` queries (GPUs, compute processes) on this host
   port    a port nobody listens on right now on one of this host's addresses (for a server job)
+  listens whether the job's own process group listens on a port of this host (server readiness)
   get     one file of the remote run folder, base64 (a result a job appended to, e.g. bench JSONL)
 
-The ledger files are the same as LocalExecutor's: job.json, launch.json, wrapper.json, log.txt,
-stop.json, exit.json. Liveness is decided here, with the remote clock and /proc of the remote.
+The ledger files are the same as LocalExecutor's (see ``job_folder.py``). Liveness is decided
+here, with the remote clock and /proc of the remote, by the same code LocalExecutor runs.
 """
 import base64
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
 import tarfile
 import time
 
-SPAWN_WAIT_S = 5.0
+try:
+    from tools.jobs import identity, job_folder
+except ImportError:  # on the host: bundled into this call by SshExecutor
+    import identity
+    import job_folder
+
+SPAWN_WAIT_S = job_folder.SPAWN_WAIT_S
 MAX_LOG_CHUNK = 4 * 1024 * 1024  # bytes of log sent back per poll; the rest comes next poll
-
-
-def _read_json(path):
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except (FileNotFoundError, json.JSONDecodeError):
-        return None  # writers rename atomically, so a torn file means "not there yet"
-
-
-def _write_json(path, data):
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(data, f, indent=1)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
-def _start_time(pid):
-    """Kernel start time of pid (guards against pid reuse); None when gone or a zombie."""
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            stat = f.read()
-    except (FileNotFoundError, ProcessLookupError, PermissionError):
-        return None
-    fields = stat[stat.rindex(")") + 2:].split()
-    return None if fields[0] == "Z" else fields[19]
-
-
-def _alive(launch, wrapper):
-    pid = (launch or {}).get("pid") or (wrapper or {}).get("pid")
-    if not pid:
-        return False
-    started = _start_time(pid)
-    recorded = (launch or {}).get("start_time")
-    return started is not None and (recorded is None or recorded == started)
-
-
-def _snapshot(job_dir):
-    launch = _read_json(os.path.join(job_dir, "launch.json"))
-    wrapper = _read_json(os.path.join(job_dir, "wrapper.json"))
-    return {
-        "job": _read_json(os.path.join(job_dir, "job.json")),
-        "launch": launch,
-        "wrapper": wrapper,
-        "exit": _read_json(os.path.join(job_dir, "exit.json")),
-        "stop": os.path.exists(os.path.join(job_dir, "stop.json")),
-        "alive": _alive(launch, wrapper),
-        "now": time.time(),
-    }
+_read_json, _write_json, _snapshot = job_folder.read_json, job_folder.write_json, job_folder.snapshot
 
 
 def _started(job_dir):
@@ -112,14 +69,19 @@ def op_put(req):
 
 
 def op_gpus(req):
-    try:
-        done = subprocess.run([req.get("nvidia_smi") or "nvidia-smi", "--query-gpu=index,name,memory.total",
-                               "--format=csv,noheader,nounits"], capture_output=True, text=True, timeout=30)
-    except FileNotFoundError:
-        return {"missing": True}
-    except subprocess.TimeoutExpired:
-        return {"returncode": None, "stdout": "", "stderr": "nvidia-smi did not answer in 30 s"}
-    return {"returncode": done.returncode, "stdout": done.stdout, "stderr": done.stderr[-2000:]}
+    """Both nvidia-smi queries the agent parses (req["queries"]), and this host's CUDA_VISIBLE_DEVICES."""
+    answers = []
+    for query in req["queries"]:
+        try:
+            done = subprocess.run([req.get("nvidia_smi") or "nvidia-smi"] + query, capture_output=True, text=True,
+                                  timeout=30)
+        except FileNotFoundError:
+            return {"missing": True}
+        except subprocess.TimeoutExpired:
+            answers.append([None, "", "nvidia-smi did not answer in 30 s"])
+            continue
+        answers.append([done.returncode, done.stdout, done.stderr[-2000:]])
+    return {"answers": answers, "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES")}
 
 
 def op_port(req):
@@ -176,10 +138,11 @@ def op_launch(req):
             os.makedirs(folder, exist_ok=True)
     os.makedirs(job_dir, exist_ok=True)
     wrapper_path = os.path.join(req["root"], "wrapper.py")
-    tmp = wrapper_path + ".tmp"
-    with open(tmp, "w") as f:
-        f.write(req["wrapper_source"])
-    os.replace(tmp, wrapper_path)
+    for name, source in (("identity.py", req["identity_source"]), ("wrapper.py", req["wrapper_source"])):
+        tmp = os.path.join(req["root"], name + ".tmp")
+        with open(tmp, "w") as f:
+            f.write(source)
+        os.replace(tmp, os.path.join(req["root"], name))
     job["intent_at"] = time.time()
     _write_json(os.path.join(job_dir, "job.json"), job)  # intent first: a crash never double-starts
     with open(os.path.join(job_dir, "wrapper.err"), "ab") as err:
@@ -189,7 +152,7 @@ def op_launch(req):
             start_new_session=True, close_fds=True,
         )
     _write_json(os.path.join(job_dir, "launch.json"),
-                {"pid": proc.pid, "start_time": _start_time(proc.pid), "launched_at": time.time()})
+                {"pid": proc.pid, "start_time": identity.start_time(proc.pid), "launched_at": time.time()})
     deadline = time.monotonic() + SPAWN_WAIT_S
     while time.monotonic() < deadline and not os.path.exists(os.path.join(job_dir, "wrapper.json")):
         time.sleep(0.02)
@@ -216,30 +179,13 @@ def op_poll(req):
 
 
 def op_stop(req):
-    job_dir = os.path.join(req["root"], req["key"])
-    snap = _snapshot(job_dir)
-    if snap["job"] is None or snap["exit"] is not None:
-        return {"snapshot": snap}
-    _write_json(os.path.join(job_dir, "stop.json"), {"requested_at": time.time()})
-    launch, wrapper = snap["launch"] or {}, snap["wrapper"] or {}
-    pid = launch.get("pid") or wrapper.get("pid")
-    if snap["alive"]:  # only a process whose start time the ledger recorded
-        os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + float(req["grace_s"]) + 5.0
-    while time.monotonic() < deadline:
-        snap = _snapshot(job_dir)
-        if snap["exit"] is not None or not snap["alive"]:
-            return {"snapshot": snap}
-        time.sleep(0.1)
-    # The wrapper did not finish in time: kill both groups this ledger started, nothing else.
-    for pgid in (wrapper.get("child_pgid"), pid if _alive(launch, wrapper) else None):
-        if pgid:
-            try:
-                os.killpg(pgid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-    time.sleep(0.1)
-    return {"snapshot": _snapshot(job_dir)}
+    return job_folder.stop(os.path.join(req["root"], req["key"]), req["grace_s"])
+
+
+def op_listens(req):
+    wrapper = _read_json(os.path.join(req["root"], req["key"], "wrapper.json")) or {}
+    return {"listens": identity.group_listens(wrapper.get("child_pgid"), wrapper.get("child_start_time"),
+                                               int(req["port"]))}
 
 
 def op_list(req):
@@ -267,7 +213,7 @@ def op_pack_dir(req):
 
 
 OPS = {"launch": op_launch, "poll": op_poll, "stop": op_stop, "list": op_list, "put": op_put, "gpus": op_gpus,
-       "port": op_port, "get": op_get}
+       "port": op_port, "get": op_get, "listens": op_listens}
 
 
 def main(op):

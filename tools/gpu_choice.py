@@ -1,0 +1,94 @@
+"""Which GPUs a campaign may use, and with which tensor parallelism: the user's request checked
+against the GPUs that exist where the jobs run (``tools/gpus.py``).
+
+A request that cannot be met is a usage error (``GpuRequestError``: the CLI exits 2 naming the
+GPUs that exist): an index that is not there, the same GPU twice, a TP larger than the GPUs, or a
+GPU someone else is using (named with who holds it) unless ``--allow-busy-gpus``. On a machine
+without GPUs the campaign plans for a target: ``--gpus`` lists the target's GPUs, or
+``--target-gpus N`` gives their count; with neither, an 8-GPU node is assumed and said so.
+"""
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from tools.gpus import DetectGpusResult, GpuInfo
+
+ASSUMED_TARGET_GPUS = 8  # one H100/H200 node: what DeepSeek-V4-class models are served on
+
+
+class GpuRequestError(Exception):
+    """The GPUs asked for cannot be used; the message names them, the GPUs that exist, and the fix."""
+
+
+class GpuChoice(BaseModel):
+    gpus: list[GpuInfo] = Field(description="GPUs the jobs use here (empty: planning for another machine)")
+    planned: list[int] | None = Field(description="GPU indices the scripts name; None leaves CUDA_VISIBLE_DEVICES alone")
+    tp: int = Field(description="Tensor parallel size of the single-node servers")
+    notes: list[str] = Field(default_factory=list)
+
+
+def _listing(gpus: list[GpuInfo]) -> str:
+    return ", ".join(g.label() for g in gpus) or "none"
+
+
+def _check_wanted(found: DetectGpusResult, wanted: list[int], where: str) -> list[GpuInfo]:
+    repeated = sorted({i for i in wanted if wanted.count(i) > 1})
+    if repeated:
+        raise GpuRequestError(f"--gpus names GPU {', '.join(map(str, repeated))} more than once; list each GPU once")
+    known = {g.index: g for g in found.gpus}
+    unknown = [i for i in wanted if i not in known]
+    if unknown:
+        hidden = f" ({found.note})" if found.note else ""
+        raise GpuRequestError(f"--gpus names GPU {', '.join(map(str, unknown))}, which is not a GPU {where}; "
+                              f"GPUs {where}: {_listing(found.gpus)}{hidden}")
+    return [known[i] for i in wanted]
+
+
+def _check_busy(chosen: list[GpuInfo], everything: list[GpuInfo], where: str) -> None:
+    busy = [g for g in chosen if g.busy]
+    if not busy:
+        return
+    free = [str(g.index) for g in everything if not g.busy]
+    held = "; ".join(f"GPU {g.label()} is busy: {g.holders()}" for g in busy)
+    hint = f"--gpus {','.join(free)} (free {where})" if free else "waiting until they are free"
+    raise GpuRequestError(f"{held}. Another job may be using it; pick free GPUs with {hint}, "
+                          "or pass --allow-busy-gpus to share them anyway")
+
+
+def choose_gpus(found: DetectGpusResult, *, wanted: list[int] | None, tp: int | None, nodes: int = 1,
+                allow_busy: bool = False, target_gpus: int | None = None, where: str = "here") -> GpuChoice:
+    if not found.gpus:
+        return _plan_without_gpus(wanted, tp, nodes, target_gpus, found.note)
+    if target_gpus is not None:
+        raise GpuRequestError(f"--target-gpus plans for a machine without GPUs, but GPUs exist {where} "
+                              f"({_listing(found.gpus)}); choose among them with --gpus")
+    chosen = _check_wanted(found, wanted, where) if wanted is not None else list(found.gpus)
+    if not allow_busy:
+        _check_busy(chosen, found.gpus, where)
+    if tp is not None and tp > len(chosen) * nodes:
+        raise GpuRequestError(f"--tp {tp} needs {tp} GPUs, but {len(chosen) * nodes} are chosen "
+                              f"({_listing(chosen)}{f' on each of {nodes} nodes' if nodes > 1 else ''}); "
+                              f"lower --tp or choose more GPUs with --gpus")
+    notes = [found.note] if found.note else []
+    return GpuChoice(gpus=chosen, planned=[g.index for g in chosen], tp=tp or len(chosen), notes=notes)
+
+
+def _plan_without_gpus(wanted: list[int] | None, tp: int | None, nodes: int, target_gpus: int | None,
+                       note: str) -> GpuChoice:
+    if wanted is not None and target_gpus is not None and len(wanted) != target_gpus:
+        raise GpuRequestError(f"--gpus lists {len(wanted)} GPUs but --target-gpus says {target_gpus}; give one of them")
+    if wanted is not None and len(set(wanted)) != len(wanted):
+        raise GpuRequestError("--gpus names a GPU more than once; list each GPU of the target once")
+    count = len(wanted) if wanted is not None else target_gpus
+    notes = [note] if note else []
+    if count is None:
+        count = ASSUMED_TARGET_GPUS
+        notes.append(f"no GPU here and no --target-gpus: planning for a {count}-GPU target node; pass "
+                     "--target-gpus N (or --gpus for the target's indices) to plan for another")
+    if tp is not None and tp > count * nodes:
+        raise GpuRequestError(f"--tp {tp} needs {tp} GPUs, but the target has {count * nodes}; lower --tp or "
+                              "raise --target-gpus")
+    chosen_tp = tp or count
+    notes.append(f"assumed TP {chosen_tp} ({'--tp' if tp else f'{count} target GPUs'}); the scripts take TP and "
+                 "GPUS from the environment when set")
+    return GpuChoice(gpus=[], planned=wanted, tp=chosen_tp, notes=notes)

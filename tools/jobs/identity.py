@@ -1,0 +1,111 @@
+"""Which processes are ours: process identity by pid *and* kernel start time, process groups, and
+the owner of a listening TCP port, all read from ``/proc``.
+
+Standalone on purpose (stdlib only, no package imports): it travels next to ``wrapper.py`` wherever
+jobs run (the SSH host's ledger folder, the Slurm run folder), and ``remote_ledger.py`` is sent
+over SSH with this file's source in front of it. A pid alone names nothing for long: the kernel
+reuses pids, so a pid is ours only while it has the start time we recorded for it, and a process
+group is ours only while its leader is that process and still leads it.
+"""
+import os
+
+
+def start_time(pid):
+    """The kernel's start time of ``pid`` (clock ticks since boot, as text); None if gone or a zombie."""
+    stat = _stat(pid)
+    return None if stat is None or stat[0] == "Z" else stat[19]
+
+
+def process_group(pid):
+    """The process group of ``pid``; None if it is gone."""
+    stat = _stat(pid)
+    return None if stat is None else int(stat[2])
+
+
+def _stat(pid):
+    """Fields of /proc/PID/stat after the command name (state first), or None."""
+    try:
+        with open("/proc/%d/stat" % int(pid)) as f:
+            text = f.read()
+    except (OSError, ValueError):
+        return None
+    return text[text.rindex(")") + 2:].split()
+
+
+def is_process(pid, recorded_start):
+    """True when ``pid`` runs and is the process whose start time we recorded (never without one)."""
+    return bool(pid) and recorded_start is not None and start_time(pid) == str(recorded_start)
+
+
+def is_group_leader(pgid, recorded_start):
+    """True when the process group ``pgid`` is the one we created: its leader is the process we
+    recorded (pid and start time) and still leads that group."""
+    return is_process(pgid, recorded_start) and process_group(pgid) == int(pgid)
+
+
+def group_members(pgid):
+    """Pids whose process group is ``pgid`` (zombies excluded)."""
+    members = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            stat = _stat(name)
+            if stat is not None and stat[0] != "Z" and int(stat[2]) == int(pgid):
+                members.append(int(name))
+    return members
+
+
+def group_alive(pgid, recorded_start):
+    """True while the group we created has a process: its verified leader or, once the leader has
+    exited, a member left in it (a group id is not reused while any process is in the group, and
+    only processes started after the leader can be in it)."""
+    if not pgid or recorded_start is None:
+        return False
+    if is_group_leader(pgid, recorded_start):
+        return True
+    leader = start_time(pgid)
+    if leader is not None and leader != str(recorded_start):
+        return False  # the pid was reused by a process that is not our leader
+    floor = int(recorded_start)
+    return any(int(start_time(m) or 0) >= floor for m in group_members(pgid))
+
+
+def _listening_inodes(port):
+    """Socket inodes listening on TCP ``port`` (any address, IPv4 and IPv6)."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as f:
+                next(f)
+                rows = [line.split() for line in f]
+        except (OSError, StopIteration):
+            continue
+        for row in rows:
+            if len(row) > 9 and row[3] == "0A" and int(row[1].rsplit(":", 1)[1], 16) == int(port):
+                inodes.add(row[9])
+    return inodes
+
+
+def group_listens(pgid, recorded_start, port):
+    """True when a process of our group ``pgid`` holds a socket listening on ``port`` on this host.
+
+    Only our own group's open files are read: a listener held by anyone else (another user's
+    server, a process whose files we may not read) is never counted as ours.
+    """
+    if not group_alive(pgid, recorded_start):
+        return False
+    inodes = _listening_inodes(port)
+    if not inodes:
+        return False
+    wanted = {"socket:[%s]" % inode for inode in inodes}
+    for pid in group_members(pgid):
+        try:
+            fds = os.listdir("/proc/%d/fd" % pid)
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink("/proc/%d/fd/%s" % (pid, fd)) in wanted:
+                    return True
+            except OSError:
+                continue
+    return False

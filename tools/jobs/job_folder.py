@@ -1,0 +1,127 @@
+"""One job's ledger folder where the job runs: read a snapshot of it, stop the job.
+
+Standalone on purpose (stdlib only plus ``identity.py``): LocalExecutor imports it, and the SSH
+executor sends it (with ``identity.py``) to the GPU host inside ``remote_ledger.py``'s call, so
+one implementation decides, on the host where the processes are, what is alive and what may be
+signalled. Files (written by the executor, ``wrapper.py`` and the job's leader):
+
+  job.json           the spec plus ``intent_at``; written before anything starts
+  launch.json        the wrapper's pid and kernel start time, written by the executor right after
+  wrapper.json       the wrapper's pid and start time, the job's process group and its leader's
+                     start time, written by the wrapper itself
+  command_exit.json  the command's exit code, written by the job's leader
+  stop.json          a stop was requested
+  exit.json          how the job ended, written by the wrapper (or from command_exit.json here
+                     when the wrapper died and the job's group has ended)
+
+A process is signalled only when its pid runs with the start time recorded for it, and a group
+only when its leader is that recorded process and still leads it.
+"""
+import json
+import os
+import signal
+import time
+
+try:
+    from tools.jobs import identity
+except ImportError:  # standalone: next to wrapper.py, or bundled into the SSH ledger call
+    import identity
+
+SPAWN_WAIT_S = 5.0
+
+
+def read_json(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (FileNotFoundError, ValueError):
+        return None  # writers rename atomically, so a torn file means "not there yet"
+
+
+def write_json(path, data):
+    tmp = str(path) + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(data, f, indent=1)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, str(path))
+
+
+def wrapper_identity(launch, wrapper):
+    """(pid, recorded start time or None) of the job's wrapper."""
+    launch, wrapper = launch or {}, wrapper or {}
+    pid = launch.get("pid") or wrapper.get("pid")
+    start = launch.get("start_time") if launch.get("pid") == pid else None
+    if start is None and wrapper.get("pid") == pid:
+        start = wrapper.get("start_time")
+    return pid, start
+
+
+def snapshot(job_dir):
+    """The parsed ledger files and what runs, checked here; see ``tools/jobs/ledger/state.py``."""
+    files = {name: read_json(os.path.join(job_dir, name + ".json"))
+             for name in ("job", "launch", "wrapper", "exit", "command_exit")}
+    pid, start = wrapper_identity(files["launch"], files["wrapper"])
+    wrapper = files["wrapper"] or {}
+    snap = dict(files, stop=os.path.exists(os.path.join(job_dir, "stop.json")), now=time.time(),
+                alive=identity.is_process(pid, start),
+                job_alive=identity.group_alive(wrapper.get("child_pgid"), wrapper.get("child_start_time")))
+    if snap["exit"] is None and snap["command_exit"] is not None and not snap["alive"] and not snap["job_alive"]:
+        ended = dict(snap["command_exit"], reason="stopped" if snap["stop"] else "exited", recorded_by="ledger")
+        write_json(os.path.join(job_dir, "exit.json"), ended)  # the wrapper died: its leader's record stands
+        snap["exit"] = ended
+    return snap
+
+
+def unverifiable(snap):
+    """Why this job's processes cannot be signalled safely, or '' (a pid runs that we cannot prove ours)."""
+    pid, start = wrapper_identity(snap["launch"], snap["wrapper"])
+    if pid and start is None and identity.start_time(pid) is not None:
+        return ("no start time is recorded for its wrapper (pid %d), so it cannot be told from another process "
+                "that reused the pid; nothing was signalled. Check it with `ps -o pid,pgid,lstart,args -p %d` "
+                "and, if it is this job, stop it by hand with `kill -TERM -- -%d`" % (pid, pid, pid))
+    wrapper = snap["wrapper"] or {}
+    group, leader = wrapper.get("child_pgid"), wrapper.get("child_start_time")
+    if not snap["alive"] and group and leader is None and identity.start_time(group) is not None:
+        return ("no start time is recorded for its process group %d, so it cannot be told from another "
+                "process that reused the id; nothing was signalled. Check it with `ps -o pid,pgid,lstart,args "
+                "-g %d` and, if it is this job, stop it by hand with `kill -TERM -- -%d`" % (group, group, group))
+    return ""
+
+
+def _signal_ours(snap, sig):
+    """Send ``sig`` to the wrapper and/or the job's group, each only if it is the one we recorded."""
+    pid, start = wrapper_identity(snap["launch"], snap["wrapper"])
+    wrapper = snap["wrapper"] or {}
+    if sig == signal.SIGTERM and identity.is_process(pid, start):
+        os.kill(pid, sig)  # the wrapper ends the group itself, with the job's grace
+        return
+    group, leader = wrapper.get("child_pgid"), wrapper.get("child_start_time")
+    if identity.is_group_leader(group, leader):
+        try:
+            os.killpg(group, sig)
+        except ProcessLookupError:
+            pass
+    if sig == signal.SIGKILL and identity.is_process(pid, start):
+        os.kill(pid, sig)
+
+
+def stop(job_dir, grace_s):
+    """``{"snapshot"}`` after stopping the job, or ``{"refused": why, "snapshot"}``."""
+    snap = snapshot(job_dir)
+    if snap["job"] is None or snap["exit"] is not None:
+        return {"snapshot": snap}
+    refused = unverifiable(snap)
+    if refused:
+        return {"refused": refused, "snapshot": snap}
+    write_json(os.path.join(job_dir, "stop.json"), {"requested_at": time.time()})
+    _signal_ours(snap, signal.SIGTERM)
+    deadline = time.monotonic() + float(grace_s) + 5.0
+    while time.monotonic() < deadline:
+        snap = snapshot(job_dir)
+        if snap["exit"] is not None or not (snap["alive"] or snap["job_alive"]):
+            return {"snapshot": snap}
+        time.sleep(0.1)
+    _signal_ours(snap, signal.SIGKILL)  # the grace is over: only the groups we recorded, nothing else
+    time.sleep(0.1)
+    return {"snapshot": snapshot(job_dir)}

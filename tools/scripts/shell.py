@@ -1,0 +1,65 @@
+"""The one jinja environment every generated shell script is rendered with.
+
+A value reaches a script only through a filter that says where it goes:
+
+- ``q``: one shell word, quoted (``shlex.quote``); a list becomes several words, each quoted;
+- ``comment``: text for a ``#`` comment line, with every control character (newlines, carriage
+  returns, Unicode line separators) turned into a space, so it cannot end the comment;
+- ``sbatch``: a value for an ``#SBATCH`` line, which Slurm reads without a shell: only plain
+  characters pass, anything else is refused.
+
+Anything else in ``{{ ... }}`` that is not an integer is refused when the template renders
+(``finalize``), so a template cannot put raw text into a script by forgetting a filter. Templates
+render with ``StrictUndefined``: a missing variable is an error, never an empty string.
+"""
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import jinja2
+
+TEMPLATES = Path(__file__).with_name("templates")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029]")
+_SBATCH = re.compile(r"^[A-Za-z0-9._:=-]*$")
+
+
+class ShellText(str):
+    """Text a filter made safe for the place it is rendered."""
+
+
+def _word(value: object) -> str:
+    text = shlex.quote(str(value))
+    return f"'{text}'" if text.startswith("=") else text  # NAME==x reads as a typo to shellcheck; NAME='=x' does not
+
+
+def quote(value: object) -> ShellText:
+    if isinstance(value, (list, tuple)):
+        return ShellText(" ".join(_word(v) for v in value))
+    return ShellText(_word(value))
+
+
+def comment(value: object) -> ShellText:
+    return ShellText(_CONTROL.sub(" ", str(value)))
+
+
+def sbatch_value(value: object) -> ShellText:
+    text = str(value)
+    if not _SBATCH.match(text):
+        raise ValueError(f"{text!r} cannot go into an #SBATCH line (letters, digits and . _ : = - only)")
+    return ShellText(text)
+
+
+def _finalize(value: object) -> object:
+    if isinstance(value, (ShellText, int)):
+        return value
+    raise ValueError(f"a template printed {value!r} without a filter; pass it through q, comment or sbatch")
+
+
+def environment(loader: jinja2.BaseLoader | None = None) -> jinja2.Environment:
+    env = jinja2.Environment(loader=loader or jinja2.FileSystemLoader(str(TEMPLATES)),
+                             undefined=jinja2.StrictUndefined, finalize=_finalize, trim_blocks=True,
+                             lstrip_blocks=True, keep_trailing_newline=True, autoescape=False)
+    env.filters.update(q=quote, comment=comment, sbatch=sbatch_value)
+    return env
