@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import shlex
 import sqlite3
 import sys
 import threading
@@ -23,6 +24,7 @@ from agent.interrupts import Interrupted, SignalWatch
 from agent.live import LiveView
 from agent.runfolder import EXIT_CODES, RunFolder, RunFolderError
 from agent.runtime import Runtime
+from agent.secrets import MARK
 from agent.trace import TraceError, TraceWriter, read_trace
 from tools.base import ToolError
 from tools.jobs import attempts as attempts_lib
@@ -36,7 +38,39 @@ class CampaignError(Exception):
     """A campaign could not start or resume; the message says why and what to do."""
 
 
+def ssh_options_for(recorded: dict, given: list[str] | None) -> list[str]:
+    """The ssh options for a run read back from its folder: only what the user gives now.
+
+    Options recorded in config.json are never used on their own: an option such as
+    ``-oProxyCommand=...`` runs a command on this machine, and a run folder is data anyone may
+    have written. A run recorded with options needs them passed again (``--ssh-option``).
+    """
+    if given is not None:
+        return list(given)
+    kept = list(recorded.get("ssh_options") or [])
+    if kept and str(recorded.get("executor", "")).startswith("ssh://"):
+        shown = " ".join(f"--ssh-option={shlex.quote(o)}" for o in kept)
+        raise CampaignError(f"this run was made with ssh options {kept}; options are never taken from a run folder "
+                            f"(they can run commands here). If they are yours, pass them again: {shown}")
+    return []
+
+
+def _endpoint_with_credentials(recorded: dict) -> dict:
+    """The LLM endpoint for a resumed run: config.json holds it with its password redacted, so the
+    full URL comes from the environment again (like the API key, it is never recorded)."""
+    url = recorded.get("llm_base_url")
+    if not url or MARK not in url:
+        return {}
+    again = os.environ.get("DSV4_LLM_BASE_URL") or os.environ.get("OPENAI_BASE_URL")
+    if not again:
+        raise CampaignError(f"this run's LLM endpoint {url} had a password, which is never recorded; set "
+                            "DSV4_LLM_BASE_URL to the full URL to resume")
+    return {"llm_base_url": again}
+
+
 def _open_runtime(run: RunFolder, settings: Settings, goal: str, view: LiveView) -> Runtime:
+    from agent.preflight import check_gpus
+    from tools.gpu_choice import GpuRequestError
     from tools.jobs.factory import make_executor
 
     view.run_path = run.path
@@ -45,7 +79,9 @@ def _open_runtime(run: RunFolder, settings: Settings, goal: str, view: LiveView)
     try:
         executor = make_executor(settings.executor, run.jobs_dir, ssh_options=settings.ssh_options,
                                  nvidia_smi=settings.nvidia_smi)
-    except ToolError as err:  # e.g. resuming with an executor that cannot re-attach to the run's jobs
+        check_gpus(settings, executor)  # a request that cannot be met is a usage error, before any step
+    except (ToolError, GpuRequestError) as err:  # e.g. an executor that cannot re-attach to the run's jobs
+        trace.close()
         run.unlock()
         raise CampaignError(str(err)) from None
     return Runtime(settings=settings, run=run, trace=trace, executor=executor, goal=goal, say=view.say, view=view)
@@ -129,7 +165,9 @@ def _finish(rt: Runtime, status: str, summary: str) -> int:
     report = rt.run.path / "report.html"
     if report.exists():
         extra["report"] = str(report)
-    if status == "planned":
+    if status == "planned" and rt.settings.plan_only:
+        extra["next"] = f"review the scripts in {rt.run.path}, then: dsv4-agent resume {rt.run.path}"
+    elif status == "planned":
         extra["next"] = (f"on a GPU host with SGLang: dsv4-agent resume {rt.run.path} "
                          f"--sglang-python PATH  (or review and run {rt.run.path}/run_measure.sh)")
     rt.trace.emit("run_finished", "control", status=status, summary=summary)
@@ -152,6 +190,7 @@ def start(settings: Settings, goal: str, view: LiveView | None = None) -> int:
         run = RunFolder.create(settings.runs_dir, goal)
     except RunFolderError as err:
         raise CampaignError(str(err)) from None
+    settings.remember_secrets()
     run.lock()
     run.write_json("config.json", {"goal": goal, "settings": settings.public_dump()})
     try:
@@ -188,11 +227,18 @@ def resume(ref: str, runs_dir: str, overrides: dict, view: LiveView | None = Non
     key = os.environ.get("DSV4_LLM_API_KEY") or os.environ.get("OPENAI_API_KEY")  # never recorded
     given = {k: v for k, v in overrides.items() if v is not None}
     try:
-        settings = Settings.model_validate({**recorded["settings"], "llm_api_key": key, **given})
-    except ValidationError as err:
+        # Run now: --plan-only held the GPU jobs of the attempt that wrote the scripts for review.
+        fixed = {"plan_only": False, "llm_api_key": key, **_endpoint_with_credentials(recorded["settings"]),
+                 "ssh_options": ssh_options_for(recorded["settings"], overrides.get("ssh_options"))}
+        settings = Settings.model_validate({**recorded["settings"], **fixed, **given})
+    except (ValidationError, CampaignError) as err:
         run.unlock()
+        if isinstance(err, CampaignError):
+            raise
         first = err.errors()[0]
-        raise CampaignError(f"cannot resume {run.path.name}: setting {first['loc'][0]!r}: {first['msg']}") from None
+        raise CampaignError(f"cannot resume {run.path.name}: setting {first['loc'][0]!r}: "
+                            f"{first['msg'].removeprefix('Value error, ')}") from None
+    settings.remember_secrets()
     rt = _open_runtime(run, settings, recorded["goal"], view)  # refuses a bad executor before any change
     if not started:  # the agent died after config.json, before its first event: the run starts over
         return _start_over(rt, recorded["goal"], view)

@@ -20,7 +20,10 @@ from pydantic_settings.exceptions import SettingsError as PydanticSettingsError
 from pydantic_settings import (BaseSettings, EnvSettingsSource, InitSettingsSource, NoDecode,
                                PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource)
 
+from agent.secrets import redact, remember, url_password
+from tools.jobs.executor_spec import ExecutorSetting, ExecutorSpec
 from tools.scripts.models import ConcurrencyLevels
+from tools.scripts.trust import check_allowed_flags
 
 CONFIG_FILE = "dsv4-agent.toml"
 ENV_PREFIX = "DSV4_"
@@ -46,9 +49,14 @@ class Settings(BaseSettings):
     sglang_src: str | None = Field(None, description="SGLang checkout or package dir; else auto-resolved")
     sglang_version: str = Field("0.5.23", description="PyPI version used when the source must be downloaded")
     sglang_python: str = Field("python3", description="Interpreter that has SGLang installed")
-    gpus: Annotated[list[int] | None, NoDecode] = Field(None, description="GPU indices to use; None = every GPU found")
+    gpus: Annotated[list[int] | None, NoDecode] = Field(None, description="GPU indices to use; None = every free GPU found")
+    target_gpus: int | None = Field(None, ge=1, le=512, description="GPUs of the target when planning here without any")
+    allow_busy_gpus: bool = Field(False, description="Use GPUs that other processes are using")
+    plan_only: bool = Field(False, description="Write every script, start no GPU job (review first)")
+    allow_flags: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, description="Trust-widening server flags a recipe or the model may add, e.g. --trust-remote-code")
     runs_dir: str = Field("runs", description="Where run folders are created")
-    executor: str = Field("local", description="local | ssh://user@host[:port] | slurm[:partition]")
+    executor: ExecutorSetting = Field(ExecutorSpec(kind="local"), description="local | ssh://user@host[:port] | slurm[:partition]")
     ssh_options: Annotated[list[str], NoDecode] = Field(default_factory=list,
                                                          description="Extra ssh arguments, e.g. -F ssh_config")
     nvidia_smi: str = Field("nvidia-smi", description="nvidia-smi on the GPU host (the SSH executor runs it there)")
@@ -61,7 +69,7 @@ class Settings(BaseSettings):
     shapes: Annotated[list[str], NoDecode] = Field(default_factory=list, description="FP8 GEMM shapes 'N,K' to tune")
     retune: bool = Field(False, description="Tune shapes even when configs exist")
     force_tune: bool = Field(False, description="Tune even when evidence says Triton is not used")
-    tp: int | None = Field(None, description="Tensor parallel size; default = number of GPUs")
+    tp: int | None = Field(None, ge=1, description="Tensor parallel size; default = number of GPUs")
     concurrency: Annotated[ConcurrencyLevels, NoDecode] = Field(default_factory=lambda: [1, 8, 16],
                                                                 description="Benchmark concurrency levels")
     tokenizer: str | None = Field(None, description="Local tokenizer path for offline benchmarks")
@@ -87,7 +95,32 @@ class Settings(BaseSettings):
     llm_max_seconds: float = Field(900.0, gt=0, description="LLM budget: seconds spent in model calls and tools")
     llm_stream: bool = Field(False, description="Stream the LLM's answers (Server-Sent Events)")
 
-    @field_validator("gpus", "concurrency", mode="before")
+    @field_validator("gpus", mode="before")
+    @classmethod
+    def _gpu_list(cls, raw: Any) -> Any:
+        return parse_gpu_list(raw) if isinstance(raw, str) else raw
+
+    @field_validator("gpus")
+    @classmethod
+    def _gpus_are_indices(cls, value: list[int] | None) -> list[int] | None:
+        if value is not None and any(i < 0 for i in value):
+            raise ValueError(f"takes GPU indices 0 or more, as nvidia-smi numbers them (got {value})")
+        return value
+
+    @field_validator("sglang_python")
+    @classmethod
+    def _interpreter_is_a_path(cls, value: str) -> str:
+        if not value.strip() or value.startswith("-"):
+            raise ValueError(f"must be the path of the python that has SGLang, e.g. /opt/sglang-env/bin/python "
+                             f"(got {value!r})")
+        return value
+
+    @field_validator("allow_flags", mode="before")
+    @classmethod
+    def _trust_flags(cls, raw: Any) -> Any:
+        return check_allowed_flags(_split_words(raw))
+
+    @field_validator("concurrency", mode="before")
     @classmethod
     def _integer_list(cls, raw: Any) -> Any:
         words = _split_words(raw)
@@ -112,11 +145,28 @@ class Settings(BaseSettings):
                   "prompts_per_concurrency": self.prompts_per_concurrency}
         return {k: v for k, v in chosen.items() if v is not None}
 
+    def remember_secrets(self) -> None:
+        """Register this run's secrets (the API key, URL credentials) so nothing written carries them."""
+        remember(self.llm_api_key.get_secret_value() if self.llm_api_key else None)
+        remember(url_password(self.llm_base_url))
+
     def public_dump(self) -> dict[str, Any]:
+        """The settings as config.json records them: every known secret and credential redacted."""
+        self.remember_secrets()
         data = self.model_dump(mode="json")
         if self.llm_api_key is not None:
             data["llm_api_key"] = "[redacted]"
-        return data
+        return redact(data)
+
+
+def parse_gpu_list(raw: str) -> list[int]:
+    """``0,1,2`` (or ``0 1 2``) as GPU indices; empty entries, signs and words are refused."""
+    entries = [e.strip() for e in raw.split(",")] if "," in raw else raw.split()
+    bad = [e for e in entries if not e.isdigit()]
+    if bad or not entries:
+        what = "an empty entry" if "" in bad else (f"{bad[0]!r}, which is not a GPU index" if bad else "nothing")
+        raise ValueError(f"takes integers separated by commas, e.g. 0,1,2,3 (got {raw!r}: {what})")
+    return [int(e) for e in entries]
 
 
 class _Environment(EnvSettingsSource):

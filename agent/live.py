@@ -20,6 +20,8 @@ from rich.live import Live
 from rich.progress_bar import ProgressBar
 from rich.table import Table
 
+from agent.terminal import printable, text
+
 _NOTABLE = {"job_launched", "job_finished", "error"}
 _QUARTERS = (0.25, 0.5, 0.75, 1.0)
 
@@ -63,8 +65,9 @@ class LiveView:
 
     # -- inputs ----------------------------------------------------------------------------
     def say(self, line: str) -> None:
+        line = printable(line)  # campaign lines quote repos, logs and the LLM: no control characters
         if self._live is not None:
-            self._live.console.print(line, markup=False)
+            self._live.console.print(line, markup=False, highlight=False)
             return
         try:
             print(line, file=self.stream, flush=True)
@@ -138,7 +141,7 @@ class LiveView:
             lanes.add_column("now")
             for lane in ("control", "gpu", "research", "llm"):
                 if lane in self.lanes:
-                    lanes.add_row(lane, self.lanes[lane])
+                    lanes.add_row(lane, text(self.lanes[lane]))
             if not self.jobs:
                 return Group(lanes)
             jobs = Table(title="jobs", expand=True)
@@ -149,7 +152,8 @@ class LiveView:
                 done, total = job.get("done"), job.get("total")
                 bar = ProgressBar(total=total, completed=done or 0, width=20) if total else job.get("message", "")
                 left = eta(job, now)
-                jobs.add_row(key, ",".join(map(str, gpus)) if gpus else "-", str(job.get("status", "")), bar,
+                bar = text(bar) if isinstance(bar, str) else bar  # a message from a log: printable, not markup
+                jobs.add_row(text(key), ",".join(map(str, gpus)) if gpus else "-", text(job.get("status", "")), bar,
                              f"{done}/{total}" if total else "", clock(job.get("ended", now) - job["since"]),
                              clock(left) if left is not None else "")
         return Group(lanes, jobs)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from agent import planner
+from agent.gpu_jobs import announce
 from agent.llm import research as llm_research
 from agent.lanes import run_lane
 from agent.preflight import Preflight
@@ -31,6 +32,7 @@ def plan(rt: Runtime, state: CampaignState) -> dict:
     rt.run.write_json("plan.json", [s.model_dump(mode="json") for s in steps])
     rt.run.write_text("plan.md", plan_md)
     rt.trace.emit("artifact_written", "control", path="plan.md", bytes=len(plan_md.encode()))
+    announce(rt, steps, Preflight.of(state))
     return {"steps": [s.model_dump(mode="json") for s in steps]}
 
 

@@ -14,7 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agent.config import Settings
 from tools.base import ToolError
-from tools.gpus import DetectGpusArgs, GpuInfo, detect_gpus
+from tools.gpu_choice import GpuChoice, GpuPlan, choose_gpus
+from tools.gpus import GpuInfo
 from tools.jobs import Executor
 from tools.source.resolve import ResolveSourceArgs, SourceInfo, resolve_source
 
@@ -34,6 +35,7 @@ class Preflight(BaseModel):
     sglang_python: str | None = Field(None, description="The interpreter with SGLang (None: not found)")
     model_file: ModelConfigFile | None = Field(None, alias="model_config")
     executor: str = "local"
+    gpu_plan: GpuPlan | None = Field(None, description="GPUs the scripts name and the servers' TP")
     notes: list[str] = Field(default_factory=list, description="What is missing, for the user and the plan")
 
     @classmethod
@@ -65,20 +67,12 @@ def _resolve_sglang(settings: Settings) -> tuple[SourceInfo | None, str]:
     return info, ""
 
 
-def _gpus(settings: Settings, executor: Executor | None) -> tuple[list[GpuInfo], str]:
-    """GPUs where the jobs run: this machine, or what a remote executor's host/partition offers
-    (its ``detect_gpus()``; a host that cannot be reached ends the run with the executor's message)."""
-    if executor is None or not hasattr(executor, "detect_gpus"):
-        found = detect_gpus(DetectGpusArgs(only=settings.gpus, nvidia_smi=settings.nvidia_smi))
-        return found.gpus, found.note
-    found = executor.detect_gpus()
-    gpus = found.gpus
-    if settings.gpus is not None:
-        missing = sorted(set(settings.gpus) - {g.index for g in gpus})
-        if missing:
-            return [], f"GPU index {missing} not present on {settings.executor} (found {[g.index for g in gpus]})"
-        gpus = [g for g in gpus if g.index in settings.gpus]
-    return gpus, found.note
+def check_gpus(settings: Settings, executor: Executor) -> GpuChoice:
+    """The GPUs the campaign may use where its jobs run (this machine, the SSH host, the Slurm
+    partition), checked against the request: GpuRequestError (a usage error) when it cannot be met."""
+    where = "here" if not executor.capabilities.gpus_from_elsewhere else f"on {settings.executor}"
+    return choose_gpus(executor.detect_gpus(), wanted=settings.gpus, tp=settings.tp, nodes=settings.nodes,
+                       allow_busy=settings.allow_busy_gpus, target_gpus=settings.target_gpus, where=where)
 
 
 def _model_file(settings: Settings, notes: list[str]) -> ModelConfigFile | None:
@@ -96,14 +90,17 @@ def _model_file(settings: Settings, notes: list[str]) -> ModelConfigFile | None:
     return ModelConfigFile(path=str(config_path), architectures=config.get("architectures"))
 
 
-def run_preflight(settings: Settings, executor: Executor | None = None) -> Preflight:
+def run_preflight(settings: Settings, executor: Executor) -> Preflight:
     notes: list[str] = []
-    gpus, gpu_note = _gpus(settings, executor)
-    remote = executor is not None and hasattr(executor, "detect_gpus")
+    choice = check_gpus(settings, executor)
+    gpus = choice.gpus
+    remote = executor.capabilities.gpus_from_elsewhere
     if not gpus:
-        notes.append(f"no GPU: {gpu_note}; GPU steps will be planned, not run")
-    elif gpu_note:
-        notes.append(gpu_note)
+        notes.append(f"no GPU: {'; '.join(choice.notes)}; GPU steps will be planned, not run")
+    else:
+        notes += choice.notes
+    if settings.plan_only:
+        notes.append("--plan-only: every script is written, no GPU job is started; `dsv4-agent resume RUN` runs them")
     if remote:
         notes.append(f"GPU jobs run through {settings.executor}; --sglang-python, --sglang and --model-path "
                      "are paths there")
@@ -120,4 +117,5 @@ def run_preflight(settings: Settings, executor: Executor | None = None) -> Prefl
         notes.append(f"SGLang python {settings.sglang_python!r} not found; pass --sglang-python PATH")
     model_file = _model_file(settings, notes)
     return Preflight(gpus=gpus, sglang_root=source.root if source else None, sglang_source=source,
-                     sglang_python=python, model_file=model_file, executor=settings.executor, notes=notes)
+                     sglang_python=python, model_file=model_file, executor=str(settings.executor), notes=notes,
+                     gpu_plan=GpuPlan(gpus=choice.planned, tp=choice.tp))

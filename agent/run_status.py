@@ -11,15 +11,11 @@ import textwrap
 import time
 
 from agent.runfolder import RunFolder
+from agent.terminal import one_line
 from agent.trace import TraceError, read_trace
 from tools.jobs import JobState
 
-_CONTROL = {c: f"\\x{c:02x}" for c in [*range(0x00, 0x20), 0x7f] if c not in (0x0a,)}
-
-
-def printable(text: object) -> str:
-    """One line of terminal-safe text: control characters escaped, newlines as spaces."""
-    return str(text).replace("\n", " ").translate(_CONTROL)
+printable = one_line  # one line of terminal-safe text (agent/terminal.py)
 
 
 def _table(rows: list[list[str]], header: list[str], wrap_last: bool = False) -> str:

@@ -15,6 +15,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 
+from agent.secrets import redact_text
+
 ExitStatus = Literal["finished", "planned", "failed", "interrupted", "budget_exhausted"]
 EXIT_STATUSES: tuple[str, ...] = ("finished", "planned", "failed", "interrupted", "budget_exhausted")
 EXIT_CODES: dict[str, int] = {"finished": 0, "planned": 0, "failed": 1, "interrupted": 130,
@@ -78,6 +80,8 @@ class RunFolder:
         return path
 
     def write_text(self, relative: str, text: str, mode: int | None = None) -> Path:
+        """Write a run file atomically, with every known secret redacted (``agent/secrets.py``)."""
+        text = redact_text(text)
         path = self.file(relative)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")

@@ -2,7 +2,8 @@
 
 Every event carries ``v`` (schema version), ``seq`` (0-based, gap-free within a run), ``t``
 (wall clock, epoch seconds), ``mono`` (monotonic seconds, comparable within one agent process
-only: ``pid`` says which), ``lane`` and ``type``. Secrets are redacted before writing.
+only: ``pid`` says which), ``lane`` and ``type``. Secrets are redacted before writing
+(``agent/secrets.py``).
 Writers from several threads (the two lanes) share one lock; every event is checked against its
 model before it is written. A resumed run cuts off a bad tail and continues the sequence after the
 last good event (reading: ``agent/trace_read.py``).
@@ -11,12 +12,12 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import threading
 import time
 from pathlib import Path
 from typing import Any, Iterator, Literal
 
+from agent.secrets import redact
 from agent.trace_read import SeqGap, TraceError, TraceReadResult, TraceTail, read_events, read_trace
 
 __all__ = ["SCHEMA_VERSION", "EVENT_TYPES", "Lane", "TraceWriter", "TraceError", "TraceReadResult", "TraceTail",
@@ -29,23 +30,6 @@ EVENT_TYPES = frozenset({
     "tool_call", "tool_result", "job_launched", "job_state", "job_finished",
     "artifact_written", "llm_request", "llm_response", "progress", "error",
 })
-
-# A key names a secret when one of its words does: "hf_token", "api-key", "Authorization", but not
-# "max_tokens" or "--speculative-num-draft-tokens" (counts, which replay must compare).
-_SECRET_KEYS = re.compile(r"(?:^|[^a-z0-9])(?:api[_-]?key|apikey|(?:access|auth|bearer|hf|id|refresh)?[_-]?token|"
-                          r"secret|password|passwd|authorization|credentials?)(?:$|[^a-z0-9])", re.I)
-_SECRET_VALUES = re.compile(r"(sk-[A-Za-z0-9_-]{8,}|hf_[A-Za-z0-9]{8,}|Bearer\s+[A-Za-z0-9._-]{8,})")
-
-
-def redact(value: Any) -> Any:
-    """Replace values of secret-looking keys and secret-looking substrings with a marker."""
-    if isinstance(value, dict):
-        return {k: ("[redacted]" if _SECRET_KEYS.search(str(k)) and v else redact(v)) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [redact(v) for v in value]
-    if isinstance(value, str):
-        return _SECRET_VALUES.sub("[redacted]", value)
-    return value
 
 
 class TraceWriter:

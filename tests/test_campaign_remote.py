@@ -96,8 +96,11 @@ def test_tune_kernels_campaign_through_ssh(gpu_host, tmp_path, sglang_wheel_root
     run = only_run(tmp_path)
     remote_run = _assert_tuned_on_the_host(run, calls)
     assert any("GPU jobs run through ssh://dsv4-test" in n for n in json.loads((run / "preflight.json").read_text())["notes"])
-    # `jobs` talks to the host's ledger with the run's recorded ssh options
-    listed = agent("jobs", "latest", cwd=tmp_path, env=LOCAL_ENV, timeout=60)
+    # `jobs` never runs ssh options read back from the run folder: they must be given again
+    refused = agent("jobs", "latest", cwd=tmp_path, env=LOCAL_ENV, timeout=60)
+    assert refused.returncode == 2 and f"--ssh-option={config}" in refused.stderr, refused.stderr
+    listed = agent("jobs", "latest", "--ssh-option=-F", f"--ssh-option={config}", cwd=tmp_path, env=LOCAL_ENV,
+                   timeout=60)
     assert listed.returncode == 0, listed.stderr
     assert "tune-gpu0" in listed.stdout and "succeeded" in listed.stdout
     shutil.rmtree(remote_run)  # the host's copy of the run (under this user's ~/.dsv4-agent)

@@ -143,11 +143,13 @@ def test_mtp_and_tuning_campaign_through_ssh_measures_and_installs_on_the_host(g
     assert not (_tuned_names(checkout_configs) & installed)  # nothing landed locally
     assert (run / "tuning" / "install_configs.py").exists()  # the reviewable script that ran there
 
-    # Uninstall acts on the host too, and puts its folder back exactly.
-    undone = agent("tuning", "uninstall", "latest", cwd=tmp_path, env=LOCAL_ENV, timeout=120)
+    # Uninstall acts on the host too, and puts its folder back exactly (the ssh options given again:
+    # a run folder's are never used).
+    ssh = ["--ssh-option=-F", f"--ssh-option={config}"]
+    undone = agent("tuning", "uninstall", "latest", *ssh, cwd=tmp_path, env=LOCAL_ENV, timeout=120)
     assert undone.returncode == 0, undone.stdout + undone.stderr
     assert {p.name: p.read_bytes() for p in host_configs.glob("*.json")} == before_host
     assert json.loads((run / "tuning" / "manifest.json").read_text())["state"] == "uninstalled"
-    again = agent("tuning", "uninstall", "latest", cwd=tmp_path, env=LOCAL_ENV, timeout=120)
+    again = agent("tuning", "uninstall", "latest", *ssh, cwd=tmp_path, env=LOCAL_ENV, timeout=120)
     assert again.returncode == 0 and "nothing to do" in again.stdout, again.stdout + again.stderr
     shutil.rmtree(remote_run)

@@ -20,6 +20,11 @@ class GpuRequestError(Exception):
     """The GPUs asked for cannot be used; the message names them, the GPUs that exist, and the fix."""
 
 
+class GpuPlan(BaseModel):
+    gpus: list[int] | None = Field(None, description="GPU indices the scripts name; None: CUDA_VISIBLE_DEVICES as set")
+    tp: int = Field(1, description="Tensor parallel size of the single-node servers")
+
+
 class GpuChoice(BaseModel):
     gpus: list[GpuInfo] = Field(description="GPUs the jobs use here (empty: planning for another machine)")
     planned: list[int] | None = Field(description="GPU indices the scripts name; None leaves CUDA_VISIBLE_DEVICES alone")

@@ -19,6 +19,8 @@ from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageErro
 from typer._coercion import PassThroughRuntimeParam
 from typer.core import TyperCommand, TyperGroup
 
+from agent.terminal import printable
+
 PROG = "dsv4-agent"
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -27,7 +29,7 @@ DEFAULT_PANEL = "Options"
 
 def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
     """End the command with one line on stderr: ``dsv4-agent: <what is wrong and the fix>``."""
-    print(f"{PROG}: {message}", file=sys.stderr, flush=True)
+    print(f"{PROG}: {printable(message)}", file=sys.stderr, flush=True)  # messages quote run folders and repos
     raise typer.Exit(code)
 
 

@@ -11,10 +11,11 @@ from agent.commands.options import OPTIONS, flag_names, pick, with_options
 RUN_OPTIONS = list(OPTIONS.values())
 RESUME_OPTIONS = pick(
     "sglang_python", "sglang_src", "model_path", "tokenizer", "executor", "ssh_options", "nvidia_smi", "gpus",
-    "max_llm_steps", "llm_max_tokens", "llm_max_seconds",
+    "allow_busy_gpus", "max_llm_steps", "llm_max_tokens", "llm_max_seconds",
     sglang_python="Interpreter with SGLang on this host.", sglang_src="SGLang checkout on this host.",
     model_path="Local checkpoint folder on this host.", tokenizer="Local tokenizer on this host.",
     executor="Where to run the GPU steps now (a run whose jobs already ran keeps its executor).",
+    ssh_options="ssh argument for an ssh:// executor (repeat); the run folder's own are never used.",
     gpus="GPU indices to use on this host.",
     max_llm_steps="LLM budget in model turns, counting the recorded ones (after budget_exhausted).")
 

@@ -6,6 +6,7 @@ from typing import Annotated, Optional
 import typer
 
 from agent.commands.base import EXIT_FAILED, JsonFlag, end_when_written, fail
+from agent.terminal import echo
 
 Str = Optional[str]
 
@@ -52,7 +53,7 @@ def mtp(
     if verify:
         answer = _verified(answer, sglang_python, model_path)
     if as_json:
-        print(answer.model_dump_json(indent=2))
+        echo(answer.model_dump_json(indent=2))
     else:
         from agent.commands.mtp_table import print_answer
         print_answer(answer)

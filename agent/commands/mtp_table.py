@@ -4,6 +4,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
+from agent.terminal import text
 from tools.mtp.infer import MtpAnswer
 
 MAX_ROWS = 25
@@ -12,8 +13,8 @@ MAX_ROWS = 25
 def print_answer(answer: MtpAnswer, console: Console | None = None) -> None:
     console = console or Console(soft_wrap=True)
     src = answer.source
-    console.print(f"[bold]{answer.model}[/bold]  architecture: {answer.architecture or 'unknown'}")
-    console.print(f"source: {src.kind} {src.root} (version {src.version or '?'}, commit {src.commit or '-'})")
+    console.print(text(answer.model, "bold") + text(f"  architecture: {answer.architecture or 'unknown'}"))
+    console.print(text(f"source: {src.kind} {src.root} (version {src.version or '?'}, commit {src.commit or '-'})"))
     rec = answer.recommended
     if rec is None:
         console.print("[yellow]No recommendation[/yellow]: no evidence in the tree for this model.")
@@ -22,29 +23,28 @@ def print_answer(answer: MtpAnswer, console: Console | None = None) -> None:
         for column in ("flag", "value", "cited"):
             table.add_column(column, overflow="fold")
         for name, value in rec.flags.items():
-            table.add_row(name, value or "(switch)", rec.flag_origins.get(name, rec.origin).cite())
+            table.add_row(text(name), text(value or "(switch)"), text(rec.flag_origins.get(name, rec.origin).cite()))
         for name, value in rec.env.items():
             where = rec.env_origins[name].cite() if name in rec.env_origins else rec.origin.cite()
-            table.add_row(f"env {name}", value, f"{where} ({rec.env_evidence.get(name, 'recipe env')})")
+            table.add_row(text(f"env {name}"), text(value), text(f"{where} ({rec.env_evidence.get(name, 'recipe env')})"))
         console.print(table)
         for line in rec.rationale:
-            console.print(f"  - {line}", markup=False)
+            console.print(text(f"  - {line}"))
         for d in rec.dropped:
-            console.print(f"  left out: {d.kind} {d.name}{f' ({d.origin.cite()})' if d.origin else ''}: {d.reason}",
-                          markup=False)
+            console.print(text(f"  left out: {d.kind} {d.name}{f' ({d.origin.cite()})' if d.origin else ''}: {d.reason}"))
     if answer.candidates:
         table = Table(title=f"Candidates ({len(answer.candidates)})")
         for column in ("model", "hardware", "speculative flags", "cited"):
             table.add_column(column, overflow="fold")
         for cand in answer.candidates[:MAX_ROWS]:
-            table.add_row(cand.model, cand.hardware or "-",
-                          " ".join(f"{k} {v}".strip() for k, v in cand.flags.items()), cand.origin.cite())
+            table.add_row(text(cand.model), text(cand.hardware or "-"),
+                          text(" ".join(f"{k} {v}".strip() for k, v in cand.flags.items())), text(cand.origin.cite()))
         console.print(table)
     table = Table(title=f"Constraints ({len(answer.constraints)})")
     table.add_column("rule", overflow="fold")
     table.add_column("cited", overflow="fold")
     for constraint in answer.constraints[:MAX_ROWS]:
-        table.add_row(constraint.rule, constraint.origin.cite())
+        table.add_row(text(constraint.rule), text(constraint.origin.cite()))
     console.print(table)
     if len(answer.constraints) > MAX_ROWS:
         console.print(f"[cut: {len(answer.constraints) - MAX_ROWS} more constraints; limit {MAX_ROWS} rows; "
@@ -52,7 +52,7 @@ def print_answer(answer: MtpAnswer, console: Console | None = None) -> None:
     if answer.verification is not None:
         print_verification(answer, console)
     for unknown in answer.unknowns:
-        console.print(f"unknown: {unknown}", markup=False)
+        console.print(text(f"unknown: {unknown}"))
 
 
 def print_verification(answer: MtpAnswer, console: Console) -> None:
@@ -66,7 +66,7 @@ def print_verification(answer: MtpAnswer, console: Console) -> None:
         for name in type(v.resolved).model_fields:
             ours, theirs = getattr(v.static, name), getattr(v.resolved, name)
             differs = any(m.startswith(f"--{name.replace('_', '-')}:") for m in v.mismatches)
-            table.add_row(name, "-" if ours is None else str(ours), "-" if theirs is None else str(theirs),
+            table.add_row(text(name), text("-" if ours is None else ours), text("-" if theirs is None else theirs),
                           "MISMATCH" if differs else "")
         console.print(table)
-    console.print(v.line(), markup=False)
+    console.print(text(v.line()))

@@ -28,10 +28,11 @@ class SettingOption:
     metavar: str | None = None  # None for flags
     kind: type = str           # str, int, float, bool, or list (repeatable)
     min: float | None = None
+    aliases: tuple[str, ...] = ()  # more names for the same option, e.g. --dry-run for --plan-only
 
     def parameter(self) -> inspect.Parameter:
         annotation: Any = list[str] if self.kind is list else self.kind
-        option = typer.Option(self.flag, help=self.help, metavar=self.metavar, rich_help_panel=self.panel,
+        option = typer.Option(self.flag, *self.aliases, help=self.help, metavar=self.metavar, rich_help_panel=self.panel,
                               min=self.min, show_default=False)
         return inspect.Parameter(self.field, inspect.Parameter.KEYWORD_ONLY, default=None,
                                  annotation=Annotated[Optional[annotation], option])
@@ -52,8 +53,13 @@ OPTIONS: dict[str, SettingOption] = {o.field: o for o in [
     O("branch", "--branch", "Branch to pull [main].", SGLANG, "NAME"),
     O("allow_dirty", "--allow-dirty", "Pull into a dirty checkout when upstream touches none of its changes.",
       SGLANG, kind=bool),
-    O("gpus", "--gpus", "GPU indices to use, e.g. 0,1,2,3 [all found].", GPUS, "LIST"),
-    O("tp", "--tp", "Tensor-parallel size [number of GPUs].", GPUS, "N", int),
+    O("gpus", "--gpus", "GPU indices to use, e.g. 0,1,2,3 [every free GPU found]; with no GPU here, the "
+      "target's.", GPUS, "LIST"),
+    O("target_gpus", "--target-gpus", "Planning with no GPU here: how many GPUs the target has [8, said so].", GPUS,
+      "N", int, 1),
+    O("allow_busy_gpus", "--allow-busy-gpus", "Use GPUs that other processes are using (they are named).", GPUS,
+      kind=bool),
+    O("tp", "--tp", "Tensor-parallel size [number of GPUs]; must fit the GPUs.", GPUS, "N", int, 1),
     O("executor", "--executor", "Where GPU jobs run: local | ssh://user@host[:port] | slurm[:partition] [local].",
       GPUS, "WHERE"),
     O("ssh_options", "--ssh-option", "Extra ssh argument for ssh:// executors, e.g. --ssh-option=-F "
@@ -95,6 +101,10 @@ OPTIONS: dict[str, SettingOption] = {o.field: o for o in [
     O("llm_max_seconds", "--llm-max-seconds", "LLM budget: seconds in model calls and tools [900].", LLM,
       "SECONDS", float),
     O("llm_stream", "--llm-stream/--no-llm-stream", "Stream the LLM's answers [no-llm-stream].", LLM, kind=bool),
+    O("allow_flags", "--allow-flag", "Let a recipe or the model add this trust-widening server flag, e.g. "
+      "--allow-flag=--trust-remote-code (repeat).", SGLANG, "FLAG", list),
+    O("plan_only", "--plan-only", "Write every script, start no GPU job; `dsv4-agent resume RUN` runs them.", RUN,
+      kind=bool, aliases=("--dry-run",)),
     O("runs_dir", "--runs-dir", "Folder holding run folders [runs].", RUN, "DIR"),
 ]}
 

@@ -6,6 +6,7 @@ from typing import Annotated, Optional
 import typer
 
 from agent.commands.base import EXIT_USAGE, JsonFlag, RunRef, fail, print_json
+from agent.terminal import echo
 
 Timeline = Annotated[bool, typer.Option("--timeline", help="Show lanes, overlap, GPU idle, critical path.")]
 Rerun = Annotated[bool, typer.Option("--rerun", help="Execute the recorded plan again in a new run folder.")]
@@ -48,7 +49,7 @@ def replay(run: RunRef, timeline: Timeline = False, rerun: Rerun = False, keep: 
 
 def _say(text: str, as_json: bool) -> None:
     if not as_json:
-        print(text, flush=True)
+        echo(text)
 
 
 def _replay(path, keep, out: dict, as_json: bool) -> int:

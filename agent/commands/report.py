@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from agent.commands.base import JsonFlag, RunRef, RunsDir, fail, print_json
+from agent.terminal import echo
 
 
 def report(run: RunRef, runs_dir: RunsDir = "runs", as_json: JsonFlag = False) -> None:
@@ -18,4 +19,4 @@ def report(run: RunRef, runs_dir: RunsDir = "runs", as_json: JsonFlag = False) -
     if as_json:
         print_json({"run": str(folder.path), "written": written})
     else:
-        print("\n".join(written), flush=True)
+        echo("\n".join(written))

@@ -6,6 +6,7 @@ from typing import Annotated, Optional
 import typer
 
 from agent.commands.base import JsonFlag, RunRef, RunsDir, fail, print_json
+from agent.terminal import echo
 
 STOP_ALL = "all"
 
@@ -27,7 +28,7 @@ def status(run: RunRef, runs_dir: RunsDir = "runs", as_json: JsonFlag = False) -
     if as_json:
         print_json(status_data(folder))
     else:
-        print(render_status(folder), flush=True)
+        echo(render_status(folder))
 
 
 Logs = Annotated[Optional[str], typer.Option("--logs", metavar="JOB", help="Print this job's log tail.")]
@@ -36,15 +37,19 @@ Stop = Annotated[Optional[str], typer.Option("--stop", metavar="JOB|all",
 Lines = Annotated[int, typer.Option("--lines", metavar="N", min=1, help="Log lines to print with --logs.")]
 Retry = Annotated[Optional[str], typer.Option("--retry", metavar="JOB",
                                               help="Let the next resume run this ended, unsuccessful job again.")]
+SshOption = Annotated[Optional[list[str]], typer.Option(
+    "--ssh-option", metavar="ARG", help="ssh argument for a run on an ssh:// executor (repeat); a run folder's "
+                                        "own are never used.")]
 
 
 def jobs(run: RunRef, logs: Logs = None, stop: Stop = None, retry: Retry = None, lines: Lines = 40,
-         runs_dir: RunsDir = "runs", as_json: JsonFlag = False) -> None:
+         runs_dir: RunsDir = "runs", ssh_option: SshOption = None, as_json: JsonFlag = False) -> None:
     """List a run's jobs; --logs JOB prints a log tail; --stop JOB (or all) stops jobs; --retry JOB
     lets `resume` run a stopped or failed job again as a new attempt.
 
     Only jobs in this run's ledger can be stopped, and only through the process identity it recorded.
     """
+    from agent.campaign import CampaignError, ssh_options_for
     from agent.run_status import job_data, render_jobs
     from tools.base import ToolError
     from tools.jobs.factory import make_executor
@@ -53,11 +58,11 @@ def jobs(run: RunRef, logs: Logs = None, stop: Stop = None, retry: Retry = None,
     recorded = folder.read_json("config.json")["settings"]
     try:
         executor = make_executor(recorded.get("executor", "local"), folder.jobs_dir,
-                                 ssh_options=recorded.get("ssh_options"))
+                                 ssh_options=ssh_options_for(recorded, ssh_option))
         if logs:
             executor.poll(logs)
             text = executor.read_log(logs, max_chars=200_000)
-            print("\n".join(text.splitlines()[-lines:]), flush=True)
+            echo("\n".join(text.splitlines()[-lines:]))
             return
         if stop:
             keys = [j.key for j in executor.jobs() if not j.done] if stop == STOP_ALL else [stop]
@@ -65,20 +70,20 @@ def jobs(run: RunRef, logs: Logs = None, stop: Stop = None, retry: Retry = None,
             if as_json:
                 print_json([job_data(s) for s in states])
             elif not states:
-                print("no running jobs to stop", flush=True)
+                echo("no running jobs to stop")
             for s in states if not as_json else []:
-                print(f"{s.key}: {s.status} {s.reason}".rstrip(), flush=True)
+                echo(f"{s.key}: {s.status} {s.reason}".rstrip())
             return
         if retry:
             _retry(executor, retry, folder, as_json)
             return
         found = executor.jobs()
-    except ToolError as err:
+    except (ToolError, CampaignError) as err:
         fail(str(err))
     if as_json:
         print_json([job_data(j) for j in found])
     else:
-        print(render_jobs(found), flush=True)
+        echo(render_jobs(found))
 
 
 def _retry(executor, key: str, folder, as_json: bool) -> None:
@@ -120,9 +125,9 @@ def runs(runs_dir: RunsDir = "runs", clean: Clean = False, older_than: OlderThan
             print_json([e.data() for e in entries])
             return
         for e in entries:
-            print(f"{e.name}  {e.status:<16} {printable(e.goal)}", flush=True)
+            echo(f"{e.name}  {e.status:<16} {printable(e.goal)}")
         if not entries:
-            print(f"no runs in {folder}", flush=True)
+            echo(f"no runs in {folder}")
         return
     try:
         age = parse_age(older_than)
@@ -134,7 +139,7 @@ def runs(runs_dir: RunsDir = "runs", clean: Clean = False, older_than: OlderThan
         return
     verb = "would remove" if dry_run else "removed"
     for e in removed:
-        print(f"{verb} {e.name} ({e.status})", flush=True)
+        echo(f"{verb} {e.name} ({e.status})")
     for k in kept:
-        print(f"kept {k['name']}: {k['why']}", flush=True)
-    print(f"{verb} {len(removed)} run(s) older than {older_than}; kept {len(kept)}", flush=True)
+        echo(f"kept {k['name']}: {k['why']}")
+    echo(f"{verb} {len(removed)} run(s) older than {older_than}; kept {len(kept)}")

@@ -8,6 +8,7 @@ import typer
 from agent.commands.base import EXIT_FAILED, JsonFlag, fail
 from agent.commands.campaign import ConfigFile
 from agent.commands.options import flag_names, pick, with_options
+from agent.terminal import echo
 
 SYNC_OPTIONS = pick("sglang_src", "remote", "branch", "allow_dirty", "model", "model_path", "sglang_python",
                     sglang_src="SGLang git checkout [setting sglang_src].",
@@ -49,4 +50,4 @@ def sync(previous: Previous = None, fetch_timeout: FetchTimeout = 120.0, config:
         result = sync_upstream(args)
     except ToolError as err:
         fail(f"sync refused: {err}", EXIT_FAILED)
-    print(result.model_dump_json(indent=2) if as_json else render_markdown(result), flush=True)
+    echo(result.model_dump_json(indent=2) if as_json else render_markdown(result))

@@ -6,18 +6,24 @@ from typing import Annotated, Optional
 import typer
 
 from agent.commands.base import EXIT_FAILED, Command, JsonFlag, RunRef, RunsDir, fail, sub_app
+from agent.terminal import echo
 
 tuning = sub_app("FP8 block-GEMM kernel tuning: shapes, plan, prove, uninstall.")
 Force = Annotated[bool, typer.Option("--force", help="Also restore files changed since the install.")]
+SshOption = Annotated[Optional[list[str]], typer.Option(
+    "--ssh-option", metavar="ARG", help="ssh argument for an install on an ssh:// host (repeat); a run folder's "
+                                        "own are never used.")]
 
 
 @tuning.command("uninstall", cls=Command)
-def uninstall(run: RunRef, runs_dir: RunsDir = "runs", force: Force = False, as_json: JsonFlag = False) -> None:
+def uninstall(run: RunRef, runs_dir: RunsDir = "runs", force: Force = False, ssh_option: SshOption = None,
+              as_json: JsonFlag = False) -> None:
     """Restore SGLang's config folder exactly as it was before RUN installed tuned configs.
 
     On the GPU host when the run installed them there through its SSH executor. Exit 1 when a
     file changed since the install was left alone.
     """
+    from agent.campaign import CampaignError
     from agent.runfolder import RunFolder, RunFolderError
     from tools.base import ToolError
     from tools.tuning.install import MANIFEST, load_manifest, uninstall_configs
@@ -31,20 +37,22 @@ def uninstall(run: RunRef, runs_dir: RunsDir = "runs", force: Force = False, as_
         if installed_by == "local":
             result = uninstall_configs(folder.path, force=force)
         else:
-            result = _uninstall_on_host(folder, installed_by, force)
+            result = _uninstall_on_host(folder, installed_by, force, ssh_option)
+    except CampaignError as err:
+        fail(str(err))
     except ToolError as err:
         fail(str(err), EXIT_FAILED)
     if as_json:
         print(result.model_dump_json(indent=2))
         raise typer.Exit(EXIT_FAILED if result.left_alone else 0)
     for path in result.restored:
-        print(f"restored {path}")
+        echo(f"restored {path}")
     for path in result.removed:
-        print(f"removed  {path}")
+        echo(f"removed  {path}")
     for path in result.left_alone:
-        print(f"left alone (changed since install) {path}")
+        echo(f"left alone (changed since install) {path}")
     if result.note:
-        print(result.note)
+        echo(result.note)
     raise typer.Exit(EXIT_FAILED if result.left_alone else 0)
 
 
@@ -68,9 +76,9 @@ def prove(run: RunRef, runs_dir: RunsDir = "runs", as_json: JsonFlag = False) ->
     except ToolError as err:
         fail(str(err), EXIT_FAILED)
     if proof is None:
-        print("null" if as_json else "this run installed no kernel configs: nothing to prove")
+        echo("null" if as_json else "this run installed no kernel configs: nothing to prove")
         raise typer.Exit(0)
-    print(proof.model_dump_json(indent=2) if as_json else proof_section(proof, path).markdown())
+    echo(proof.model_dump_json(indent=2) if as_json else proof_section(proof, path).markdown())
     raise typer.Exit(0 if proof.all_loaded else EXIT_FAILED)
 
 
@@ -97,11 +105,11 @@ def shapes(model_path: ModelPath = None, log: Logs = None, shape: Shapes = None,
         print(found.model_dump_json(indent=2))
         return
     for line in found.derivation:
-        print(line)
+        echo(line)
     for s in found.shapes:
-        print(f"N={s.n} K={s.k} block=[{s.block_n}, {s.block_k}]  from {s.source}")
+        echo(f"N={s.n} K={s.k} block=[{s.block_n}, {s.block_k}]  from {s.source}")
     if not found.shapes:
-        print(found.note)
+        echo(found.note)
 
 
 RequiredShapes = Annotated[list[str], typer.Option("--shape", metavar="N,K", help="A shape (repeat).")]
@@ -124,13 +132,14 @@ def plan(shape: RequiredShapes, gpus: Gpus = 8, batch_size: BatchSizes = None, a
     if as_json:
         print(result.model_dump_json(indent=2))
         return
-    print(f"{result.total_units} units; estimated makespan / lower bound = {result.ratio:.3f}")
+    echo(f"{result.total_units} units; estimated makespan / lower bound = {result.ratio:.3f}")
     for work in result.per_gpu:
-        print(f"GPU {work.gpu}: {len(work.units)} units, est. cost {work.est_cost:.1f}")
+        echo(f"GPU {work.gpu}: {len(work.units)} units, est. cost {work.est_cost:.1f}")
 
 
-def _uninstall_on_host(folder, installed_by: str, force: bool):
-    """Undo through the executor that installed (its ssh options as the run recorded them)."""
+def _uninstall_on_host(folder, installed_by: str, force: bool, ssh_options: list[str] | None):
+    """Undo through the executor that installed (with the ssh options the user gives now)."""
+    from agent.campaign import ssh_options_for
     from tools.base import ToolError
     from tools.jobs.factory import make_executor
     from tools.tuning.remote_install import uninstall_on_host
@@ -139,5 +148,5 @@ def _uninstall_on_host(folder, installed_by: str, force: bool):
     if settings.get("executor") != installed_by:
         raise ToolError(f"the configs were installed on {installed_by} but the run's executor is now "
                         f"{settings.get('executor')!r}; its ledger no longer reaches that host")
-    executor = make_executor(installed_by, folder.jobs_dir, ssh_options=settings.get("ssh_options"))
+    executor = make_executor(installed_by, folder.jobs_dir, ssh_options=ssh_options_for(settings, ssh_options))
     return uninstall_on_host(executor, folder.path, force=force)

@@ -32,7 +32,6 @@ class RetryPolicy:
 
 
 def _usage(raw: Any) -> dict:
-    # No key may contain "token": the trace redacts such keys as secrets.
     if raw is None:
         return {"prompt": 0, "completion": 0, "total": 0}
     prompt, completion = raw.prompt_tokens or 0, raw.completion_tokens or 0

@@ -30,6 +30,7 @@ from tools.constraints.extract import ExtractConstraintsArgs, Rule, extract_cons
 from tools.mtp.arch import from_tree
 from tools.mtp.pick import ALGO, Judge
 from tools.source.fields import FieldCatalog, field_flag, read_fields
+from tools.scripts.trust import held_back
 
 _FLAG = re.compile(r"^--[a-z0-9][a-z0-9-]*$")
 # The scripts set these themselves (see tools/scripts/models.RESERVED_FLAGS).
@@ -154,13 +155,21 @@ def _constrained(v: FlagVerdict, problems: list[str], accept_unsupported: bool) 
         "(pass --accept-unsupported-flags to override)")})
 
 
+def _trusted(v: FlagVerdict, allowed: list[str]) -> FlagVerdict:
+    """A flag that widens trust (tools/scripts/trust.py) passes only with the user's --allow-flag,
+    whatever the evidence or --accept-unsupported-flags say."""
+    why = held_back(v.flag, v.value, allowed) if v.verdict != "rejected" else ""
+    return v.model_copy(update={"verdict": "rejected", "origin": None, "reason": why}) if why else v
+
+
 def review_flags(proposals: list[FlagProposal], package_dir: Path | None, root: Path | None,
-                 accept_unsupported: bool, model: str = "", architecture: str | None = None) -> FlagReview:
+                 accept_unsupported: bool, model: str = "", architecture: str | None = None,
+                 allowed_trust: list[str] = ()) -> FlagReview:
     fields = read_fields(package_dir, root) if package_dir is not None and root is not None else FieldCatalog()
     catalog = {flag: f.origin.cite() for flag, f in fields.by_flag().items()}
     read = fields.files
     seen: set[str] = set()
-    verdicts = [_verdict(p, catalog, accept_unsupported, seen) for p in proposals]
+    verdicts = [_trusted(_verdict(p, catalog, accept_unsupported, seen), list(allowed_trust)) for p in proposals]
     review = FlagReview(verdicts=verdicts, catalog_size=len(catalog), catalog_from=read)
     proposed = {v.flag: v.value for v in verdicts if v.verdict != "rejected"}
     if not proposed:

@@ -25,7 +25,9 @@ from agent.llm.loop import ToolLoop
 from agent.llm.planner import SUBMIT_PLAN, PlanAnswer, finish_plan, make_registry
 from agent.planner import render_plan_md
 from agent.preflight import Preflight
-from agent.llm.prompts import render
+from agent.gpu_jobs import announce
+from agent.llm.prompts import quote_untrusted, render
+from agent.secrets import redact_text
 from agent.runtime import Runtime
 from agent.steps.table import STEP_ORDER
 from agent.state import CampaignState
@@ -88,6 +90,20 @@ def _state(conversation: Conversation, phase: str) -> dict:
                     "answered": conversation.answer is not None}}
 
 
+def _preflight_facts(preflight: Preflight) -> dict[str, str]:
+    """Each preflight value for the planner's prompt, fenced as untrusted data naming where it was
+    read (GPU names come from nvidia-smi, architectures from a checkpoint's config.json, notes
+    quote paths and tool output: none of it is an instruction)."""
+    config = (preflight.model_file.architectures if preflight.model_file else None) or "not given"
+    where = preflight.model_file.path if preflight.model_file else "the model's config.json"
+    return {
+        "gpus": quote_untrusted(", ".join(g.name for g in preflight.gpus) or "none", "nvidia-smi where the GPU jobs run"),
+        "sglang_root": quote_untrusted(preflight.sglang_root or "unresolved", "preflight's SGLang source lookup"),
+        "model_config": quote_untrusted(str(config), f"{where}: architectures"),
+        "notes": quote_untrusted("\n".join(f"- {n}" for n in preflight.notes) or "none", "preflight notes"),
+    }
+
+
 def llm_start(rt: Runtime, state: CampaignState) -> dict:
     loop = _loop(rt, state)
     preflight, conversation = Preflight.of(state), loop.conversation
@@ -101,10 +117,7 @@ def llm_start(rt: Runtime, state: CampaignState) -> dict:
                                              sglang_version=rt.settings.sglang_version,
                                              max_steps=rt.settings.max_llm_steps)},
         {"role": "user", "content": render(
-            "planner_goal", goal=state["goal"], notes=preflight.notes,
-            gpus=", ".join(g.name for g in preflight.gpus) or "none",
-            sglang_root=preflight.sglang_root or "unresolved",
-            model_config=(preflight.model_file.architectures if preflight.model_file else None) or "not given",
+            "planner_goal", goal=state["goal"], **_preflight_facts(preflight),
             tool_names=sorted(loop.registry.tools), missing=[f"{k} ({v})" for k, v in loop.registry.missing.items()])},
     ]
     conversation.append({"kind": "prompt", "messages": messages})
@@ -135,10 +148,11 @@ def llm_plan(rt: Runtime, state: CampaignState) -> dict:
     preflight = Preflight.of(state)
     steps, sections = finish_plan(rt, preflight, answer, _registry(rt, preflight))
     model = (rt.llm.model if rt.llm else None) or rt.settings.llm_model or "replay"
-    who = f"LLM ({model} at {rt.settings.llm_base_url or 'replay'})"
+    who = f"LLM ({model} at {redact_text(rt.settings.llm_base_url or 'replay')})"
     plan_md = render_plan_md(state["goal"], steps, [], preflight, who) + "\n" + sections
     dumps = [s.model_dump(mode="json") for s in steps]
     rt.run.write_json("plan.json", dumps)
     rt.run.write_text("plan.md", plan_md)
     rt.trace.emit("artifact_written", "control", path="plan.md", bytes=len(plan_md.encode()))
+    announce(rt, steps, preflight)
     return {"steps": dumps}

@@ -82,6 +82,7 @@ def finish_plan(rt: Runtime, preflight: Preflight, answer: PlanAnswer, registry:
     """The steps and the plan.md sections this planner adds (flag review, tools, rationale)."""
     review = review_flags(answer.extra_flags, preflight.package_dir, preflight.root,
                           rt.settings.accept_unsupported_flags, model=rt.settings.model,
+                          allowed_trust=rt.settings.allow_flags,
                           architecture=preflight.architecture)
     rt.run.write_json("flag_review.json", {**review.model_dump(mode="json"), "accepted": review.accepted})
     rt.trace.emit("artifact_written", "control", path="flag_review.json", rejected=[v.flag for v in review.rejected])

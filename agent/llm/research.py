@@ -159,6 +159,7 @@ def _finish(rt: Runtime, preflight: Preflight, conversation: Conversation, ended
     checked = check_claims(answer.claims, seen_in(conversation.messages()), preflight.root)
     review = review_flags(answer.flag_proposals, preflight.package_dir, preflight.root,
                           rt.settings.accept_unsupported_flags, model=rt.settings.model,
+                          allowed_trust=rt.settings.allow_flags,
                           architecture=preflight.architecture)
     for verdict in review.rejected:
         rt.say(f"[{LANE}] research flag {verdict.flag} rejected: {verdict.reason}")

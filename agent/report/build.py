@@ -28,6 +28,7 @@ from tools.measure.variants import setting_label
 from tools.measure.verdict import Slo, Verdict, point_stats
 from tools.scripts.models import MeasurePlan
 from tools.tuning.prove import prove_run
+from agent.secrets import redact_text
 
 
 def _json(path: Path) -> dict | None:
@@ -102,7 +103,7 @@ def header(run_dir: Path, plan: MeasurePlan | None) -> list[tuple[str, str]]:
 def _write_atomically(path: Path, text: str) -> None:
     """A report being rebuilt is never half-written: readers see the old one or the new one."""
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
+    tmp.write_text(redact_text(text))  # a report carries no secret (agent/secrets.py)
     os.replace(tmp, path)
 
 

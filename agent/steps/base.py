@@ -28,6 +28,7 @@ StepReason = Literal[
     "recommended", "no_recommendation", "inference_failed",  # infer_mtp
     "scripts_written",                              # write_scripts
     "measured", "points_failed", "nothing_measured", "no_gpu",  # benchmark (no_gpu: planned, scripts to run by hand)
+    "plan_only",                                    # benchmark, tune_kernels: --plan-only held the GPU jobs
 ] | TuningReason                                    # tune_kernels: tools/tuning/prepare.py
 
 
@@ -61,6 +62,18 @@ class StepContext:
     @property
     def has_gpus(self) -> bool:
         return bool(self.gpus)
+
+    @property
+    def may_start_gpu_jobs(self) -> bool:
+        """GPUs are there and the user did not ask to review the scripts first (--plan-only)."""
+        return self.has_gpus and not self.settings.plan_only
+
+    def why_planned(self) -> str:
+        """Why a GPU step only writes its scripts, for its summary (see ``may_start_gpu_jobs``)."""
+        if self.has_gpus:
+            return (f"--plan-only: written for review, no GPU job started; `dsv4-agent resume {self.run.path}` "
+                    "starts them")
+        return "no GPU here"
 
     def emit(self, type: str, **data: Any) -> None:
         self.trace.emit(type, self.lane, **data)

@@ -41,10 +41,11 @@ def _plan(ctx: StepContext, step: PlanStep) -> MeasurePlan:
 def run(ctx: StepContext, step: PlanStep) -> StepOutcome:
     plan = _plan(ctx, step)
     measure = ctx.run.path / "run_measure.sh"
-    if not ctx.has_gpus:
-        how = (f"no GPU here: on a GPU host run `SGLANG_PYTHON=/path/to/python bash {shlex.quote(str(measure))}`, "
+    if not ctx.may_start_gpu_jobs:
+        how = (f"{ctx.why_planned()}: on a GPU host run `SGLANG_PYTHON=/path/to/python bash {shlex.quote(str(measure))}`, "
                f"then `dsv4-agent report {shlex.quote(str(ctx.run.path))}`")
-        return StepOutcome(kind="benchmark", status="planned", reason="no_gpu", summary=how,
+        return StepOutcome(kind="benchmark", status="planned", reason="plan_only" if ctx.has_gpus else "no_gpu",
+                           summary=how,
                            data={"command": f"bash {shlex.quote(str(measure))}",
                                  "variants": [v.name for v in plan.variants]})
 

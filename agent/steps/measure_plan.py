@@ -13,14 +13,18 @@ import os
 from pathlib import Path
 
 from agent.steps.base import PlanStep, StepContext
+from tools.base import ToolError
 from agent.steps.infer_mtp import recommendation
 from tools.constraints.extract import ExtractConstraintsArgs, Rule, extract_constraints
+from tools.gpu_choice import GpuRequestError, choose_gpus
+from tools.gpus import DetectGpusResult
 from tools.measure.accuracy import AccuracyPlan
 from tools.measure.client import bench_client_module, package_dir
 from tools.measure.variants import SpecChoice, evidence_choices, user_choices
 from tools.mtp.infer import MtpAnswer, Recommendation
 from tools.scripts import EnvChoice, FlagChoice, MeasurePlan, ServeVariant
 from tools.scripts.models import RESERVED_FLAGS
+from tools.scripts.trust import held_back
 
 PLAN_PARAMS = ("input_len", "output_len", "prompts_per_concurrency", "min_prompts", "warmup_requests",
                "ready_timeout_s", "port")
@@ -122,22 +126,51 @@ def with_extra_flags(variants: list[ServeVariant], extra_flags: dict) -> list[Se
     return [variants[0], *tuned]
 
 
+def hold_back_trust(variants: list[ServeVariant], allowed: list[str]) -> tuple[list[ServeVariant], list[str]]:
+    """Drop flags that widen trust (tools/scripts/trust.py) unless the user allowed them by name."""
+    kept, held = [], []
+    for variant in variants:
+        flags = []
+        for choice in variant.flags:
+            why = held_back(choice.flag, choice.value, allowed)
+            if why:
+                held.append(f"{variant.name}: {why} (proposed by {choice.source})")
+            else:
+                flags.append(choice)
+        kept.append(variant.model_copy(update={"flags": flags}))
+    return kept, held
+
+
+def gpu_plan(ctx: StepContext) -> tuple[list[int] | None, int, list[str]]:
+    """GPUs the scripts name, the servers' TP, and a note when the TP was assumed (no GPU here)."""
+    s = ctx.settings
+    here = [g.index for g in ctx.gpus]
+    try:
+        choice = choose_gpus(DetectGpusResult(gpus=ctx.gpus), wanted=here or s.gpus, tp=s.tp, nodes=s.nodes,
+                             allow_busy=True, target_gpus=None if here else s.target_gpus)
+    except GpuRequestError as err:  # preflight checked the request; a plan for a GPU host can still be off
+        raise ToolError(str(err)) from None
+    return choice.planned, choice.tp, [n for n in choice.notes if n.startswith("assumed TP")]
+
+
 def build_plan(ctx: StepContext, step: PlanStep) -> tuple[MeasurePlan, list[str], list[str]]:
     """The plan, notes for the step's summary, and the evidence settings left out (and why)."""
     s = ctx.settings
-    gpus = s.gpus if s.gpus is not None else ([g.index for g in ctx.gpus] or None)
-    tp = s.tp or (len(gpus) if gpus else 1)
+    gpus, tp, notes = gpu_plan(ctx)
     model = s.model_path or s.model
     base = ServeVariant(name="baseline", model_path=model, tp=tp, gpus=gpus,
                         rationale=["SGLang defaults for this model: the reference every ratio is against"])
-    variants, notes = [base], []
+    variants = [base]
     recommended = recommendation(ctx.outcomes)
     if recommended:
-        mtp, notes = mtp_variant(base, recommended)
+        mtp, mtp_notes = mtp_variant(base, recommended)
         variants.append(mtp)
+        notes += mtp_notes
     more, left_out = _more_variants(ctx, base)
     variants = [*variants, *more]
     variants = with_extra_flags(variants, step.params.get("extra_flags") or {})
+    variants, held = hold_back_trust(variants, s.allow_flags)
+    notes += held
     extra = {k: step.params[k] for k in PLAN_PARAMS if k in step.params}
     tokenizer = s.tokenizer or s.model_path
     plan = MeasurePlan(variants=variants, concurrency=s.concurrency, tokenizer=tokenizer, repeats=s.repeats,

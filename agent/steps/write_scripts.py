@@ -21,7 +21,7 @@ from agent.steps.measure_plan import build_plan
 from agent.steps.verify_scripts import verify_plan
 from tools.base import ToolError
 from tools.scripts import MeasurePlan
-from tools.scripts.render import render_measure_script, render_serve_script
+from tools.scripts.render import SERVER_CHECK, render_measure_script, render_serve_script, server_check_source
 
 PLAN_FILE = "measure_plan.json"
 
@@ -33,7 +33,7 @@ def _multinode(ctx: StepContext, plan: MeasurePlan):
         return None
     from tools.scripts.multinode_variants import render_variants_multinode
 
-    partition = s.executor.partition(":")[2] or None if s.executor.startswith("slurm") else None
+    partition = s.executor.partition
     written = render_variants_multinode(ctx.run.path, plan.variants, s.nodes, s.sglang_python, plan.port, s.tp,
                                         len(ctx.gpus), s.dist_init_addr, partition)
     for relative in written.files:
@@ -51,6 +51,7 @@ def run(ctx: StepContext, step: PlanStep) -> StepOutcome:
     python = ctx.settings.sglang_python
     texts = {f"serve_{v.name}.sh": render_serve_script(v, python, plan.port) for v in plan.variants}
     texts["run_measure.sh"] = render_measure_script(plan, python)
+    texts[SERVER_CHECK] = server_check_source()  # run_measure.sh's check that the server answering is ours
     for name, text in texts.items():
         os.chmod(ctx.write_artifact(name, text), 0o755)
     ctx.write_artifact(PLAN_FILE, plan.model_dump_json(indent=2))

@@ -30,6 +30,9 @@ class Capabilities:
     """``launch_array`` submits many units as one job (Slurm job arrays)."""
     gpus_from_elsewhere: bool = False
     """``detect_gpus`` lists GPUs of another host or partition, not this machine's ``nvidia-smi``."""
+    jobs_on_other_nodes: bool = False
+    """Jobs run on cluster nodes that share the run folder with this machine (Slurm): a file installed
+    from here reaches them only if it, too, is on a filesystem they share."""
 
 
 @runtime_checkable

@@ -55,8 +55,8 @@ def check_allowed_flags(names: list[str]) -> list[str]:
     for flag in flags:
         probe = "0.0.0.0" if flag == "--host" else ""
         if not trust_reason(flag, probe):
-            raise ValueError(f"--allow-flag {flag}: that flag needs no permission; --allow-flag is for flags that "
-                             f"widen trust ({', '.join(NAMED)}, --enable-*-api, plugin/hook/loader flags)")
+            raise ValueError(f"names {flag}, which needs no permission; it takes only flags that widen trust: "
+                             f"{', '.join(NAMED)}, --enable-*-api, plugin/hook/loader flags")
     return flags
 
 

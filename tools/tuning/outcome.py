@@ -24,6 +24,8 @@ class TuneKernelsArgs(BaseModel):
     sglang_python: str = Field(description="Interpreter with SGLang where the jobs run")
     gpus: list[GpuInfo] = Field(default_factory=list, description="GPUs where the jobs run (empty: none here)")
     gpu_indices: list[int] | None = Field(None, description="GPUs the user chose, else all found")
+    target_gpus: int | None = Field(None, description="GPUs of the target when planning without any here")
+    start_jobs: bool = Field(True, description="False (--plan-only): write every script, start no GPU job")
     tp: int | None = Field(None, description="Tensor-parallel size of the server")
     shapes: list[str] = Field(default_factory=list, description="User shapes 'N,K'")
     retune: bool = Field(False, description="Tune shapes that already have configs")

@@ -31,7 +31,7 @@ class PrepareTuningArgs(BaseModel):
 SkipKind = Literal["no_shapes", "no_block_fp8", "all_configured", "not_engaged"]
 # Why a tuning run ended as it did: a skip kind, or one of these.
 TuningReason = Literal[SkipKind, "not_engaged_no_discovery", "discovery_found_nothing", "no_tuning_script",
-                       "no_gpu", "tuning_input_error", "discovery_failed", "tuning_jobs_failed", "install_failed",
+                       "no_gpu", "plan_only", "tuning_input_error", "discovery_failed", "tuning_jobs_failed", "install_failed",
                        "already_installed", "tuned"]
 
 

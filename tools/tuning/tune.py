@@ -64,7 +64,13 @@ def plan_gpus(args: TuneKernelsArgs) -> list[int]:
         return [g for g in (args.gpu_indices or have) if g in have]
     if args.gpu_indices:
         return list(args.gpu_indices)
-    return list(range(args.tp or PLAN_GPUS_WITHOUT_HARDWARE))
+    return list(range(args.target_gpus or args.tp or PLAN_GPUS_WITHOUT_HARDWARE))
+
+
+def _waits(args: TuneKernelsArgs) -> str:
+    """Why GPU work waits (for a summary): no GPU here, or --plan-only."""
+    return "no GPU here" if not args.gpus else ("--plan-only: written for review, no GPU job started; `dsv4-agent "
+                                                "resume RUN` starts them")
 
 
 def _earlier_server_logs(executor: Executor) -> list[str]:
@@ -96,7 +102,7 @@ def _discover(args: TuneKernelsArgs, executor: Executor, run_dir: Path, rec: Rec
     """With GPUs and no shapes (or a discovery server a crash left running): boot the baseline
     server once and mine its log. (preparation, discovery facts, why nothing is tuned if decided here)."""
     in_flight = any(state.kind == "discovery" and not state.done for state in executor.jobs())
-    if not args.gpus or not (in_flight or prep.skip_kind == "no_shapes"):
+    if not args.gpus or not args.start_jobs or not (in_flight or prep.skip_kind == "no_shapes"):
         return prep, {}, None
     # A discovery server left running by a crash is finished first (its log may be mid-load).
     if not in_flight and prep.engagement.verdict == "not_engaged" and not args.force_tune:
@@ -121,10 +127,10 @@ def _not_tuned(args: TuneKernelsArgs, run_dir: Path, prep: TuningPreparation, ar
     """``skipped`` when the GPU host would decide the same, else (no GPU here) ``planned``."""
     final = prep.skip_kind == "no_block_fp8" or (
         prep.skip_kind == "not_engaged" and prep.engagement.basis in FINAL_BASES)
-    if args.gpus or final:
+    if (args.gpus and (args.start_jobs or prep.skip_kind != "no_shapes")) or final:
         return outcome("skipped", reason, prep.reason, prep, artifacts, **data)
     there = GPU_HOST_WILL[prep.skip_kind]
-    return outcome("planned", reason, f"no GPU here, so this waits for the GPU host: {prep.reason}. There, "
+    return outcome("planned", reason, f"{_waits(args)}, so this waits for the GPU host: {prep.reason}. There, "
                                       f"`dsv4-agent resume {run_dir}` will {there}", prep, artifacts,
                    gpu_host_will=there, **data)
 
@@ -193,9 +199,9 @@ def _write_scripts(args: TuneKernelsArgs, executor: Executor, run_dir: Path, rec
                  findings=findings[:4000])
     data = {"plan": plan_lines, **discovery, "mode": rendered.mode, "scripts": rendered.scripts,
             "script_notes": info.notes}
-    if not args.gpus:
+    if not args.gpus or not args.start_jobs:
         runs = " ; ".join(f"bash {shown}/{p}" for p in rendered.scripts.values())
-        return outcome("planned", "no_gpu", f"no GPU here: {len(units)} tuning units for {len(gpu_list)} GPUs written "
+        return outcome("planned", "no_gpu" if not args.gpus else "plan_only", f"{_waits(args)}: {len(units)} tuning units for {len(gpu_list)} GPUs written "
                                             f"to {TUNING_DIR}/ ({rendered.mode} mode). On the GPU host run, one per GPU "
                                             f"in parallel: {cap_lines([runs], 1, 600).text}", prep, artifacts, **data)
     return run_on_gpus(args, executor, run_dir, rec, prep, plan, rendered, units, artifacts, data)

@@ -40,7 +40,7 @@ def _install_target(args: TuneKernelsArgs) -> Path:
 def _install(args: TuneKernelsArgs, executor: Executor, run_dir: Path, rec: Recorder, merged: list[Path]) -> Manifest:
     """Install where the server runs: on the SSH host through a job there, else from this machine
     (local, and Slurm whose run folder is shared: see the summary's note)."""
-    if not hasattr(executor, "fetch_run_file"):
+    if not executor.capabilities.remote_host:
         return install_configs(merged, _install_target(args), run_dir)
     root = args.sglang_root
     source = args.sglang_src or (root if not _is_our_corpus(root) else None)
@@ -104,7 +104,7 @@ def run_on_gpus(args: TuneKernelsArgs, executor: Executor, run_dir: Path, rec: R
     where, written = "", [MANIFEST]
     if manifest.installed_by != "local":
         where, written = f" on the GPU host ({manifest.installed_by})", [MANIFEST, HOST_SCRIPT]
-    if executor.name == "slurm":
+    if executor.capabilities.jobs_on_other_nodes:
         where = (f" from this machine (the Slurm nodes read them only if {manifest.config_dir} is on the "
                  "filesystem they share with it, as the run folder is)")
     return outcome("done", "tuned", f"tuned {len(units)} units on {len(jobs)} GPUs in {result.elapsed_s:.0f} s; installed "

@@ -51,7 +51,8 @@ _SUBMIT_WAIT_S = 60.0  # a job.json without slurm.json younger than this may sti
 
 class SlurmExecutor(SameHostDefaults):
     name = "slurm"
-    capabilities = Capabilities(servers_on_nodes=True, job_arrays=True, gpus_from_elsewhere=True)
+    capabilities = Capabilities(servers_on_nodes=True, job_arrays=True, gpus_from_elsewhere=True,
+                                jobs_on_other_nodes=True)
 
     def __init__(self, jobs_root: Path | str, *, partition: str | None = None, env: dict[str, str] | None = None,
                  python: str = "python3", gpu_request: Literal["gres", "gpus"] = "gres"):

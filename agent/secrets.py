@@ -1,0 +1,69 @@
+"""Secrets never reach a file we write: redaction by *value*.
+
+What is redacted: the values known to be secret in this process (the LLM API key, the password in
+an endpoint URL, registered by the settings as soon as they exist), any URL's password
+(``scheme://user:PASSWORD@host``), and text shaped like a credential (OpenAI/Anthropic ``sk-``
+keys, Hugging Face ``hf_`` tokens, GitHub ``ghp_``-style tokens, Slack ``xox?-`` tokens, AWS access
+key ids, ``Bearer``/``Basic`` credentials). A field name is only a second net, and only a name
+whose words *say* secret (``hf_token``, ``api-key``, ``Authorization``, ``password``): counts such
+as ``max_tokens`` or ``--speculative-num-draft-tokens 4`` are numbers, not secrets, while an API
+key pasted into a goal is one.
+
+Every writer that records run data goes through ``redact``: the trace, config.json, and
+``RunFolder.write_text`` (plan.md, reports, step outcomes).
+"""
+from __future__ import annotations
+
+import re
+import threading
+from typing import Any
+from urllib.parse import urlsplit
+
+MARK = "[redacted]"
+_TOKENS = re.compile(r"(sk-[A-Za-z0-9_-]{8,}|hf_[A-Za-z0-9]{8,}|gh[pousr]_[A-Za-z0-9]{16,}|xox[abprs]-[A-Za-z0-9-]{10,}"
+                     r"|AKIA[0-9A-Z]{16}|(?:Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{8,})")
+# A key whose words say secret: "hf_token", "api-key", "Authorization"; not "max_tokens" (a count).
+_SECRET_KEYS = re.compile(r"(?:^|[^a-z0-9])(?:api[_-]?key|apikey|(?:access|auth|bearer|hf|id|refresh)?[_-]?token|"
+                          r"secret|password|passwd|authorization|credentials?)(?:$|[^a-z0-9])", re.I)
+_URL_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@'\"]*:)(?P<password>[^/\s@'\"]+)(?=@)")
+_MIN_SECRET = 4  # shorter values would redact ordinary words; such a "secret" protects nothing anyway
+
+_known: set[str] = set()
+_lock = threading.Lock()
+
+
+def remember(*values: str | None) -> None:
+    """Register secret values of this process (empty or very short ones are ignored)."""
+    with _lock:
+        _known.update(v for v in values if v and len(v) >= _MIN_SECRET and v != MARK)
+
+
+def url_password(url: str | None) -> str | None:
+    """The password part of a URL's userinfo, if it has one."""
+    if not url:
+        return None
+    try:
+        return urlsplit(url).password
+    except ValueError:
+        return None
+
+
+def redact_text(text: str) -> str:
+    with _lock:
+        known = sorted(_known, key=len, reverse=True)  # longest first: a secret containing another
+    for secret in known:
+        text = text.replace(secret, MARK)
+    text = _URL_PASSWORD.sub(lambda m: m.group("head") + MARK, text)
+    return _TOKENS.sub(MARK, text)
+
+
+def redact(value: Any) -> Any:
+    """``value`` (str, or dicts and lists of them, keys included) with every secret replaced by a marker."""
+    if isinstance(value, str):
+        return redact_text(value)
+    if isinstance(value, dict):
+        return {(redact(k) if isinstance(k, str) else k): (MARK if v and _SECRET_KEYS.search(str(k)) else redact(v))
+                for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [redact(v) for v in value]
+    return value
