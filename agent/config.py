@@ -56,7 +56,8 @@ class Settings(BaseSettings):
     allow_flags: Annotated[list[str], NoDecode] = Field(
         default_factory=list, description="Trust-widening server flags a recipe or the model may add, e.g. --trust-remote-code")
     runs_dir: str = Field("runs", description="Where run folders are created")
-    executor: ExecutorSetting = Field(ExecutorSpec(kind="local"), description="local | ssh://user@host[:port] | slurm[:partition]")
+    executor: Annotated[ExecutorSetting, NoDecode] = Field(
+        ExecutorSpec(kind="local"), description="local | ssh://user@host[:port] | slurm[:partition]")
     ssh_options: Annotated[list[str], NoDecode] = Field(default_factory=list,
                                                          description="Extra ssh arguments, e.g. -F ssh_config")
     nvidia_smi: str = Field("nvidia-smi", description="nvidia-smi on the GPU host (the SSH executor runs it there)")

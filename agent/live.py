@@ -20,6 +20,7 @@ from rich.live import Live
 from rich.progress_bar import ProgressBar
 from rich.table import Table
 
+from agent.secrets import redact_text
 from agent.terminal import printable, text
 
 _NOTABLE = {"job_launched", "job_finished", "error"}
@@ -65,7 +66,7 @@ class LiveView:
 
     # -- inputs ----------------------------------------------------------------------------
     def say(self, line: str) -> None:
-        line = printable(line)  # campaign lines quote repos, logs and the LLM: no control characters
+        line = printable(redact_text(line))  # lines quote repos, logs, the LLM and settings: no controls, no secrets
         if self._live is not None:
             self._live.console.print(line, markup=False, highlight=False)
             return

@@ -32,9 +32,9 @@ def test_config_option_names_the_file_and_a_named_file_must_exist(tmp_path: Path
     other = tmp_path / "cluster.toml"
     other.write_text('model = "cluster/model"\nexecutor = "slurm:gpu"\n')
     s = load_settings({}, cwd=tmp_path, environ={}, config=str(other))
-    assert s.model == "cluster/model" and s.executor == "slurm:gpu"  # ./dsv4-agent.toml is not read then
+    assert s.model == "cluster/model" and str(s.executor) == "slurm:gpu"  # ./dsv4-agent.toml is not read then
     via_env = load_settings({}, cwd=tmp_path, environ={"DSV4_CONFIG": "cluster.toml"})
-    assert via_env.executor == "slurm:gpu"
+    assert str(via_env.executor) == "slurm:gpu"
     assert load_settings({}, cwd=tmp_path, environ={"DSV4_CONFIG": "cluster.toml"}, config="dsv4-agent.toml"
                          ).model == "cwd/model"  # --config beats $DSV4_CONFIG
     with pytest.raises(SettingsError, match=r"config file .*missing.toml does not exist.*--config"):

@@ -19,6 +19,7 @@ from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageErro
 from typer._coercion import PassThroughRuntimeParam
 from typer.core import TyperCommand, TyperGroup
 
+from agent.secrets import redact_text
 from agent.terminal import printable
 
 PROG = "dsv4-agent"
@@ -29,7 +30,7 @@ DEFAULT_PANEL = "Options"
 
 def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
     """End the command with one line on stderr: ``dsv4-agent: <what is wrong and the fix>``."""
-    print(f"{PROG}: {printable(message)}", file=sys.stderr, flush=True)  # messages quote run folders and repos
+    print(f"{PROG}: {printable(redact_text(message))}", file=sys.stderr, flush=True)  # quotes run folders, repos
     raise typer.Exit(code)
 
 

@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 from agent.config import Settings
 from agent.trace import TraceWriter
+from agent.secrets import redact_text
 
 PLACEHOLDER_KEY = "unused"  # SGLang/vLLM servers ignore the key, but the client wants one
 
@@ -73,6 +74,7 @@ class LLMClient:
         if not settings.llm_base_url:
             raise LLMError("no LLM endpoint configured; pass --llm-base-url URL (e.g. http://127.0.0.1:30000/v1)")
         self.base_url = settings.llm_base_url
+        self.shown_url = redact_text(self.base_url)  # messages end up in outcomes, state and the terminal
         self.stream = stream
         self.retry = retry
         self._sleep = sleep
@@ -88,10 +90,10 @@ class LLMClient:
         try:
             ids = [m.id for m in self._client.models.list()]
         except openai.APIError as err:
-            raise LLMError(f"--llm-model not given and listing models at {self.base_url} failed "
+            raise LLMError(f"--llm-model not given and listing models at {self.shown_url} failed "
                            f"({type(err).__name__}: {err}); pass --llm-model NAME") from None
         if len(ids) != 1:
-            raise LLMError(f"--llm-model not given and {self.base_url} serves {len(ids)} models "
+            raise LLMError(f"--llm-model not given and {self.shown_url} serves {len(ids)} models "
                            f"({', '.join(ids[:10]) or 'none'}); pass --llm-model NAME")
         return ids[0]
 
@@ -123,7 +125,7 @@ class LLMClient:
             except openai.APIStatusError as err:  # 4xx other than 429: retrying cannot help
                 self._trace.emit("llm_response", "llm", call=call, status="error", attempt=attempt,
                                  error=f"HTTP {err.status_code}")
-                raise LLMError(f"LLM endpoint {self.base_url} refused the request: HTTP {err.status_code} "
+                raise LLMError(f"LLM endpoint {self.shown_url} refused the request: HTTP {err.status_code} "
                                f"({err.message}); check --llm-model and OPENAI_API_KEY") from None
             self._trace.emit("llm_response", "llm", call=call, status="ok", attempt=attempt, message=message,
                              usage=usage, finish_reason=finish, ms=round((time.monotonic() - started) * 1000, 1))
@@ -133,7 +135,7 @@ class LLMClient:
     def _give_up(self, problem: str, attempts: int) -> str:
         fix = ("start the server or fix --llm-base-url" if "Connection" in problem or "Timeout" in problem
                else "the server is overloaded or failing: retry later or use another endpoint")
-        return f"LLM endpoint {self.base_url} failed {attempts} times (last: {problem}); {fix}"
+        return f"LLM endpoint {self.shown_url} failed {attempts} times (last: {problem}); {fix}"
 
     def _request(self, messages: list[dict], tools: list[dict]) -> dict:
         request: dict = {"model": self.model, "messages": messages}
@@ -144,7 +146,7 @@ class LLMClient:
     def _once(self, messages: list[dict], tools: list[dict]) -> tuple[dict, dict, str | None]:
         response = self._client.chat.completions.create(**self._request(messages, tools))
         if not response.choices:
-            raise LLMError(f"LLM endpoint {self.base_url} answered with no choices; check the server's logs")
+            raise LLMError(f"LLM endpoint {self.shown_url} answered with no choices; check the server's logs")
         choice = response.choices[0]
         calls = [{"id": c.id, "type": "function",
                   "function": {"name": c.function.name, "arguments": c.function.arguments or ""}}

@@ -51,8 +51,7 @@ def run(ctx: StepContext, step: PlanStep) -> StepOutcome:
     python = ctx.settings.sglang_python
     texts = {f"serve_{v.name}.sh": render_serve_script(v, python, plan.port) for v in plan.variants}
     texts["run_measure.sh"] = render_measure_script(plan, python)
-    texts[SERVER_CHECK] = server_check_source()  # run_measure.sh's check that the server answering is ours
-    for name, text in texts.items():
+    for name, text in {**texts, SERVER_CHECK: server_check_source()}.items():  # run_measure.sh's server check
         os.chmod(ctx.write_artifact(name, text), 0o755)
     ctx.write_artifact(PLAN_FILE, plan.model_dump_json(indent=2))
     names = [v.name for v in plan.variants]
@@ -68,7 +67,7 @@ def run(ctx: StepContext, step: PlanStep) -> StepOutcome:
     if left_out:
         summary += f"; {len(left_out)} setting(s) from the evidence not measured (data.left_out says why)"
     return StepOutcome(kind="write_scripts", status="done", reason="scripts_written", summary=summary,
-                       artifacts=[*texts, PLAN_FILE, *(multinode.files if multinode else [])],
+                       artifacts=[*texts, SERVER_CHECK, PLAN_FILE, *(multinode.files if multinode else [])],
                        data={"variants": {v.name: v.model_dump() for v in plan.variants}, "left_out": left_out,
                              "scripts": list(texts), "plan": PLAN_FILE,
                              "run_command": f"bash {ctx.run.path / 'run_measure.sh'}"})

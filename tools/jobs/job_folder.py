@@ -114,6 +114,8 @@ def stop(job_dir, grace_s):
     refused = unverifiable(snap)
     if refused:
         return {"refused": refused, "snapshot": snap}
+    if not (snap["alive"] or snap["job_alive"]) and (snap["launch"] or snap["wrapper"]):
+        return {"snapshot": snap}  # nothing of ours runs any more: nothing to stop, nothing to record
     write_json(os.path.join(job_dir, "stop.json"), {"requested_at": time.time()})
     _signal_ours(snap, signal.SIGTERM)
     deadline = time.monotonic() + float(grace_s) + 5.0

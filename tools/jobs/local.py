@@ -121,7 +121,7 @@ class LocalExecutor(SameHostDefaults):
         """SIGTERM the job (the wrapper ends the command's group), SIGKILL after the grace; only
         processes whose start time the ledger recorded are signalled (else ToolError says why)."""
         state = self.poll(key)
-        if state.done:
+        if state.done and state.status != "lost":  # a lost job may still name a process we cannot vouch for
             return state
         folder = self.job_dir(key)
         job = read_json(folder / "job.json") or {}

@@ -167,6 +167,8 @@ def parse_user_setting(text: str) -> tuple[int, int | None, int | None]:
 def user_choices(entries: list[str], answer: MtpAnswer, rules: list[Rule],
                  known: list[SpecChoice]) -> list[SpecChoice]:
     """Settings the user asked for, checked against the hooks' rules; a forbidden one raises."""
+    if not entries:
+        return []  # nothing asked for: nothing to check (a tree without MTP evidence is no error then)
     judge = _judge(answer, rules)
     algorithm = next((c.flags[ALGO] for c in known if c.flags.get(ALGO)), None)
     if algorithm is None:

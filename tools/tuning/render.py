@@ -35,7 +35,11 @@ GPU_SCRIPT = """\
 # Output goes to this GPU's own folder (out/gpu{{ gpu }}); the agent merges the folders afterwards.
 # Mode: {{ mode|comment }}.
 set -euo pipefail
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# This script's folder, exactly: a folder name may end in a newline, which $(...) would drop.
+here=${BASH_SOURCE[0]%/*}
+if [[ "$here" == "${BASH_SOURCE[0]}" ]]; then here=.; fi
+here=$(cd -- "$here" && pwd && echo .)
+here=${here%$'\\n.'}
 export CUDA_VISIBLE_DEVICES={{ gpu }}
 python_bin=${DSV4_SGLANG_PYTHON:-{{ python|q }}}
 tuning_script=${DSV4_TUNING_SCRIPT:-{{ script|q }}}

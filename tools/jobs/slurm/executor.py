@@ -15,10 +15,7 @@ GPU requests: ``spec.gpus`` gives the *count* (Slurm picks the devices and sets
 CUDA_VISIBLE_DEVICES itself), as ``--gres=gpu:N`` or ``--gpus=N``. ``launch_array`` submits
 per-GPU units (tuning fan-out) as one job array.
 
-Servers (benchmarks): ``serve_argv`` runs the server through ``slurm_serve.py``, which picks a port
-free on the node when the job starts and records it (``endpoint.json``); ``server_endpoint`` pairs
-it with the job's BatchHost and that node's NodeAddr from ``scontrol``, i.e. where the agent and the
-bench client jobs reach the server.
+Servers (benchmarks) are batch jobs on nodes: ``tools/jobs/slurm/servers.py``.
 """
 from __future__ import annotations
 
@@ -37,8 +34,9 @@ from tools.jobs.executor import Capabilities, SameHostDefaults
 from tools.jobs.ledger.files import ledger_keys, read_json, record_stop_request, tail_log, write_json
 from tools.jobs.ledger.state import with_exit
 from tools.jobs.slurm.probe import PROBE_WAIT_S, detect_partition_gpus, probe_shared_folder
-from tools.jobs.slurm.query import (PENDING, RUNNING, SLURM_COMMANDS, SlurmJobInfo, cancel, node_address,
-                                    run_slurm, show_job, squeue_ids, submitted_id)
+from tools.jobs.slurm.servers import NodeServers
+from tools.jobs.slurm.query import (PENDING, RUNNING, SLURM_COMMANDS, SlurmJobInfo, cancel, run_slurm, show_job,
+                                    squeue_ids, submitted_id)
 from tools.jobs.spec import JobSpec, JobState
 
 HERE = Path(__file__).parent
@@ -49,7 +47,7 @@ HELPERS = {"wrapper.py": HERE.parent / "wrapper.py", "identity.py": HERE.parent 
 _SUBMIT_WAIT_S = 60.0  # a job.json without slurm.json younger than this may still be submitting
 
 
-class SlurmExecutor(SameHostDefaults):
+class SlurmExecutor(NodeServers, SameHostDefaults):
     name = "slurm"
     capabilities = Capabilities(servers_on_nodes=True, job_arrays=True, gpus_from_elsewhere=True,
                                 jobs_on_other_nodes=True)
@@ -196,32 +194,6 @@ class SlurmExecutor(SameHostDefaults):
         for name, source in HELPERS.items():
             if not (self.root / name).exists():
                 shutil.copyfile(source, self.root / name)
-
-    # -- servers on compute nodes ----------------------------------------------------------
-    def serve_argv(self, key: str, argv: list[str]) -> list[str]:
-        """``argv`` (with ``--port DSV4_PORT``) run through slurm_serve.py: the node picks its port at start."""
-        self._freeze_helpers()
-        return [self.python, str(self.root / "slurm_serve.py"), str(self.job_dir(key) / "endpoint.json"), "--", *argv]
-
-    def server_endpoint(self, key: str) -> tuple[str, int] | None:
-        """(the node's address, port) of a running server job once it recorded its port, else None.
-
-        The node is the job's BatchHost per ``scontrol show job``, its address the node's NodeAddr
-        (what Slurm itself connects to); an endpoint.json from another node (an earlier attempt) is stale.
-        """
-        folder = self.job_dir(key)
-        endpoint, slurm = read_json(folder / "endpoint.json"), read_json(folder / "slurm.json")
-        if endpoint is None or slurm is None:
-            return None
-        info = show_job(slurm["job_id"], self.env)
-        if info is None or info.state not in RUNNING or not info.batch_host or endpoint.get("node") != info.batch_host:
-            return None
-        return node_address(info.batch_host, self.env), int(endpoint["port"])
-
-    def job_listens(self, key: str, port: int) -> bool:
-        """True when the server job recorded ``port`` as held by its own group on its current node."""
-        endpoint = self.server_endpoint(key)
-        return endpoint is not None and endpoint[1] == int(port)
 
     def _batch_script(self, specs: list[JobSpec]) -> str:
         dirs = " ".join(shlex.quote(str(self.job_dir(s.key))) for s in specs)

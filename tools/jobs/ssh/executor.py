@@ -25,71 +25,20 @@ import io
 import json
 import os
 import secrets
-import shlex
-import subprocess
 import tarfile
 from pathlib import Path
 
 from tools.base import ToolError
 from tools.gpus import APPS_QUERY, GPU_QUERY, DetectGpusResult, from_queries
 from tools.jobs.executor import Capabilities
-from tools.jobs.executor_spec import ExecutorSpec, ExecutorSpecError
+from tools.jobs.executor_spec import ExecutorSpec
 from tools.jobs.ledger.state import state_from_snapshot
 from tools.jobs.spec import JobSpec, JobState
 from tools.jobs.ssh.forward import PortForward
 from tools.jobs.ssh.paths import RunPathMap
+from tools.jobs.ssh.transport import IDENTITY_SOURCE, OP_TIMEOUT_S, WRAPPER_SOURCE, SshTransport, parse_ssh_target
 
-HERE = Path(__file__).parent
-WRAPPER_SOURCE = (HERE.parent / "wrapper.py").read_text()
-IDENTITY_SOURCE = (HERE.parent / "identity.py").read_text()
-
-
-def _ledger_program() -> str:
-    """remote_ledger.py preceded by the standalone modules it imports, as one ``python3 -c`` program."""
-    modules = [(name, (HERE.parent / f"{name}.py").read_text()) for name in ("identity", "job_folder")]
-    return ("import sys, types\n"
-            f"for _name, _source in {modules!r}:\n"
-            "    _module = types.ModuleType(_name)\n"
-            "    exec(compile(_source, _name + '.py', 'exec'), _module.__dict__)\n"
-            "    sys.modules[_name] = _module\n"
-            + (HERE / "remote_ledger.py").read_text())
-
-
-LEDGER_SOURCE = _ledger_program()
-_OP_TIMEOUT_S = 60.0  # a ledger operation is quick; stop adds the job's grace on top
-
-
-def parse_ssh_target(url: str) -> tuple[str, int | None]:
-    """``ssh://user@host[:port]`` → (``user@host`` or ``host``, port or None)."""
-    try:
-        spec = ExecutorSpec.parse(url)
-    except ExecutorSpecError as err:
-        raise ToolError(str(err)) from None
-    if spec.kind != "ssh":
-        raise ToolError(f"bad SSH executor {url!r}; write it as ssh://user@host[:port] (or ssh://alias from ~/.ssh/config)")
-    return spec.destination, spec.port
-
-
-def _classify_ssh_failure(where: str, stderr: str) -> ToolError:
-    """Name the problem and the fix for ssh's own failures (exit status 255)."""
-    text = stderr.strip().splitlines()
-    last = text[-1] if text else "ssh failed without a message"
-    low = stderr.lower()
-    if "permission denied" in low:
-        fix = ("the host refused our keys: load the right key into ssh-agent, or set IdentityFile for "
-               "this host in ~/.ssh/config")
-    elif "connection refused" in low or "no route to host" in low or "timed out" in low:
-        fix = "the host is unreachable: check the host name and port, and that sshd runs there"
-    elif "could not resolve hostname" in low:
-        fix = "the host name does not resolve: check the spelling or add a Host entry to ~/.ssh/config"
-    elif "host key verification failed" in low:
-        fix = "the host key is unknown or changed: connect once with `ssh` to check and accept it"
-    else:
-        fix = "run the same `ssh` by hand to see what it needs"
-    return ToolError(f"ssh to {where} failed: {last} — {fix}")
-
-
-class SshExecutor:
+class SshExecutor(SshTransport):
     name = "ssh"
     capabilities = Capabilities(remote_host=True, gpus_from_elsewhere=True)
 
@@ -152,44 +101,6 @@ class SshExecutor:
                 self._write_record(record)
             self._paths = RunPathMap(self.root.resolve().parent, record["remote_run_abs"])
         return self._paths
-
-    # -- transport -------------------------------------------------------------------------
-    def _ssh_prefix(self) -> list[str]:
-        argv = ["ssh", *self.ssh_options, "-o", "BatchMode=yes",
-                "-o", f"ConnectTimeout={self.connect_timeout_s}"]
-        return argv + (["-p", str(self.port)] if self.port is not None else [])
-
-    def _ssh_argv(self, remote_command: str) -> list[str]:
-        return [*self._ssh_prefix(), "--", self.destination, remote_command]
-
-    def _call(self, op: str, request: dict, timeout_s: float = _OP_TIMEOUT_S, raw: bool = False):
-        request = {"root": self.remote_root, **request}
-        # -I: the remote working folder ($HOME) and PYTHON* variables must not shadow what the program imports
-        remote_command = " ".join(shlex.quote(w) for w in (self.remote_python, "-I", "-c", LEDGER_SOURCE, op))
-        try:
-            done = subprocess.run(self._ssh_argv(remote_command), input=json.dumps(request).encode(),
-                                  capture_output=True, timeout=timeout_s + self.connect_timeout_s)
-        except FileNotFoundError as err:
-            raise ToolError("the `ssh` program is not installed here; install OpenSSH's client "
-                            "(Debian: openssh-client)") from err
-        except subprocess.TimeoutExpired as err:
-            raise ToolError(f"ssh to {self.url} did not answer {op!r} within {timeout_s:g} s; "
-                            "check the connection and retry (jobs keep running remotely)") from err
-        stderr = done.stderr.decode("utf-8", errors="replace")
-        if done.returncode == 255:
-            raise _classify_ssh_failure(self.url, stderr)
-        if done.returncode == 127:
-            raise ToolError(f"{self.remote_python!r} was not found on {self.url}; install python3 there "
-                            "or give the remote python's path")
-        if done.returncode != 0:
-            tail = "\n".join(stderr.strip().splitlines()[-5:])
-            raise ToolError(f"remote ledger operation {op!r} on {self.url} failed (exit {done.returncode}): {tail}")
-        if raw:
-            return done.stdout
-        answer = json.loads(done.stdout)
-        if "error" in answer:
-            raise ToolError(answer["error"])
-        return answer
 
     # -- the Executor interface ------------------------------------------------------------
     def job_dir(self, key: str) -> Path:
@@ -347,10 +258,10 @@ class SshExecutor:
         """SIGTERM the remote wrapper (it ends the command's group), SIGKILL after the grace."""
         self.close_forward(key)
         state = self.poll(key)
-        if state.done:
+        if state.done and state.status != "lost":  # a lost job may still name a process we cannot vouch for
             return state
         grace = self._last_job.get(key, {}).get("grace_s", 10.0) if grace_s is None else grace_s
-        answer = self._call("stop", {"key": key, "grace_s": grace}, timeout_s=_OP_TIMEOUT_S + grace)
+        answer = self._call("stop", {"key": key, "grace_s": grace}, timeout_s=OP_TIMEOUT_S + grace)
         if answer.get("refused"):
             raise ToolError(f"job {key!r} on {self.url} was not stopped: {answer['refused']}")
         return self._sync(key, answer["snapshot"])

@@ -1,0 +1,109 @@
+"""A run folder is data: ``jobs`` and ``tuning uninstall`` on crafted run folders neither run what
+their ``config.json`` says (ssh options such as ``-oProxyCommand``) nor touch files their
+``tuning/manifest.json`` names outside SGLang's kernel-config folder."""
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.cli_helpers import agent
+
+NAME = "N=512,K=1024,device_name=NVIDIA_H200,dtype=fp8_w8a8,block_shape=[128, 128].json"
+
+
+def _ssh_run(tmp_path: Path, marker: Path) -> Path:
+    run = tmp_path / "runs" / "20260101T000000Z-crafted"
+    (run / "jobs").mkdir(parents=True)
+    settings = {"executor": "ssh://gpu-box.invalid", "ssh_options": [f"-oProxyCommand=touch {marker}; exit 1"]}
+    (run / "config.json").write_text(json.dumps({"goal": "tune kernels", "settings": settings}))
+    (run / "jobs" / "executor.json").write_text(json.dumps({"kind": "ssh", "url": "ssh://gpu-box.invalid",
+                                                            "remote_root": ".dsv4-agent/runs/x/jobs"}))
+    return run
+
+
+def test_jobs_never_runs_ssh_options_read_from_the_run_folder(tmp_path):
+    marker = tmp_path / "proxy-command-ran"
+    run = _ssh_run(tmp_path, marker)
+    out = agent("jobs", str(run), cwd=tmp_path)
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "never taken from a run folder" in out.stderr and "--ssh-option=" in out.stderr
+    assert not marker.exists()
+    # Options the user gives are used instead (here: nothing reaches the host, and nothing runs here).
+    given = agent("jobs", str(run), "--ssh-option=-oConnectTimeout=2", cwd=tmp_path, timeout=60)
+    assert given.returncode == 2 and "ssh to ssh://gpu-box.invalid failed" in given.stderr, given.stderr
+    assert not marker.exists()
+
+
+def test_resume_never_runs_ssh_options_read_from_the_run_folder(tmp_path):
+    marker = tmp_path / "proxy-command-ran"
+    run = _ssh_run(tmp_path, marker)
+    (run / "trace.jsonl").write_text("")
+    out = agent("resume", str(run), cwd=tmp_path)
+    assert out.returncode == 2 and "never taken from a run folder" in out.stderr, out.stdout + out.stderr
+    assert not marker.exists()
+
+
+def _sglang_site(root: Path) -> Path:
+    configs = root / "site" / "sglang" / "kernels" / "ops" / "gemm" / "configs"
+    configs.mkdir(parents=True)
+    (configs.parent / "fp8_kernel.py").write_text("")
+    (root / "site" / "sglang" / "__init__.py").write_text("")
+    return configs
+
+
+def _manifest_run(tmp_path: Path, config_dir: Path, entries: list[dict]) -> Path:
+    run = tmp_path / "runs" / "20260101T000000Z-crafted"
+    (run / "tuning" / "backup").mkdir(parents=True)
+    (run / "config.json").write_text(json.dumps({"goal": "tune kernels", "settings": {"executor": "local"}}))
+    manifest = {"version": 1, "state": "installed", "config_dir": str(config_dir), "created_at": 0.0,
+                "entries": entries, "notes": [], "installed_by": "local"}
+    (run / "tuning" / "manifest.json").write_text(json.dumps(manifest))
+    return run
+
+
+def _entry(target: Path, backup: str | None = None, sha: str | None = None) -> dict:
+    digest = sha or (hashlib.sha256(target.read_bytes()).hexdigest() if target.exists() else "0" * 64)
+    return {"name": target.name, "target": str(target), "source": "/nowhere", "sha256": digest, "backup": backup}
+
+
+def test_uninstall_refuses_a_manifest_naming_a_folder_that_is_not_sglangs(tmp_path):
+    victim = tmp_path / "home" / ".ssh"
+    victim.mkdir(parents=True)
+    (victim / "authorized_keys").write_text("ssh-ed25519 AAAA mine\n")
+    (victim / NAME).write_text("{}")  # even a file with a kernel config's name
+    run = _manifest_run(tmp_path, victim, [_entry(victim / "authorized_keys"), _entry(victim / NAME)])
+    before = {p.name: p.read_bytes() for p in victim.iterdir()}
+    out = agent("tuning", "uninstall", str(run), "--force", cwd=tmp_path)
+    assert out.returncode == 1 and "not one of SGLang's kernel-config folders" in out.stderr, out.stdout + out.stderr
+    assert {p.name: p.read_bytes() for p in victim.iterdir()} == before
+
+
+@pytest.mark.parametrize("where", ["outside", "backup_outside", "not_a_config_name"])
+def test_uninstall_refuses_entries_outside_the_config_folder_or_its_backups(tmp_path, where):
+    configs = _sglang_site(tmp_path)
+    outside = tmp_path / "precious.json"
+    outside.write_text('{"mine": true}')
+    entries = {
+        "outside": [_entry(configs / ".." / ".." / ".." / ".." / ".." / ".." / "precious.json")],
+        "backup_outside": [_entry(configs / NAME, backup="../../precious.json")],
+        "not_a_config_name": [_entry(configs / "unrelated.json")],
+    }[where]
+    (configs / NAME).write_text("{}")
+    (configs / "unrelated.json").write_text("{}")
+    run = _manifest_run(tmp_path, configs, entries)
+    before = {p: p.read_bytes() for p in [outside, configs / NAME, configs / "unrelated.json"]}
+    out = agent("tuning", "uninstall", str(run), "--force", cwd=tmp_path)
+    assert out.returncode == 1 and "nothing was touched" in out.stderr, out.stdout + out.stderr
+    assert {p: p.read_bytes() for p in before} == before
+
+
+def test_uninstall_touches_only_files_whose_checksum_the_manifest_matches(tmp_path):
+    configs = _sglang_site(tmp_path)
+    (configs / NAME).write_text('{"someone": "else"}')  # not what the manifest says was installed
+    run = _manifest_run(tmp_path, configs, [_entry(configs / NAME, sha="1" * 64)])
+    out = agent("tuning", "uninstall", str(run), cwd=tmp_path)
+    assert out.returncode == 1 and "left alone" in out.stdout, out.stdout + out.stderr
+    assert (configs / NAME).read_text() == '{"someone": "else"}'

@@ -1,0 +1,38 @@
+"""A Slurm ledger job id is data from a run folder: anything but a job id never reaches ``scancel``
+or ``scontrol`` (a ledger saying ``--user=root`` used to become ``scancel --user=root``). Against the
+real one-node Slurm of the test session, with a real job of someone else's that must survive."""
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from tests.test_executor_slurm import slurm  # noqa: F401  (the session's one-node cluster)
+from tools.base import ToolError
+from tools.jobs.slurm.executor import SlurmExecutor
+
+pytestmark = pytest.mark.xdist_group("slurm")
+
+
+@pytest.mark.parametrize("job_id", ["--user=root", "-u root", "123;456", "12_x"])
+def test_a_ledger_job_id_that_is_not_one_is_refused_and_other_jobs_live_on(slurm, tmp_path, job_id):  # noqa: F811
+    other = slurm.run("sbatch", "--parsable", "--job-name=someone-else", f"--output={tmp_path / 'other.out'}",
+                      "--wrap", "sleep 120")
+    assert other.returncode == 0, other.stderr
+    other_id = other.stdout.strip().split(";")[0]
+    try:
+        ex = SlurmExecutor(tmp_path / "run" / "jobs", env=slurm.env)
+        folder = ex.job_dir("crafted")
+        folder.mkdir(parents=True)
+        (folder / "job.json").write_text(json.dumps({"key": "crafted", "argv": ["true"], "intent_at": time.time(),
+                                                     "slurm_name": "dsv4-x-crafted", "slurm_array_index": None}))
+        (folder / "slurm.json").write_text(json.dumps({"job_id": job_id}))
+        with pytest.raises(ToolError, match="not a job id"):
+            ex.stop("crafted")
+        with pytest.raises(ToolError, match="not a job id"):
+            ex.poll("crafted")
+        shown = slurm.run("scontrol", "show", "job", "-o", other_id).stdout
+        assert "JobState=PENDING" in shown or "JobState=RUNNING" in shown, shown  # nothing of theirs cancelled
+    finally:
+        slurm.run("scancel", other_id)

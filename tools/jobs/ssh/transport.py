@@ -1,0 +1,115 @@
+"""The SSH executor's transport: one ``ssh HOST python3 -I -c PROGRAM OP`` call per ledger
+operation, a JSON request on stdin and a JSON answer on stdout, with ssh's own failures named.
+
+PROGRAM is ``remote_ledger.py`` preceded by the standalone modules it imports (``identity.py``,
+``job_folder.py``), so the host needs nothing but ``python3``; ``-I`` keeps the remote working
+folder (``$HOME``) and ``PYTHON*`` variables from shadowing what the program imports.
+"""
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+from pathlib import Path
+
+from tools.base import ToolError
+from tools.jobs.executor_spec import ExecutorSpec, ExecutorSpecError
+
+HERE = Path(__file__).parent
+WRAPPER_SOURCE = (HERE.parent / "wrapper.py").read_text()
+IDENTITY_SOURCE = (HERE.parent / "identity.py").read_text()
+
+
+def _ledger_program() -> str:
+    """remote_ledger.py preceded by the standalone modules it imports, as one ``python3 -c`` program."""
+    modules = [(name, (HERE.parent / f"{name}.py").read_text()) for name in ("identity", "job_folder")]
+    return ("import sys, types\n"
+            f"for _name, _source in {modules!r}:\n"
+            "    _module = types.ModuleType(_name)\n"
+            "    exec(compile(_source, _name + '.py', 'exec'), _module.__dict__)\n"
+            "    sys.modules[_name] = _module\n"
+            + (HERE / "remote_ledger.py").read_text())
+
+
+LEDGER_SOURCE = _ledger_program()
+OP_TIMEOUT_S = 60.0  # a ledger operation is quick; stop adds the job's grace on top
+
+
+def parse_ssh_target(url: str) -> tuple[str, int | None]:
+    """``ssh://user@host[:port]`` → (``user@host`` or ``host``, port or None)."""
+    try:
+        spec = ExecutorSpec.parse(url)
+    except ExecutorSpecError as err:
+        raise ToolError(str(err)) from None
+    if spec.kind != "ssh":
+        raise ToolError(f"bad SSH executor {url!r}; write it as ssh://user@host[:port] (or ssh://alias from ~/.ssh/config)")
+    return spec.destination, spec.port
+
+
+def _classify_ssh_failure(where: str, stderr: str) -> ToolError:
+    """Name the problem and the fix for ssh's own failures (exit status 255)."""
+    text = stderr.strip().splitlines()
+    last = text[-1] if text else "ssh failed without a message"
+    low = stderr.lower()
+    if "permission denied" in low:
+        fix = ("the host refused our keys: load the right key into ssh-agent, or set IdentityFile for "
+               "this host in ~/.ssh/config")
+    elif "connection refused" in low or "no route to host" in low or "timed out" in low:
+        fix = "the host is unreachable: check the host name and port, and that sshd runs there"
+    elif "could not resolve hostname" in low:
+        fix = "the host name does not resolve: check the spelling or add a Host entry to ~/.ssh/config"
+    elif "host key verification failed" in low:
+        fix = "the host key is unknown or changed: connect once with `ssh` to check and accept it"
+    else:
+        fix = "run the same `ssh` by hand to see what it needs"
+    return ToolError(f"ssh to {where} failed: {last} — {fix}")
+
+
+class SshTransport:
+    """What ``SshExecutor`` needs to talk to its host (url, destination, port, ssh_options,
+    connect_timeout_s, remote_python, remote_root are set by it)."""
+
+    url: str
+    destination: str
+    port: int | None
+    ssh_options: list[str]
+    connect_timeout_s: int
+    remote_python: str
+    remote_root: str
+
+    # -- transport -------------------------------------------------------------------------
+    def _ssh_prefix(self) -> list[str]:
+        argv = ["ssh", *self.ssh_options, "-o", "BatchMode=yes",
+                "-o", f"ConnectTimeout={self.connect_timeout_s}"]
+        return argv + (["-p", str(self.port)] if self.port is not None else [])
+
+    def _ssh_argv(self, remote_command: str) -> list[str]:
+        return [*self._ssh_prefix(), "--", self.destination, remote_command]
+
+    def _call(self, op: str, request: dict, timeout_s: float = OP_TIMEOUT_S, raw: bool = False):
+        request = {"root": self.remote_root, **request}
+        remote_command = " ".join(shlex.quote(w) for w in (self.remote_python, "-I", "-c", LEDGER_SOURCE, op))
+        try:
+            done = subprocess.run(self._ssh_argv(remote_command), input=json.dumps(request).encode(),
+                                  capture_output=True, timeout=timeout_s + self.connect_timeout_s)
+        except FileNotFoundError as err:
+            raise ToolError("the `ssh` program is not installed here; install OpenSSH's client "
+                            "(Debian: openssh-client)") from err
+        except subprocess.TimeoutExpired as err:
+            raise ToolError(f"ssh to {self.url} did not answer {op!r} within {timeout_s:g} s; "
+                            "check the connection and retry (jobs keep running remotely)") from err
+        stderr = done.stderr.decode("utf-8", errors="replace")
+        if done.returncode == 255:
+            raise _classify_ssh_failure(self.url, stderr)
+        if done.returncode == 127:
+            raise ToolError(f"{self.remote_python!r} was not found on {self.url}; install python3 there "
+                            "or give the remote python's path")
+        if done.returncode != 0:
+            tail = "\n".join(stderr.strip().splitlines()[-5:])
+            raise ToolError(f"remote ledger operation {op!r} on {self.url} failed (exit {done.returncode}): {tail}")
+        if raw:
+            return done.stdout
+        answer = json.loads(done.stdout)
+        if "error" in answer:
+            raise ToolError(answer["error"])
+        return answer
