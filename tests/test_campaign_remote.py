@@ -14,6 +14,7 @@ import json
 import shutil
 import socket
 import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -48,7 +49,7 @@ def gpu_host(tmp_path_factory):
     calls = base / "tune_calls.txt"
     config = base / "ssh_config"
     host_env = (f'SetEnv DSV4_FAKE_GPUS=2 "DSV4_FAKE_GPU_NAME={GPU_NAME}" "DSV4_DOUBLE_DEVICE_NAME={GPU_NAME}" '
-                f"DSV4_DOUBLE_UNIT_S=0.05 DSV4_DOUBLE_CALLS={calls}")
+                f"DSV4_DOUBLE_UNIT_S=0.05 DSV4_DOUBLE_CALLS={calls} DSV4_DOUBLE_REAL_PYTHON={sys.executable}")
     config.write_text((base / "sshd" / "ssh_config").read_text() + f"    {host_env}\n")
     try:
         yield config, calls

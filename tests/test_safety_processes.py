@@ -16,7 +16,7 @@ import pytest
 
 from tests.campaign_fixtures import campaign_args, campaign_env
 from tests.cli_helpers import agent, only_run, start_agent, wait_for
-from tools.jobs import identity
+from tools.jobs import processes
 
 
 @pytest.fixture
@@ -94,8 +94,8 @@ def test_kill_9_of_the_wrapper_mid_job_then_resume_runs_the_job_once(tmp_path, s
     folder = run / "jobs" / "tune-gpu0"
     wrapper = json.loads((folder / "wrapper.json").read_text())
     os.kill(wrapper["pid"], signal.SIGKILL)
-    wait_for(lambda: identity.start_time(wrapper["pid"]) is None, 10, "the wrapper to be gone")
-    assert identity.is_group_leader(wrapper["child_pgid"], wrapper["child_start_time"])  # the tuner runs on
+    wait_for(lambda: processes.start_time(wrapper["pid"]) is None, 10, "the wrapper to be gone")
+    assert processes.is_group_leader(wrapper["child_pgid"], wrapper["child_start_time"])  # the tuner runs on
     status = agent("jobs", str(run), cwd=tmp_path, env=env)
     assert "tune-gpu0" in status.stdout and "its wrapper died" in status.stdout, status.stdout
 
@@ -107,4 +107,4 @@ def test_kill_9_of_the_wrapper_mid_job_then_resume_runs_the_job_once(tmp_path, s
     assert not list(run.glob("jobs/tune-gpu0-retry*"))  # never relaunched beside it
     ended = json.loads((folder / "exit.json").read_text())
     assert ended["exit_code"] == 0 and ended["recorded_by"] == "ledger"  # the leader's record of the exit
-    assert not identity.group_alive(wrapper["child_pgid"], wrapper["child_start_time"])
+    assert not processes.group_alive(wrapper["child_pgid"], wrapper["child_start_time"])

@@ -1,7 +1,7 @@
 """One job's ledger folder where the job runs: read a snapshot of it, stop the job.
 
-Standalone on purpose (stdlib only plus ``identity.py``): LocalExecutor imports it, and the SSH
-executor sends it (with ``identity.py``) to the GPU host inside ``remote_ledger.py``'s call, so
+Standalone on purpose (stdlib only plus ``processes.py``): LocalExecutor imports it, and the SSH
+executor sends it (with ``processes.py``) to the GPU host inside ``remote_ledger.py``'s call, so
 one implementation decides, on the host where the processes are, what is alive and what may be
 signalled. Files (written by the executor, ``wrapper.py`` and the job's leader):
 
@@ -23,9 +23,9 @@ import signal
 import time
 
 try:
-    from tools.jobs import identity
+    from tools.jobs import processes
 except ImportError:  # standalone: next to wrapper.py, or bundled into the SSH ledger call
-    import identity
+    import processes
 
 SPAWN_WAIT_S = 5.0
 
@@ -64,8 +64,8 @@ def snapshot(job_dir):
     pid, start = wrapper_identity(files["launch"], files["wrapper"])
     wrapper = files["wrapper"] or {}
     snap = dict(files, stop=os.path.exists(os.path.join(job_dir, "stop.json")), now=time.time(),
-                alive=identity.is_process(pid, start),
-                job_alive=identity.group_alive(wrapper.get("child_pgid"), wrapper.get("child_start_time")))
+                alive=processes.is_process(pid, start),
+                job_alive=processes.group_alive(wrapper.get("child_pgid"), wrapper.get("child_start_time")))
     if snap["exit"] is None and snap["command_exit"] is not None and not snap["alive"] and not snap["job_alive"]:
         ended = dict(snap["command_exit"], reason="stopped" if snap["stop"] else "exited", recorded_by="ledger")
         write_json(os.path.join(job_dir, "exit.json"), ended)  # the wrapper died: its leader's record stands
@@ -76,13 +76,13 @@ def snapshot(job_dir):
 def unverifiable(snap):
     """Why this job's processes cannot be signalled safely, or '' (a pid runs that we cannot prove ours)."""
     pid, start = wrapper_identity(snap["launch"], snap["wrapper"])
-    if pid and start is None and identity.start_time(pid) is not None:
+    if pid and start is None and processes.start_time(pid) is not None:
         return ("no start time is recorded for its wrapper (pid %d), so it cannot be told from another process "
                 "that reused the pid; nothing was signalled. Check it with `ps -o pid,pgid,lstart,args -p %d` "
                 "and, if it is this job, stop it by hand with `kill -TERM -- -%d`" % (pid, pid, pid))
     wrapper = snap["wrapper"] or {}
     group, leader = wrapper.get("child_pgid"), wrapper.get("child_start_time")
-    if not snap["alive"] and group and leader is None and identity.start_time(group) is not None:
+    if not snap["alive"] and group and leader is None and processes.start_time(group) is not None:
         return ("no start time is recorded for its process group %d, so it cannot be told from another "
                 "process that reused the id; nothing was signalled. Check it with `ps -o pid,pgid,lstart,args "
                 "-g %d` and, if it is this job, stop it by hand with `kill -TERM -- -%d`" % (group, group, group))
@@ -93,16 +93,16 @@ def _signal_ours(snap, sig):
     """Send ``sig`` to the wrapper and/or the job's group, each only if it is the one we recorded."""
     pid, start = wrapper_identity(snap["launch"], snap["wrapper"])
     wrapper = snap["wrapper"] or {}
-    if sig == signal.SIGTERM and identity.is_process(pid, start):
+    if sig == signal.SIGTERM and processes.is_process(pid, start):
         os.kill(pid, sig)  # the wrapper ends the group itself, with the job's grace
         return
     group, leader = wrapper.get("child_pgid"), wrapper.get("child_start_time")
-    if identity.is_group_leader(group, leader):
+    if processes.is_group_leader(group, leader):
         try:
             os.killpg(group, sig)
         except ProcessLookupError:
             pass
-    if sig == signal.SIGKILL and identity.is_process(pid, start):
+    if sig == signal.SIGKILL and processes.is_process(pid, start):
         os.kill(pid, sig)
 
 

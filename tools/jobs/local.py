@@ -15,7 +15,7 @@ from pathlib import Path
 
 from tools.base import ToolError
 from tools.gpus import DetectGpusArgs, DetectGpusResult, detect_gpus
-from tools.jobs import identity, job_folder
+from tools.jobs import job_folder, processes
 from tools.jobs.executor import SameHostDefaults
 from tools.jobs.ledger.files import ledger_keys, read_json, tail_log, write_json
 from tools.jobs.ledger.state import SPAWN_WAIT_S, state_from_snapshot
@@ -48,7 +48,7 @@ class LocalExecutor(SameHostDefaults):
     def job_listens(self, key: str, port: int) -> bool:
         """True when the job's own process group holds a socket listening on ``port`` here."""
         wrapper = read_json(self.job_dir(key) / "wrapper.json") or {}
-        return identity.group_listens(wrapper.get("child_pgid"), wrapper.get("child_start_time"), port)
+        return processes.group_listens(wrapper.get("child_pgid"), wrapper.get("child_start_time"), port)
 
     def job_dir(self, key: str) -> Path:
         return self.root / key
@@ -78,7 +78,7 @@ class LocalExecutor(SameHostDefaults):
         except OSError as err:
             raise ToolError(f"could not start job {spec.key!r}: {err}") from err
         self._children[spec.key] = proc
-        write_json(folder / "launch.json", {"pid": proc.pid, "start_time": identity.start_time(proc.pid),
+        write_json(folder / "launch.json", {"pid": proc.pid, "start_time": processes.start_time(proc.pid),
                                              "launched_at": time.time()})
         self._await_wrapper(folder)
         return self.poll(spec.key)

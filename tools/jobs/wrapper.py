@@ -1,5 +1,5 @@
 """Runs one job and records how it ended. Standalone on purpose (stdlib only; it imports only
-``identity.py``, which always sits next to it) so that an executor can copy both to another host
+``processes.py``, which always sits next to it) so that an executor can copy both to another host
 and run them with any python3.
 
     python3 wrapper.py JOB_DIR            the wrapper: starts the job, enforces timeout and stop
@@ -24,7 +24,7 @@ import subprocess
 import sys
 import time
 
-import identity
+import processes
 
 
 def _write_json(path, data):
@@ -46,14 +46,14 @@ def _read_json(path):
 
 def _end_group(pgid, leader_start, proc, grace_s):
     """SIGTERM the job's group, then SIGKILL it if it is still there after the grace."""
-    if not identity.is_group_leader(pgid, leader_start):
+    if not processes.is_group_leader(pgid, leader_start):
         return
     os.killpg(pgid, signal.SIGTERM)
     try:
         proc.wait(timeout=grace_s)
     except subprocess.TimeoutExpired:
         pass
-    if identity.group_alive(pgid, leader_start):
+    if processes.group_alive(pgid, leader_start):
         try:
             os.killpg(pgid, signal.SIGKILL)  # also reaches grandchildren that outlived the leader
         except ProcessLookupError:
@@ -91,9 +91,9 @@ def main(job_dir):
     with open(os.path.join(job_dir, "log.txt"), "ab", buffering=0) as log:
         proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--lead", job_dir], stdout=log,
                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
-        leader_start = identity.start_time(proc.pid)
+        leader_start = processes.start_time(proc.pid)
         _write_json(os.path.join(job_dir, "wrapper.json"), {
-            "pid": os.getpid(), "start_time": identity.start_time(os.getpid()),
+            "pid": os.getpid(), "start_time": processes.start_time(os.getpid()),
             "child_pgid": proc.pid, "child_start_time": leader_start})
         deadline = time.monotonic() + float(timeout_s) if timeout_s else None
         reason = "exited"

@@ -1,7 +1,7 @@
 """Is the server answering on a port the one we launched? Two independent checks, both required:
 
 1. *Ownership*: a process of the server job's own process group holds the listening socket
-   (``identity.group_listens``, read from ``/proc`` where the server runs). A port can be taken by
+   (``processes.group_listens``, read from ``/proc`` where the server runs). A port can be taken by
    someone else between the moment we found it free and the moment a server that loads a model
    for minutes binds it; then our server fails to bind while the other one answers.
 2. *Identity*: ``/server_info`` (``/get_server_info`` on builds without it) reports the model path
@@ -12,7 +12,7 @@
    resolved fields otherwise.
 
 Standalone (stdlib only): the agent imports it, and ``write_scripts`` writes it, with
-``tools/jobs/identity.py`` in front, into the run folder as ``server_check.py`` for
+``tools/jobs/processes.py`` in front, into the run folder as ``server_check.py`` for
 ``run_measure.sh``, whose commands are:
 
     python3 server_check.py start-time PID            the kernel start time of PID
@@ -28,9 +28,9 @@ import urllib.error
 import urllib.request
 
 try:
-    from tools.jobs import identity
-except ImportError:  # the run folder's copy: identity.py's functions are defined above this module
-    identity = sys.modules[__name__]
+    from tools.jobs import processes
+except ImportError:  # the run folder's copy: processes.py's functions are defined above this module
+    processes = sys.modules[__name__]
 
 INFO_PATHS = ("/server_info", "/get_server_info")
 
@@ -115,7 +115,7 @@ def ours(url, port, pgid, start, expected):
     info = fetch_info(url)
     if info is None:
         return 1, ""
-    if not identity.group_listens(int(pgid), start, int(port)):
+    if not processes.group_listens(int(pgid), start, int(port)):
         return 3, "port %s answers, but no process of our server's group (%s) listens on it: another process holds it" % (port, pgid)
     problem = identity_problem(info, expected)
     return (3, "the server on port %s is not the one we launched: %s" % (port, problem)) if problem else (0, "")
@@ -124,7 +124,7 @@ def ours(url, port, pgid, start, expected):
 def main(argv):
     command, args = argv[0], argv[1:]
     if command == "start-time":
-        print(identity.start_time(int(args[0])) or "")
+        print(processes.start_time(int(args[0])) or "")
         return 0
     if command == "free-port":
         print(free_port(args[0]))

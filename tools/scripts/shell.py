@@ -29,9 +29,14 @@ class ShellText(str):
     """Text a filter made safe for the place it is rendered."""
 
 
+# Words shlex leaves bare that read as something else where they land (NAME==x, NAME=then): quoted anyway.
+_RESERVED = {"!", "case", "coproc", "do", "done", "elif", "else", "esac", "fi", "for", "function", "if", "in",
+             "select", "then", "time", "until", "while"}
+
+
 def _word(value: object) -> str:
     text = shlex.quote(str(value))
-    return f"'{text}'" if text.startswith("=") else text  # NAME==x reads as a typo to shellcheck; NAME='=x' does not
+    return f"'{text}'" if text.startswith("=") or text in _RESERVED else text
 
 
 def quote(value: object) -> ShellText:

@@ -41,7 +41,7 @@ from tools.jobs.spec import JobSpec, JobState
 
 HERE = Path(__file__).parent
 # The stdlib helpers a unit runs on the compute node, by the name their frozen copy has in the run.
-HELPERS = {"wrapper.py": HERE.parent / "wrapper.py", "identity.py": HERE.parent / "identity.py",
+HELPERS = {"wrapper.py": HERE.parent / "wrapper.py", "processes.py": HERE.parent / "processes.py",
            "slurm_unit.py": HERE / "unit.py",
            "slurm_serve.py": HERE / "serve.py"}
 _SUBMIT_WAIT_S = 60.0  # a job.json without slurm.json younger than this may still be submitting

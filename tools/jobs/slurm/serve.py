@@ -1,7 +1,7 @@
 """Starts a server job on its Slurm compute node, on a port free there, and records where it listens
 once it is *our* server that listens there.
 
-Standalone (stdlib plus ``identity.py``; copied next to the ledger like slurm_unit.py, run by the
+Standalone (stdlib plus ``processes.py``; copied next to the ledger like slurm_unit.py, run by the
 wrapper's job leader on the node):
 
     python3 slurm_serve.py ENDPOINT_JSON -- PROGRAM ARGS... --port DSV4_PORT ...
@@ -24,7 +24,7 @@ import subprocess
 import sys
 import time
 
-import identity
+import processes
 
 PLACEHOLDER = "DSV4_PORT"
 
@@ -57,11 +57,11 @@ def main(endpoint_path, argv):
     sys.stdout.flush()
     signal.signal(signal.SIGTERM, lambda *_: None)  # the server gets it as a member of the job's group
     group = os.getpgrp()
-    leader = identity.start_time(group)
+    leader = processes.start_time(group)
     server = subprocess.Popen(argv)
     recorded = False
     while server.poll() is None:
-        if not recorded and identity.group_listens(group, leader, port):
+        if not recorded and processes.group_listens(group, leader, port):
             _write(endpoint_path, record)
             recorded = True
         time.sleep(0.2 if not recorded else 1.0)

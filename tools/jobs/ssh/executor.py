@@ -36,7 +36,7 @@ from tools.jobs.ledger.state import state_from_snapshot
 from tools.jobs.spec import JobSpec, JobState
 from tools.jobs.ssh.forward import PortForward
 from tools.jobs.ssh.paths import RunPathMap
-from tools.jobs.ssh.transport import IDENTITY_SOURCE, OP_TIMEOUT_S, WRAPPER_SOURCE, SshTransport, parse_ssh_target
+from tools.jobs.ssh.transport import PROCESSES_SOURCE, OP_TIMEOUT_S, WRAPPER_SOURCE, SshTransport, parse_ssh_target
 
 class SshExecutor(SshTransport):
     name = "ssh"
@@ -122,7 +122,7 @@ class SshExecutor(SshTransport):
         job["env"] = spec.child_env()
         job = paths.rewrite(job)
         answer = self._call("launch", {"key": spec.key, "job": job, "wrapper_source": WRAPPER_SOURCE,
-                                       "identity_source": IDENTITY_SOURCE,
+                                       "processes_source": PROCESSES_SOURCE,
                                        "run": paths.remote_run, "inputs": paths.inputs(spec),
                                        "folders": paths.folders(spec)})
         self.job_dir(spec.key).mkdir(parents=True, exist_ok=True)

@@ -1,6 +1,6 @@
 """The remote half of the SSH executor: keeps the job ledger on the host where jobs run.
 
-Standalone on purpose (stdlib only, plus ``job_folder.py`` and ``identity.py``, which travel in
+Standalone on purpose (stdlib only, plus ``job_folder.py`` and ``processes.py``, which travel in
 the same call): ``SshExecutor`` sends this file's source over ``ssh HOST python3 -c SOURCE OP``
 with a JSON request on stdin, so the remote host needs nothing but ``python3``. Each call does one thing and answers one JSON object on stdout
 (``pack`` answers a gzipped tar stream instead):
@@ -32,9 +32,9 @@ import tarfile
 import time
 
 try:
-    from tools.jobs import identity, job_folder
+    from tools.jobs import job_folder, processes
 except ImportError:  # on the host: bundled into this call by SshExecutor
-    import identity
+    import processes
     import job_folder
 
 SPAWN_WAIT_S = job_folder.SPAWN_WAIT_S
@@ -138,7 +138,7 @@ def op_launch(req):
             os.makedirs(folder, exist_ok=True)
     os.makedirs(job_dir, exist_ok=True)
     wrapper_path = os.path.join(req["root"], "wrapper.py")
-    for name, source in (("identity.py", req["identity_source"]), ("wrapper.py", req["wrapper_source"])):
+    for name, source in (("processes.py", req["processes_source"]), ("wrapper.py", req["wrapper_source"])):
         tmp = os.path.join(req["root"], name + ".tmp")
         with open(tmp, "w") as f:
             f.write(source)
@@ -152,7 +152,7 @@ def op_launch(req):
             start_new_session=True, close_fds=True,
         )
     _write_json(os.path.join(job_dir, "launch.json"),
-                {"pid": proc.pid, "start_time": identity.start_time(proc.pid), "launched_at": time.time()})
+                {"pid": proc.pid, "start_time": processes.start_time(proc.pid), "launched_at": time.time()})
     deadline = time.monotonic() + SPAWN_WAIT_S
     while time.monotonic() < deadline and not os.path.exists(os.path.join(job_dir, "wrapper.json")):
         time.sleep(0.02)
@@ -184,7 +184,7 @@ def op_stop(req):
 
 def op_listens(req):
     wrapper = _read_json(os.path.join(req["root"], req["key"], "wrapper.json")) or {}
-    return {"listens": identity.group_listens(wrapper.get("child_pgid"), wrapper.get("child_start_time"),
+    return {"listens": processes.group_listens(wrapper.get("child_pgid"), wrapper.get("child_start_time"),
                                                int(req["port"]))}
 
 

@@ -1,7 +1,7 @@
 """The SSH executor's transport: one ``ssh HOST python3 -I -c PROGRAM OP`` call per ledger
 operation, a JSON request on stdin and a JSON answer on stdout, with ssh's own failures named.
 
-PROGRAM is ``remote_ledger.py`` preceded by the standalone modules it imports (``identity.py``,
+PROGRAM is ``remote_ledger.py`` preceded by the standalone modules it imports (``processes.py``,
 ``job_folder.py``), so the host needs nothing but ``python3``; ``-I`` keeps the remote working
 folder (``$HOME``) and ``PYTHON*`` variables from shadowing what the program imports.
 """
@@ -17,12 +17,12 @@ from tools.jobs.executor_spec import ExecutorSpec, ExecutorSpecError
 
 HERE = Path(__file__).parent
 WRAPPER_SOURCE = (HERE.parent / "wrapper.py").read_text()
-IDENTITY_SOURCE = (HERE.parent / "identity.py").read_text()
+PROCESSES_SOURCE = (HERE.parent / "processes.py").read_text()
 
 
 def _ledger_program() -> str:
     """remote_ledger.py preceded by the standalone modules it imports, as one ``python3 -c`` program."""
-    modules = [(name, (HERE.parent / f"{name}.py").read_text()) for name in ("identity", "job_folder")]
+    modules = [(name, (HERE.parent / f"{name}.py").read_text()) for name in ("processes", "job_folder")]
     return ("import sys, types\n"
             f"for _name, _source in {modules!r}:\n"
             "    _module = types.ModuleType(_name)\n"
