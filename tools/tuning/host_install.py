@@ -15,11 +15,9 @@ completed (``installed``) after the last, and a failure restores the files alrea
 anywhere is recovered: installing again finishes the interrupted install (a file it already put
 there is recognised by its hash, never backed up as an original), and uninstall restores the folder
 exactly whichever files were written; an uninstall marks the manifest ``uninstalling`` first, so a
-killed one is finished by the next. Only files directly in the recorded config folder are touched;
-a file changed since the install is left alone unless ``--force``. A manifest is data from a run
-folder, so before anything is undone it must name one of SGLang's kernel-config folders (``configs/``
-next to the FP8 kernel module), kernel config files (SGLang's file names) directly in it, and backups
-inside the run's ``tuning/backup/``; a manifest naming anything else is refused, nothing touched. Exit 0 on success, 2 on a
+killed one is finished by the next. Only files directly in the recorded config folder are touched,
+and a manifest (data from a run folder) naming anything but kernel configs in one of SGLang's config
+folders is refused; a file changed since the install is left alone unless ``--force``. Exit 0 on success, 2 on a
 problem the user can fix (message on stderr).
 """
 import argparse
@@ -152,36 +150,23 @@ def inside(entry, manifest):
     return os.path.dirname(os.path.realpath(entry["target"])) == os.path.realpath(manifest["config_dir"])
 
 
-def kernel_config_folder(path):
-    """The real path of ``path`` when it is one of SGLang's kernel-config folders (the ``configs/``
-    folder next to the FP8 kernel module, in either layout), else None."""
-    real = os.path.realpath(path)
-    for relative, module in CONFIG_DIRS:
-        suffix = os.sep + relative.replace("/", os.sep)
-        if real.endswith(suffix) and os.path.isfile(os.path.join(real[:-len(suffix)], module)):
-            return real
-    return None
-
-
 def check_manifest(manifest, run):
-    """Refuse a manifest that names anything but kernel configs in an SGLang config folder."""
-    where = os.path.join(run, MANIFEST)
-    folder = kernel_config_folder(str(manifest.get("config_dir", "")))
-    if folder is None:
-        raise Problem("%s names %r, which is not one of SGLang's kernel-config folders; nothing was touched. "
-                      "Restore the run's manifest, or undo the install by hand" % (where, manifest.get("config_dir")))
-    backups = os.path.join(os.path.realpath(run), BACKUP_DIR)
+    """Refuse a manifest naming anything but kernel config files directly in one of SGLang's
+    kernel-config folders (``configs/`` beside the FP8 kernel module), backups in the run's."""
+    folder = os.path.realpath(str(manifest.get("config_dir", "")))
+    if not any(folder.endswith(os.sep + rel) and os.path.isfile(os.path.join(folder[:-len(rel) - 1], module))
+               for rel, module in CONFIG_DIRS):
+        raise Problem("%s names %r, which is not one of SGLang's kernel-config folders; nothing was touched. Restore "
+                      "the run's manifest, or undo the install by hand" % (os.path.join(run, MANIFEST), folder))
     for entry in manifest.get("entries") or []:
-        name = str(entry.get("name", ""))
-        good = (CONFIG_NAME.match(name) is not None
-                and os.path.realpath(str(entry.get("target", ""))) == os.path.join(folder, name)
-                and (entry.get("backup") is None or (
-                    entry["backup"] == "%s/%s" % (BACKUP_DIR, name)
-                    and os.path.realpath(os.path.join(run, entry["backup"])) == os.path.join(backups, name))))
-        if not good:
-            raise Problem("%s lists %r, which is not a kernel config file in %s with its backup in the run; "
-                          "nothing was touched. Restore the run's manifest, or undo the install by hand"
-                          % (where, entry.get("target"), folder))
+        name, backup = str(entry.get("name", "")), entry.get("backup")
+        if not (CONFIG_NAME.match(name) and os.path.realpath(str(entry.get("target"))) == os.path.join(folder, name)
+                and backup in (None, "%s/%s" % (BACKUP_DIR, name))
+                and (backup is None or os.path.realpath(os.path.join(run, backup)) == os.path.join(
+                    os.path.realpath(run), BACKUP_DIR, name))):
+            raise Problem("%s lists %r, not a kernel config file in %s with its backup in the run; nothing was "
+                          "touched. Restore the run's manifest, or undo the install by hand"
+                          % (os.path.join(run, MANIFEST), entry.get("target"), folder))
 
 
 def restore(entry, run):
