@@ -8,20 +8,36 @@
 # why: holds: only EAGLE, DSPARK allowed ("Only EAGLE and DSPARK speculative algorithms are supported for") [architecture in ['DeepseekV4ForCausalLM']] (sglang/srt/arg_groups/deepseek_v4_hook.py:149)
 # why: holds: speculative_eagle_topk must be 1 ("Only EAGLE speculative algorithm with topk == 1 is supported for") [architecture in ['DeepseekV4ForCausalLM']; algorithm in ['EAGLE']] (sglang/srt/arg_groups/deepseek_v4_hook.py:156)
 # why: holds: speculative_num_steps, speculative_eagle_topk, speculative_num_draft_tokens must be given all together or not at all (when speculative_num_steps is unset the others must be unset too) [algorithm in ['EAGLE', 'EAGLE3', 'FROZEN_KV_MTP', 'STANDALONE']] (sglang/srt/arg_groups/speculative_hook.py:1160)
-# Usage: [SGLANG_PYTHON=/path/to/python] [PORT=30000] bash serve_mtp.sh
+# Usage: [SGLANG_PYTHON=/path/to/python] [PORT=30000] [TP=N] [GPUS=0,1,...] bash serve_mtp.sh
 set -euo pipefail
 
 # The interpreter that has SGLang installed (--sglang-python).
 SGLANG_PYTHON=${SGLANG_PYTHON:-python3}
 PORT=${PORT:-30000}
+# tensor parallel size: TP from the environment, else the planned 8 (--tp; default = number of GPUs)
+TP=${TP:-8}
+# GPUs: CUDA_VISIBLE_DEVICES as the caller set it (no GPU was known when this was written), unless GPUS is set
+if [[ -n "${GPUS:-}" ]]; then
+  export CUDA_VISIBLE_DEVICES="$GPUS"
+fi
+if [[ ! "$TP" =~ ^[1-9][0-9]*$ ]]; then
+  echo "TP=$TP is not a positive whole number" >&2
+  exit 2
+fi
 
-# GPUs: CUDA_VISIBLE_DEVICES is left as the caller set it (no GPUs were known when this was written)
+if [[ -n "${CUDA_VISIBLE_DEVICES:-}" ]]; then
+  IFS=, read -r -a visible <<<"$CUDA_VISIBLE_DEVICES"
+  count=${#visible[@]}
+  if ((TP > count)); then
+    echo "TP=$TP needs $TP GPUs but CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES has $count; lower TP or set GPUS" >&2
+    exit 2
+  fi
+fi
 
 args=(-m sglang.launch_server)
 # model: user choice (--model-path / --model)
 args+=(--model-path deepseek-ai/DeepSeek-V4-Flash)
-# tensor parallel size: user choice (--tp; default = number of GPUs)
-args+=(--tp-size 1)
+args+=(--tp-size "$TP")
 # address: user choice (loopback unless you need it reachable)
 args+=(--host 127.0.0.1 --port "$PORT")
 # measurement: /metrics counters give each benchmark point its own accept length
@@ -35,4 +51,4 @@ args+=(--speculative-eagle-topk 1)
 # sglang/srt/arg_groups/speculative_hook.py:1461
 args+=(--speculative-num-draft-tokens 4)
 
-exec "$SGLANG_PYTHON" "${args[@]}"
+exec -- "$SGLANG_PYTHON" "${args[@]}"
