@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from itertools import pairwise
 from pathlib import Path
 
 
@@ -136,7 +137,7 @@ def scan(path: Path | str) -> tuple[TraceReadResult, list[_Line]]:
     bad_tail = lines[last_good + 1:]
     tail = TraceTail(size=len(data) - good_size, lines=len(bad_tail),
                      why=f"line {bad_tail[0].number}: {bad_tail[0].problem}") if bad_tail else None
-    gaps = [SeqGap(a["seq"], b["seq"]) for a, b in zip(events, events[1:]) if b["seq"] != a["seq"] + 1]
+    gaps = [SeqGap(a["seq"], b["seq"]) for a, b in pairwise(events) if b["seq"] != a["seq"] + 1]
     if events and events[0]["seq"] != 0:
         gaps.insert(0, SeqGap(-1, events[0]["seq"]))
     return TraceReadResult(events, tail, gaps, good_size), lines
