@@ -35,8 +35,9 @@ UNINSTALL_KILLS = [("save", 1), ("restore", 2), ("save", 2)]
 
 
 def _folder(tmp_path: Path) -> Path:
-    folder = tmp_path / "configs"
-    folder.mkdir()
+    folder = tmp_path / "sglang/kernels/ops/gemm/configs"  # SGLang's layout: the only folders installs may touch
+    folder.mkdir(parents=True)
+    (folder.parent / "fp8_kernel.py").write_text("# the kernel module that reads configs/\n")
     (folder / EXISTING).write_text(json.dumps({"1": triton_config(1)}) + "\n")  # SGLang's own, to be replaced
     (folder / "README").write_text("not ours\n")
     return folder
