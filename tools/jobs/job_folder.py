@@ -17,6 +17,7 @@ signalled. Files (written by the executor, ``wrapper.py`` and the job's leader):
 A process is signalled only when its pid runs with the start time recorded for it, and a group
 only when its leader is that recorded process and still leads it.
 """
+import contextlib
 import json
 import os
 import signal
@@ -98,10 +99,8 @@ def _signal_ours(snap, sig):
         return
     group, leader = wrapper.get("child_pgid"), wrapper.get("child_start_time")
     if processes.is_group_leader(group, leader):
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(group, sig)
-        except ProcessLookupError:
-            pass
     if sig == signal.SIGKILL and processes.is_process(pid, start):
         os.kill(pid, sig)
 

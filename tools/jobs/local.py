@@ -70,11 +70,12 @@ class LocalExecutor(SameHostDefaults):
         write_json(folder / "job.json", job)  # intent first: a crash after this never double-launches
         env = dict(os.environ if self.base_env is None else self.base_env)
         try:
-            proc = subprocess.Popen(
-                [sys.executable, str(WRAPPER), str(folder.resolve())],
-                env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                stderr=open(folder / "wrapper.err", "ab"), start_new_session=True, close_fds=True,
-            )
+            with open(folder / "wrapper.err", "ab") as wrapper_err:  # the wrapper keeps its own copy of the fd
+                proc = subprocess.Popen(
+                    [sys.executable, str(WRAPPER), str(folder.resolve())],
+                    env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                    stderr=wrapper_err, start_new_session=True, close_fds=True,
+                )
         except OSError as err:
             raise ToolError(f"could not start job {spec.key!r}: {err}") from err
         self._children[spec.key] = proc

@@ -17,6 +17,7 @@ leader's pid) and the leader's start time, so that nothing but these processes i
 Finally ``JOB_DIR/exit.json`` is written atomically: ``{"exit_code", "reason", "ended_at"}`` with
 reason ``exited`` | ``timed_out`` | ``stopped``. Output goes to ``JOB_DIR/log.txt``.
 """
+import contextlib
 import json
 import os
 import signal
@@ -49,15 +50,11 @@ def _end_group(pgid, leader_start, proc, grace_s):
     if not processes.is_group_leader(pgid, leader_start):
         return
     os.killpg(pgid, signal.SIGTERM)
-    try:
+    with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout=grace_s)
-    except subprocess.TimeoutExpired:
-        pass
     if processes.group_alive(pgid, leader_start):
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(pgid, signal.SIGKILL)  # also reaches grandchildren that outlived the leader
-        except ProcessLookupError:
-            pass
 
 
 def lead(job_dir):

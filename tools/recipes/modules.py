@@ -42,14 +42,19 @@ class ParsedModule:
     all_launches: list[ast.Call] | None = None  # every launcher call of the module, in source order
 
 
+def _assigned(stmt: ast.stmt) -> list[tuple[str, ast.expr]]:
+    """The plain names a statement assigns (``X = ...``, ``X: T = ...``) with the value expression."""
+    if isinstance(stmt, ast.Assign):
+        return [(t.id, stmt.value) for t in stmt.targets if isinstance(t, ast.Name)]
+    if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
+        return [(stmt.target.id, stmt.value)]
+    return []
+
+
 def _collect(module: ParsedModule) -> None:
     for stmt in module.tree.body:
-        if isinstance(stmt, ast.Assign):
-            for target in stmt.targets:
-                if isinstance(target, ast.Name):
-                    module.constants[target.id] = stmt.value
-        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
-            module.constants[stmt.target.id] = stmt.value
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+            module.constants.update(_assigned(stmt))
         elif isinstance(stmt, ast.ImportFrom):
             for alias in stmt.names:
                 module.imports[alias.asname or alias.name] = (stmt.module or "", alias.name, stmt.level)
@@ -60,12 +65,8 @@ def _collect(module: ParsedModule) -> None:
         elif isinstance(stmt, ast.ClassDef):
             info = ClassInfo(stmt.name, stmt, module)
             for item in stmt.body:
-                if isinstance(item, ast.Assign):
-                    for target in item.targets:
-                        if isinstance(target, ast.Name):
-                            info.attrs[target.id] = item.value
-                elif isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name) and item.value is not None:
-                    info.attrs[item.target.id] = item.value
+                if isinstance(item, (ast.Assign, ast.AnnAssign)):
+                    info.attrs.update(_assigned(item))
                 elif isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     info.methods[item.name] = item  # type: ignore[assignment]
             module.classes[stmt.name] = info

@@ -24,27 +24,16 @@ import argparse
 import hashlib
 import json
 import os
-import re
 import shutil
-import subprocess
 import sys
 import time
 
-MANIFEST = "tuning/manifest.json"
-BACKUP_DIR = "tuning/backup"
-CONFIG_DIRS = (  # relative to the folder holding sglang/, newest layout first, with the module reading it
-    ("sglang/kernels/ops/gemm/configs", "sglang/kernels/ops/gemm/fp8_kernel.py"),
-    ("sglang/srt/layers/quantization/configs", "sglang/srt/layers/quantization/fp8_kernel.py"),
-)
-CONFIG_NAME = re.compile(r"^N=[0-9]+,K=[0-9]+,device_name=[^/\x00-\x1f]+,dtype=[A-Za-z0-9_]+,"
-                         r"block_shape=\[[0-9]+, ?[0-9]+\]\.json$")
-TRITON_FIELDS = ("BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K", "GROUP_SIZE_M", "num_warps", "num_stages")
-PROBE = ("import importlib.util as u; s = u.find_spec('sglang'); "
-         "print(s.submodule_search_locations[0] if s and s.submodule_search_locations else '')")
-
-
-class Problem(Exception):
-    """A problem the user can fix; the message names it and the fix."""
+# host_rules: begin (the script written for the GPU host has host_rules.py in place of these lines)
+try:
+    from tools.tuning.host_rules import BACKUP_DIR, MANIFEST, Problem, check_config, check_manifest, config_dir, inside
+except ImportError:  # run as a script from its own folder, beside host_rules.py
+    from host_rules import BACKUP_DIR, MANIFEST, Problem, check_config, check_manifest, config_dir, inside
+# host_rules: end
 
 
 def reason(err):
@@ -54,54 +43,6 @@ def reason(err):
 def sha256(path):
     with open(path, "rb") as f:
         return hashlib.sha256(f.read()).hexdigest()
-
-
-def check_config(path):
-    try:
-        with open(path) as f:
-            data = json.load(f)
-    except (OSError, ValueError) as err:
-        raise Problem("%s is not readable JSON (%s); re-run the tuning step" % (path, err))
-    if not isinstance(data, dict) or not data:
-        raise Problem("%s: expected a JSON object mapping M to a Triton config; re-run the tuning step" % path)
-    for key, config in data.items():
-        good = key.isdigit() and isinstance(config, dict) and all(
-            isinstance(config.get(f), int) and not isinstance(config.get(f), bool) and config[f] > 0
-            for f in TRITON_FIELDS)
-        if not good:
-            raise Problem("%s: M=%r is not a valid block-FP8 Triton config; re-run the tuning step" % (path, key))
-
-
-def package_parent(root):
-    for base in (root, os.path.join(root, "python"), os.path.dirname(root)):
-        if os.path.exists(os.path.join(base, "sglang", "__init__.py")):
-            return base
-    return None
-
-
-def config_dir(args):
-    """The folder the host's SGLang reads: explicit, else where its python imports sglang, else the source."""
-    if args.config_dir:
-        return os.path.realpath(args.config_dir)
-    parent = None
-    if args.sglang_python:
-        try:
-            done = subprocess.run([args.sglang_python, "-c", PROBE], capture_output=True, text=True, timeout=60)
-            location = done.stdout.strip() if done.returncode == 0 else ""
-            parent = os.path.dirname(location) if location else None
-        except (OSError, subprocess.TimeoutExpired):
-            parent = None
-    if parent is None and args.sglang_src:
-        parent = package_parent(os.path.abspath(args.sglang_src))
-    if parent is None:
-        raise Problem("on this host %s has no sglang and no SGLang source was given, so the folder the server "
-                      "reads configs from is unknown; pass --sglang-python (the host's) or --sglang-src"
-                      % (args.sglang_python or "the SGLang python"))
-    for relative, module in CONFIG_DIRS:
-        if os.path.exists(os.path.join(parent, module)):
-            return os.path.realpath(os.path.join(parent, relative))
-    raise Problem("no FP8 kernel module under %s on this host; this SGLang version is not supported by the "
-                  "tuning step" % parent)
 
 
 def load(run):
@@ -145,30 +86,6 @@ def original(entry, run, now):
     return now is None
 
 
-def inside(entry, manifest):
-    """Only files directly in the recorded config folder are ever written or removed."""
-    return os.path.dirname(os.path.realpath(entry["target"])) == os.path.realpath(manifest["config_dir"])
-
-
-def check_manifest(manifest, run):
-    """Refuse a manifest naming anything but kernel config files directly in one of SGLang's
-    kernel-config folders (``configs/`` beside the FP8 kernel module), backups in the run's."""
-    folder = os.path.realpath(str(manifest.get("config_dir", "")))
-    if not any(folder.endswith(os.sep + rel) and os.path.isfile(os.path.join(folder[:-len(rel) - 1], module))
-               for rel, module in CONFIG_DIRS):
-        raise Problem("%s names %r, which is not one of SGLang's kernel-config folders; nothing was touched. Restore "
-                      "the run's manifest, or undo the install by hand" % (os.path.join(run, MANIFEST), folder))
-    for entry in manifest.get("entries") or []:
-        name, backup = str(entry.get("name", "")), entry.get("backup")
-        if not (CONFIG_NAME.match(name) and os.path.realpath(str(entry.get("target"))) == os.path.join(folder, name)
-                and backup in (None, "%s/%s" % (BACKUP_DIR, name))
-                and (backup is None or os.path.realpath(os.path.join(run, backup)) == os.path.join(
-                    os.path.realpath(run), BACKUP_DIR, name))):
-            raise Problem("%s lists %r, not a kernel config file in %s with its backup in the run; nothing was "
-                          "touched. Restore the run's manifest, or undo the install by hand"
-                          % (os.path.join(run, MANIFEST), entry.get("target"), folder))
-
-
 def restore(entry, run):
     if entry["backup"]:
         replace(os.path.join(run, entry["backup"]), entry["target"])
@@ -199,7 +116,7 @@ def plan_entries(run, folder, merged):
                 shutil.copy2(target, os.path.join(run, backup))
             except OSError as err:
                 raise Problem("could not back up %s into %s (%s); free space or fix permissions of the run folder "
-                              "- nothing was installed" % (target, os.path.join(run, BACKUP_DIR), reason(err)))
+                              "- nothing was installed" % (target, os.path.join(run, BACKUP_DIR), reason(err))) from err
         entries.append({"name": name, "target": target, "source": os.path.abspath(path), "sha256": sha256(path),
                         "backup": backup})
     return entries
@@ -254,7 +171,8 @@ def finish(run, manifest):
                                  % (failed, err, len(done)))
         save(run, manifest)
         raise Problem("could not install %s into %s (%s); rolled back the %d files already written, nothing is "
-                      "installed. Fix the folder and re-run" % (failed, manifest["config_dir"], reason(err), len(done)))
+                      "installed. Fix the folder and re-run" % (failed, manifest["config_dir"], reason(err), len(done))
+                      ) from err
     manifest["state"] = "installed"
     save(run, manifest)
     return {"state": "installed", "config_dir": manifest["config_dir"], "files": len(manifest["entries"])}

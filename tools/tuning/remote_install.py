@@ -2,7 +2,8 @@
 
 Why: with the SSH executor the server runs on another host and reads configs from *that* host's
 SGLang; installing from the agent's machine would change the wrong folder. So the standalone
-``host_install.py`` is written into the run folder (``tuning/install_configs.py``, reviewable) and
+``host_install.py`` (with ``host_rules.py`` inlined) is written into the run folder
+(``tuning/install_configs.py``, reviewable) and
 run on the host as a job; the merged files travel with it (they are run-folder files in its argv,
 which the executor mirrors) and the manifest it writes there comes back into the local run folder
 (``tuning/manifest.json``), marked ``installed_by`` the executor so that ``dsv4-agent tuning
@@ -28,7 +29,19 @@ from tools.stop import side_effect
 from tools.tuning.install import MANIFEST, Manifest, UninstallResult, load_manifest
 
 HOST_SCRIPT = "tuning/install_configs.py"
-SCRIPT_SOURCE = (Path(__file__).parent / "host_install.py").read_text()
+RULES_BEGIN, RULES_END = "# host_rules: begin", "# host_rules: end\n"
+
+
+def host_script_source() -> str:
+    """``host_install.py`` with ``host_rules.py`` in place of its import of it: one stdlib-only file,
+    reviewable in the run folder and runnable on the host with nothing else there."""
+    here = Path(__file__).parent
+    body = (here / "host_install.py").read_text()
+    start, end = body.index(RULES_BEGIN), body.index(RULES_END) + len(RULES_END)
+    return body[:start] + (here / "host_rules.py").read_text() + body[end:]
+
+
+SCRIPT_SOURCE = host_script_source()
 JOB_TIMEOUT_S = 600.0
 
 

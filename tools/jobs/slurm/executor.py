@@ -118,7 +118,7 @@ class SlurmExecutor(NodeServers, SameHostDefaults):
         if fresh:
             self._submit(fresh, as_array=as_array or len(fresh) > 1, max_parallel=max_parallel)
         states = [self.poll(s.key) for s in specs]
-        for state, spec in zip(states, specs):
+        for state, spec in zip(states, specs, strict=True):
             state.attached = spec not in fresh
         return states
 

@@ -9,6 +9,7 @@ whose ``exit.json`` already records a clean exit (code 0) produced its result: i
 Anything else (no exit.json, or a failed attempt, kept as ``exit.previous.json``) runs
 ``wrapper.py JOB_DIR`` in this same process (exec), so ``scancel --batch`` signals the wrapper.
 """
+import contextlib
 import json
 import os
 import sys
@@ -30,10 +31,8 @@ def main(job_dir):
     if ended is not None:
         os.replace(exit_path, os.path.join(job_dir, "exit.previous.json"))
     for name in ("wrapper.json", "endpoint.json"):  # a previous attempt's: not this one's
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.remove(os.path.join(job_dir, name))
-        except FileNotFoundError:
-            pass
     wrapper = os.path.join(os.path.dirname(os.path.abspath(__file__)), "wrapper.py")
     os.execv(sys.executable, [sys.executable, wrapper, job_dir])
 

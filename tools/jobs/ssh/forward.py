@@ -9,6 +9,7 @@ job ends the stale one it left behind (and nothing else: a reused pid has anothe
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -47,13 +48,11 @@ def _end_group(pid: int, proc: subprocess.Popen | None = None) -> None:
             proc.wait(timeout=5)
             return
         except subprocess.TimeoutExpired:
-            pass
+            pass  # still there: killed below
     else:
         time.sleep(0.2)
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
     if proc is not None:
         proc.wait()
 
