@@ -33,6 +33,6 @@ class Runtime:
     say: Callable[[str], None] = print          # one line for the person at the terminal
     view: LiveView | None = None                # the terminal view; restored before a hard exit
     source: RecordSource = field(default_factory=LiveSource)  # the world, or a recorded run
-    llm: ChatClient | None = None               # built from settings on first use (agent.llm.planner.client)
+    llm: ChatClient | None = None               # built from settings on first use (agent.llm.loop.client)
     planner_tools: Registry | None = None       # the tools the LLM planner may call, built once per process
     research_tools: Registry | None = None      # the research lane's read-only subset
