@@ -76,24 +76,19 @@ def config_dir(args):
 
 
 def inside(entry, manifest):
-    """Only files directly in the recorded config folder are ever written or removed."""
-    return os.path.dirname(os.path.realpath(entry["target"])) == os.path.realpath(manifest["config_dir"])
+    """Only kernel config files (SGLang's names) directly in the recorded config folder, with their
+    backups in the run's backup folder, are ever written or removed; any other entry is left alone."""
+    name, backup = str(entry.get("name", "")), entry.get("backup")
+    return (CONFIG_NAME.match(name) is not None and os.path.basename(str(entry.get("target"))) == name
+            and os.path.dirname(os.path.realpath(entry["target"])) == os.path.realpath(manifest["config_dir"])
+            and backup in (None, "%s/%s" % (BACKUP_DIR, name)))
 
 
 def check_manifest(manifest, run):
-    """Refuse a manifest naming anything but kernel config files directly in one of SGLang's
-    kernel-config folders (``configs/`` beside the FP8 kernel module), backups in the run's."""
+    """Refuse a manifest whose config folder is not one of SGLang's kernel-config folders (``configs/``
+    beside the FP8 kernel module): a run folder is data, and a manifest may name any folder."""
     folder = os.path.realpath(str(manifest.get("config_dir", "")))
     if not any(folder.endswith(os.sep + rel) and os.path.isfile(os.path.join(folder[:-len(rel) - 1], module))
                for rel, module in CONFIG_DIRS):
         raise Problem("%s names %r, which is not one of SGLang's kernel-config folders; nothing was touched. Restore "
                       "the run's manifest, or undo the install by hand" % (os.path.join(run, MANIFEST), folder))
-    for entry in manifest.get("entries") or []:
-        name, backup = str(entry.get("name", "")), entry.get("backup")
-        if not (CONFIG_NAME.match(name) and os.path.realpath(str(entry.get("target"))) == os.path.join(folder, name)
-                and backup in (None, "%s/%s" % (BACKUP_DIR, name))
-                and (backup is None or os.path.realpath(os.path.join(run, backup)) == os.path.join(
-                    os.path.realpath(run), BACKUP_DIR, name))):
-            raise Problem("%s lists %r, not a kernel config file in %s with its backup in the run; nothing was "
-                          "touched. Restore the run's manifest, or undo the install by hand"
-                          % (os.path.join(run, MANIFEST), entry.get("target"), folder))
