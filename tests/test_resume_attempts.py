@@ -38,6 +38,11 @@ def _client_runs(root: Path) -> Counter:
     return Counter((root / "bench_calls.txt").read_text().split())
 
 
+def _called(root: Path, tag: str) -> bool:
+    calls = root / "bench_calls.txt"
+    return calls.exists() and tag in calls.read_text().split()
+
+
 def _attempt_folders(run: Path, base: str) -> list[str]:
     return sorted(p.name for p in (run / "jobs").iterdir() if p.name == base or p.name.startswith(base + "-a"))
 
@@ -80,7 +85,10 @@ def test_after_a_host_crash_resume_starts_a_fresh_server_and_measures_again(tmp_
     env = _env(tmp_path, DSV4_DOUBLE_STEP_MS="150")  # a point takes seconds: time to crash inside it
     proc = start_agent(*campaign_args(tmp_path, sglang_wheel_root, BENCH_GOAL), cwd=tmp_path, env=env)
     run = wait_for(lambda: next(iter((tmp_path / "runs").glob("*/jobs")), None) and only_run(tmp_path), 60, "the run")
-    wait_for(lambda: _running(run, "bench-baseline-c1"), 120, "the first bench client to run")
+    # The client itself must have started (it writes bench_calls.txt first thing), not only its wrapper:
+    # a crash before the client ran would leave nothing to measure twice.
+    wait_for(lambda: _running(run, "bench-baseline-c1") and _called(tmp_path, "baseline-c1"), 120,
+             "the first bench client to run")
     proc.send_signal(signal.SIGKILL)  # the host goes down: agent, server and client together
     proc.wait(timeout=10)
     _kill_job(run, "bench-baseline-c1")
@@ -106,7 +114,10 @@ def test_resume_by_absolute_path_from_another_folder_reattaches_and_takes_the_af
     env = _env(tmp_path, DSV4_DOUBLE_STEP_MS="150")
     proc = start_agent(*campaign_args(tmp_path, sglang_wheel_root, BENCH_GOAL), cwd=tmp_path, env=env)
     run = wait_for(lambda: next(iter((tmp_path / "runs").glob("*/jobs")), None) and only_run(tmp_path), 60, "the run")
-    wait_for(lambda: _running(run, "bench-baseline-c1"), 120, "the first bench client to run")
+    # The client itself must have started (it writes bench_calls.txt first thing), not only its wrapper:
+    # a crash before the client ran would leave nothing to measure twice.
+    wait_for(lambda: _running(run, "bench-baseline-c1") and _called(tmp_path, "baseline-c1"), 120,
+             "the first bench client to run")
     proc.send_signal(signal.SIGKILL)  # the agent alone dies; server and client run on
     proc.wait(timeout=10)
     wait_for(lambda: (run / "jobs" / "bench-baseline-c1" / "exit.json").exists(), 120,
