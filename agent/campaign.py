@@ -87,7 +87,9 @@ def _open_runtime(run: RunFolder, settings: Settings, goal: str, view: LiveView)
     return Runtime(settings=settings, run=run, trace=trace, executor=executor, goal=goal, say=view.say, view=view)
 
 
-def _drive(rt: Runtime, thread_id: str, fresh: bool) -> int:
+def _drive(rt: Runtime, thread_id: str, fresh: bool, watch: SignalWatch | None = None, hard_exit: bool = True) -> int:
+    """Run the graph to its end and record the result; ``hard_exit=False`` returns after an interrupt
+    instead of ending the process (replay re-creates recorded interrupts through ``watch``)."""
     from langgraph.checkpoint.sqlite import SqliteSaver
 
     from agent.graph import build_graph, recursion_limit
@@ -95,14 +97,14 @@ def _drive(rt: Runtime, thread_id: str, fresh: bool) -> int:
     conn = sqlite3.connect(rt.run.checkpoint_path, check_same_thread=False)
     graph = build_graph(rt, SqliteSaver(conn))
     config = {"configurable": {"thread_id": thread_id}, "recursion_limit": recursion_limit(rt.settings)}
-    with SignalWatch() as watch:
+    with watch or SignalWatch() as watch:
         try:
             resume_from_checkpoint = not fresh and bool(graph.get_state(config).next)
             final = _invoke_responsively(graph, None if resume_from_checkpoint else {"goal": rt.goal}, config, watch)
             status = final.get("status", "failed")
             return _finish(rt, status, _summary(rt, final))
         except Interrupted as why:
-            _stop(rt, watch, str(why))
+            return _stop(rt, watch, str(why), hard_exit)
         except BudgetExhausted as why:
             return _finish(rt, "budget_exhausted", str(why))
         except Exception as err:  # anything unexpected ends the run with a recorded status
@@ -113,13 +115,16 @@ def _drive(rt: Runtime, thread_id: str, fresh: bool) -> int:
             conn.close()
 
 
-def _stop(rt: Runtime, watch: SignalWatch, why: str) -> None:
+def _stop(rt: Runtime, watch: SignalWatch, why: str, hard_exit: bool) -> int:
     """Record ``interrupted`` and end the process (exit 130); a second signal skips the waiting."""
     watch.unless_stop_now(lambda: wait_for_side_effects(INSTALL_WAIT_S), False, INSTALL_WAIT_S)
-    running = watch.unless_stop_now(lambda: [j.key for j in rt.executor.jobs() if not j.done], None, JOBS_WAIT_S)
+    running = watch.unless_stop_now(lambda: rt.source.running_jobs(rt.executor), None, JOBS_WAIT_S)
     note = f"; jobs still running: {', '.join(running)}" if running else (
         "; the jobs were not listed (stopped at once): `dsv4-agent jobs RUN` lists them" if running is None else "")
-    code = _finish(rt, "interrupted", f"interrupted by {why}{note}; `dsv4-agent resume {rt.run.path}` continues")
+    code = _finish(rt, "interrupted", f"interrupted by {why}{note}; `dsv4-agent resume {rt.run.path}` continues",
+                   signal=why, jobs_running=running)
+    if not hard_exit:
+        return code
     if rt.view is not None:
         rt.view.__exit__(None, None, None)  # restore the terminal before the hard exit
     sys.stdout.flush()
@@ -153,7 +158,7 @@ def _summary(rt: Runtime, final: dict) -> str:
     return "; ".join(parts) or "no steps ran"
 
 
-def _finish(rt: Runtime, status: str, summary: str) -> int:
+def _finish(rt: Runtime, status: str, summary: str, **event_fields) -> int:
     outcomes = {}
     steps_dir = rt.run.path / "steps"
     if steps_dir.is_dir():
@@ -170,7 +175,7 @@ def _finish(rt: Runtime, status: str, summary: str) -> int:
     elif status == "planned":
         extra["next"] = (f"on a GPU host with SGLang: dsv4-agent resume {rt.run.path} "
                          f"--sglang-python PATH  (or review and run {rt.run.path}/run_measure.sh)")
-    rt.trace.emit("run_finished", "control", status=status, summary=summary)
+    rt.trace.emit("run_finished", "control", status=status, summary=summary, **event_fields)
     rt.run.write_result(status, summary, **extra)
     rt.say(f"[control] run {status}: {summary}")
     if "next" in extra:
@@ -243,6 +248,7 @@ def resume(ref: str, runs_dir: str, overrides: dict, view: LiveView | None = Non
     if not started:  # the agent died after config.json, before its first event: the run starts over
         return _start_over(rt, recorded["goal"], view)
     attempts = sorted(run.path.glob("result.attempt-*.json"))
+    _keep_preflight(run)
     if result is not None:  # a planned/failed/interrupted run: a new attempt, reusing done steps
         os.replace(run.path / "result.json", run.path / f"result.attempt-{len(attempts) + 1}.json")
     thread = f"attempt-{len(attempts) + 1 + (result is not None)}"
@@ -253,7 +259,8 @@ def resume(ref: str, runs_dir: str, overrides: dict, view: LiveView | None = Non
     retried = attempts_lib.retry_failed(rt.executor) if retry_failed else []
     dropped = rt.trace.dropped
     rt.trace.emit("run_resumed", "control", run=run.path.name, thread=thread, after=(result or {}).get("status"),
-                  changed={k: settings.public_dump()[k] for k in changed}, retry_granted=retried,
+                  changed={k: settings.public_dump()[k] for k in changed},
+                  previous={k: recorded["settings"].get(k) for k in changed}, retry_granted=retried,
                   dropped_tail={"bytes": dropped.size, "lines": dropped.lines, "why": dropped.why} if dropped else None,
                   seq_gaps=[g.describe() for g in rt.trace.gaps])
     rt.say(f"[control] resuming {run.path}")
@@ -264,10 +271,17 @@ def resume(ref: str, runs_dir: str, overrides: dict, view: LiveView | None = Non
         return _drive(rt, thread, fresh=result is not None)
 
 
+def _keep_preflight(run: RunFolder) -> None:
+    """The attempt now ending found what preflight.json says; this one may find otherwise (another host),
+    so a replay can serve each attempt its own: preflight.attempt-N.json."""
+    if (run.path / "preflight.json").exists():
+        attempt = 1 + sum(e["type"] == "run_resumed" for e in read_trace(run.trace_path).events)
+        shutil.copy2(run.path / "preflight.json", run.path / f"preflight.attempt-{attempt}.json")
+
+
 def _start_over(rt: Runtime, goal: str, view: LiveView) -> int:
-    rt.trace.emit("run_started", "control", goal=goal, run=rt.run.path.name, argv=sys.argv[1:])
-    rt.trace.emit("progress", "control", message="the previous agent died before writing its first trace event; "
-                                                 "the run starts from the beginning")
+    rt.trace.emit("run_started", "control", goal=goal, run=rt.run.path.name, argv=sys.argv[1:],
+                  started_over="the previous agent died before writing its first trace event")
     rt.say(f"[control] resuming {rt.run.path}: nothing was recorded yet, so the run starts from the beginning")
     with view:
         return _drive(rt, "attempt-1", fresh=True)

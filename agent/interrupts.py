@@ -30,6 +30,7 @@ class SignalWatch:
     def __init__(self) -> None:
         self.signals: list[str] = []
         self.arrived = threading.Event()
+        self.worker: threading.Thread | None = None  # the graph's thread, once waited for
         self._previous: dict[int, object] = {}
 
     def __enter__(self) -> "SignalWatch":
@@ -42,7 +43,11 @@ class SignalWatch:
             signal.signal(sig, handler)
 
     def _handle(self, signum, frame) -> None:
-        self.signals.append(signal.Signals(signum).name)
+        self.inject(signal.Signals(signum).name)
+
+    def inject(self, name: str) -> None:
+        """Take ``name`` as if that signal had arrived (a replay re-creates a recorded interrupt this way)."""
+        self.signals.append(name)
         request_stop()
         self.arrived.set()
 
@@ -53,6 +58,7 @@ class SignalWatch:
 
     def wait_for(self, worker: threading.Thread) -> None:
         """Block until the worker ends; raise ``Interrupted`` as soon as a signal arrived."""
+        self.worker = worker
         while worker.is_alive():
             if self.arrived.wait(0.2):
                 break

@@ -50,8 +50,10 @@ def run_step(rt: Runtime, step: PlanStep, ctx: StepContext) -> StepOutcome:
     started = time.monotonic()
     outcome = rt.source.step_outcome(rt.run, step, lambda: _execute(step, ctx))
     rt.run.write_json(f"steps/{step.kind}.json", outcome.model_dump(mode="json"))
+    recorded = outcome.model_dump(mode="json")  # the whole outcome: replay serves it and checks it against the file
     rt.trace.emit("tool_result", step.lane, tool=step.kind, status=outcome.status, summary=outcome.summary,
-                  artifacts=outcome.artifacts, seconds=round(time.monotonic() - started, 3))
+                  artifacts=outcome.artifacts, reason=recorded["reason"], data=recorded["data"],
+                  seconds=round(time.monotonic() - started, 3))
     rt.say(f"[{step.lane}] {step.kind}: {outcome.status} — {outcome.summary}")
     return outcome
 

@@ -1,6 +1,7 @@
 """Where a campaign's facts come from: the world (``LiveSource``) or a recorded run (``ReplaySource``).
 
-Three things touch the world: preflight, running a step, and the LLM research span. The graph's
+Four things touch the world: preflight, running a step, the LLM research span, and (when a run
+is interrupted) which jobs still run. The graph's
 nodes and the lanes ask ``rt.source`` for each and never know which source they have; a replay
 (``agent.replay.served.ReplaySource``) serves all three from the record, so no GPU, network, model
 or job is used. The live source runs what it is handed.
@@ -30,6 +31,9 @@ class RecordSource(Protocol):
         """The outcome of a span the orchestration runs outside the plan's steps (tool ``tool``,
         its outcome kept in ``outcome_file``); ``execute`` runs it for real and writes that file."""
 
+    def running_jobs(self, executor: Executor) -> list[str]:
+        """Keys of the run's jobs still running (an interrupted run's result names them)."""
+
 
 class LiveSource:
     """The world as it is: preflight is detected, steps and spans run."""
@@ -42,3 +46,6 @@ class LiveSource:
 
     def span_outcome(self, run: "RunFolder", tool: str, outcome_file: Path, execute: Callable[[], dict]) -> dict:
         return execute()
+
+    def running_jobs(self, executor: Executor) -> list[str]:
+        return [j.key for j in executor.jobs() if not j.done]

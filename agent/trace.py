@@ -53,6 +53,7 @@ class TraceWriter:
             self._seq = result.next_seq
         self._file = open(self.path, "ab")  # noqa: SIM115  the writer's for its life; close() closes it
         self.listeners: list = []  # callables taking each event after it is on disk (live view)
+        self.gates: list = []  # callables taking each event (no envelope yet) before it is written; may raise
 
     def emit(self, type: str, lane: Lane = "control", **data: Any) -> dict:
         """Write one event; it must match its model (agent/trace_schema.py), else ``EventError``."""
@@ -60,6 +61,8 @@ class TraceWriter:
 
         if type not in EVENT_TYPES:
             raise ValueError(f"unknown trace event type {type!r}")
+        for gate in self.gates:  # outside the lock: a gate may hold the calling thread (replay's frontier)
+            gate({"lane": lane, "type": type, **data})
         with self._lock:
             event = {"v": SCHEMA_VERSION, "seq": self._seq, "t": time.time(), "mono": time.monotonic(),
                      "pid": os.getpid(), "lane": lane, "type": type, **redact(data)}

@@ -38,6 +38,7 @@ class RunStarted(Envelope):
     goal: str = Field(description="The campaign goal as typed")
     run: str = Field(description="Run folder name")
     argv: list[str] = Field(default_factory=list, description="Command-line words after the program")
+    started_over: str | None = Field(None, description="Set by a resume that found no event yet: why it started over")
 
 
 class DroppedTail(BaseModel):
@@ -52,6 +53,7 @@ class RunResumed(Envelope):
     thread: str = Field(description="Graph thread of this attempt, e.g. attempt-2")
     after: str | None = Field(None, description="Exit status of the previous attempt, if it recorded one")
     changed: dict[str, Any] = Field(default_factory=dict, description="Settings given anew on resume, new values")
+    previous: dict[str, Any] = Field(default_factory=dict, description="The same settings' values before")
     retry_granted: list[str] = Field(default_factory=list, description="Job attempts --retry-failed let run again")
     dropped_tail: DroppedTail | None = Field(None, description="What a crash left at the trace's end, cut off")
     seq_gaps: list[str] = Field(default_factory=list, description="Sequence gaps found in the trace, described")
@@ -61,6 +63,8 @@ class RunFinished(Envelope):
     type: Literal["run_finished"]
     status: str = Field(description="Exit status, also in result.json")
     summary: str = Field(description="One line: each step's outcome")
+    signal: str | None = Field(None, description="The signal that interrupted the run (status interrupted)")
+    jobs_running: list[str] | None = Field(None, description="Jobs left running when interrupted (None: not listed)")
 
 
 class NodeStarted(Envelope):
@@ -86,6 +90,8 @@ class ToolResult(Envelope):
     status: str = Field(description="done | planned | skipped | failed (steps)")
     summary: str = Field("", description="One line for the reader")
     artifacts: list[str] = Field(default_factory=list, description="Files written, relative to the run folder")
+    reason: str | None = Field(None, description="A step's reason code (agent/steps/base.py StepReason)")
+    data: dict[str, Any] | None = Field(None, description="A step's outcome data, as in steps/<kind>.json")
     seconds: float | None = Field(None, description="Wall seconds the call took")
 
 

@@ -53,6 +53,35 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.xdist_group(f"{item.module.__name__}:{shared[0]}"))
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "no_replay(reason): the runs this test makes are not replayable on purpose "
+                                       "(a trace line deleted, a hand-made run folder); the reason says why")
+
+
+_REPLAYED: set[Path] = set()  # runs of this worker already replayed (module fixtures' runs are met once)
+
+
+@pytest.fixture(autouse=True)
+def every_finished_run_replays(request, tmp_path_factory):
+    """After each test, every run the suite made that has a result.json (finished, planned, failed,
+    interrupted, resumed or not) must replay to exit 0: replay is the proof that the record is whole.
+    Runs live at ``<test dir>/runs/<id>`` (one or two folders below the worker's temp root); a folder
+    without trace.jsonl was made by hand by a test, not by a campaign."""
+    yield
+    root = tmp_path_factory.getbasetemp()
+    found = {p.parent for pattern in ("*/runs/*/result.json", "*/*/runs/*/result.json") for p in root.glob(pattern)
+             if (p.parent / "trace.jsonl").exists()}  # no trace: a folder a test made by hand, not a campaign
+    fresh = sorted(found - _REPLAYED)
+    _REPLAYED.update(fresh)
+    if not fresh or request.node.get_closest_marker("no_replay"):
+        return
+    from agent.replay.driver import EXIT_REPRODUCED, replay_run
+
+    for run in fresh:
+        report = replay_run(run)
+        assert report.exit_code == EXIT_REPRODUCED, f"the run {run} does not replay:\n{report.render()}"
+
+
 @pytest.fixture(scope="session")
 def sglang_wheel_root() -> Path:
     from tools.source.resolve import ensure_wheel_source

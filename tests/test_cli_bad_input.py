@@ -6,6 +6,8 @@ import json
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.cli_helpers import agent, run_cli
 
 
@@ -67,6 +69,7 @@ def _fake_run(tmp_path: Path, result: dict | None, trace: str) -> Path:
     return run
 
 
+@pytest.mark.no_replay("a hand-made run folder with an empty trace")
 def test_resume_of_a_finished_run_is_refused(tmp_path: Path):
     run = _fake_run(tmp_path, {"status": "finished", "summary": "ok"}, "")
     out = run_cli("resume", str(run), cwd=tmp_path)
@@ -98,6 +101,7 @@ def test_status_and_jobs_of_a_missing_run(tmp_path: Path):
         assert out.returncode == 2 and "no run 'ghost'" in out.stderr
 
 
+@pytest.mark.no_replay("a hand-made run folder with an empty trace")
 def test_resume_with_a_bad_setting_names_it_and_changes_nothing(tmp_path: Path):
     run = _fake_run(tmp_path, {"status": "planned", "summary": "no GPU"}, "")
     bad = run_cli("resume", run.name, "--executor", "carrier-pigeon", cwd=tmp_path)

@@ -32,7 +32,7 @@ def test_rerun_golden_into_new_folder_and_diff(tmp_path):
     mtp["edited_by_test"] = "old recommendation"  # the recording now differs from what the campaign makes
     (recorded / "mtp.json").write_text(json.dumps(mtp))
     runs = tmp_path / "runs"
-    done = subprocess.run([CLI, "replay", str(recorded), "--rerun", "--runs-dir", str(runs)],
+    done = subprocess.run([CLI, "replay", str(recorded), "--rerun", "--raw", "--runs-dir", str(runs)],
                           capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     new_runs = [p for p in runs.iterdir() if (p / "result.json").exists()]
@@ -41,4 +41,50 @@ def test_rerun_golden_into_new_folder_and_diff(tmp_path):
     assert "evidence and recommended flags: 1 changed" in done.stdout
     assert '- files.mtp.json.edited_by_test: "old recommendation" (gone)' in done.stdout
     assert "tuned shapes:" in done.stdout and "benchmark figures:" in done.stdout
+    assert done.stdout.index("re-run summary:") < done.stdout.index("evidence and recommended flags:")
     assert json.loads((new_runs[0] / "config.json").read_text())["goal"] == "enable MTP and tune kernels"
+
+
+def _bench(run: Path, variant: str, rows: list[tuple[int, int, float, float]]) -> None:
+    """bench_serving-shaped lines: (concurrency, repeat, median TPOT ms, output throughput)."""
+    (run / "bench").mkdir(parents=True, exist_ok=True)
+    lines = [json.dumps({"max_concurrency": c, "tag": f"{variant}-c{c}" + (f"-r{r}" if r > 1 else ""),
+                         "median_tpot_ms": tpot, "output_throughput": tput, "completed": 4})
+             for c, r, tpot, tput in rows]
+    (run / "bench" / f"{variant}.jsonl").write_text("\n".join(lines) + "\n")
+
+
+def test_summary_says_per_metric_whether_a_change_is_noise(tmp_path):
+    from agent.replay.rerun_summary import summarize
+
+    old, new = tmp_path / "old", tmp_path / "new"
+    _bench(old, "mtp", [(1, 1, 10.0, 100.0), (1, 2, 12.0, 101.0), (8, 1, 20.0, 400.0)])
+    _bench(new, "mtp", [(1, 1, 12.5, 100.5), (1, 2, 12.5, 101.0), (8, 1, 20.4, 520.0)])
+    summary = summarize(old, new, tolerance_pct=5.0)
+    by = {(m.point, m.metric): m for m in summary.metrics}
+    tpot1 = by[("mtp c1", "median_tpot_ms")]
+    assert (tpot1.old, tpot1.new) == (11.0, 12.5) and round(tpot1.change_pct, 1) == 13.6
+    assert tpot1.within_noise  # the old repeats alone spread 18 %: a 14 % move is inside that
+    assert by[("mtp c8", "median_tpot_ms")].within_noise  # +2 % < 5 %
+    thr8 = by[("mtp c8", "output_throughput")]
+    assert not thr8.within_noise and round(thr8.change_pct) == 30
+    text = summary.render()
+    assert "1 outside noise" in text and "CHANGED (noise ±5.0%)" in text and "+30.0%" in text
+    assert not summarize(old, new, tolerance_pct=40.0).render().count("CHANGED")  # --tolerance widens the band
+
+
+def test_rerun_of_a_measured_campaign_prints_the_summary_first(tmp_path, sglang_wheel_root):
+    from tests.campaign_fixtures import campaign_args, campaign_env
+    from tests.cli_helpers import agent, only_run
+
+    env = campaign_env(tmp_path)
+    first = agent(*campaign_args(tmp_path, sglang_wheel_root, "enable MTP"), cwd=tmp_path, env=env, timeout=300)
+    assert first.returncode == 0, first.stdout + first.stderr
+    run = only_run(tmp_path)
+    again = agent("replay", str(run), "--rerun", "--runs-dir", str(tmp_path / "again"), cwd=tmp_path, env=env,
+                  timeout=400)
+    assert again.returncode == 0, again.stdout + again.stderr
+    summary = again.stdout[again.stdout.index("re-run summary:"):]
+    assert "mtp c1" in summary and "median_tpot_ms" in summary and "accept_length" in summary
+    assert "recommended flags: unchanged" in summary and "tuned shapes: unchanged" in summary
+    assert "field(s) differ (--raw shows them)" in summary and "benchmark figures:" not in summary

@@ -42,3 +42,8 @@ def wait_for_side_effects(timeout_s: float) -> bool:
         return False
     _running.release()
     return True
+
+
+def reset() -> None:
+    """Open the gate again, for a process that goes on after a stop (a replay re-creating an interrupt)."""
+    _stop.clear()

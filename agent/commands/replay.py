@@ -13,10 +13,13 @@ Rerun = Annotated[bool, typer.Option("--rerun", help="Execute the recorded plan 
 Keep = Annotated[Optional[str], typer.Option("--keep", metavar="DIR", help="Keep the replayed run folder here.")]
 RunsDir = Annotated[str, typer.Option("--runs-dir", metavar="DIR",
                                       help="Folder holding run folders (new runs of --rerun go here).")]
+Tolerance = Annotated[float, typer.Option("--tolerance", metavar="PCT", min=0,
+                                          help="--rerun: a metric change up to this many percent is noise [5].")]
+Raw = Annotated[bool, typer.Option("--raw", help="--rerun: also print the raw field-by-field diff.")]
 
 
 def replay(run: RunRef, timeline: Timeline = False, rerun: Rerun = False, keep: Keep = None,
-           runs_dir: RunsDir = "runs", as_json: JsonFlag = False) -> None:
+           runs_dir: RunsDir = "runs", tolerance: Tolerance = 5.0, raw: Raw = False, as_json: JsonFlag = False) -> None:
     """Replay a recorded campaign offline and check every decision against the record.
 
     The same goal and settings are re-driven with step outcomes and LLM answers served from
@@ -24,7 +27,9 @@ def replay(run: RunRef, timeline: Timeline = False, rerun: Rerun = False, keep: 
     number, expected vs got. Exit 0 reproduced, 1 diverged, 2 unreadable, 3 the record is cut
     short (reproduced up to its last good event). --timeline draws the run (terminal,
     RUN/timeline.png, a Timeline section in RUN/report.html). --rerun runs the recorded plan
-    again for real into a new run folder and prints what changed.
+    again for real into a new run folder and prints a summary of what changed: per metric old, new,
+    change % and whether it is within noise (--tolerance), then the recommended flags and tuned
+    shapes; --raw adds the field-by-field diff.
     """
     from agent.campaign import CampaignError, load_run
     from agent.replay.record import RecordError
@@ -39,7 +44,7 @@ def replay(run: RunRef, timeline: Timeline = False, rerun: Rerun = False, keep: 
         if timeline:
             _timeline(folder.path, out, as_json)
         if rerun:
-            code = max(code, _rerun(folder.path, runs_dir, out, as_json))
+            code = max(code, _rerun(folder.path, runs_dir, out, as_json, tolerance, raw))
     except RecordError as err:
         fail(str(err), EXIT_USAGE)
     if as_json:
@@ -73,11 +78,15 @@ def _timeline(path, out: dict, as_json: bool) -> None:
     _say(f"wrote {png} and the Timeline section of {path / 'report.html'}", as_json)
 
 
-def _rerun(path, runs_dir: str, out: dict, as_json: bool) -> int:
+def _rerun(path, runs_dir: str, out: dict, as_json: bool, tolerance: float, raw: bool) -> int:
     from agent.replay.rerun import rerun
+    from agent.replay.rerun_summary import summarize
 
     code, new, diff = rerun(path, runs_dir)
-    out["rerun"] = {"exit_code": code, "new_run": str(new), "diff": diff}
+    summary = summarize(path, new, tolerance)
+    out["rerun"] = {"exit_code": code, "new_run": str(new), "summary": summary.model_dump(), "diff": diff}
     _say(f"re-run of {path.name} → {new}", as_json)
-    _say(diff, as_json)
+    _say(summary.render(), as_json)
+    changed = sum(line.startswith(("  ~", "  +", "  -")) for line in diff.splitlines())
+    _say(diff if raw else f"raw diff: {changed} field(s) differ (--raw shows them)", as_json)
     return code

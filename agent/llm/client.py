@@ -113,8 +113,10 @@ class LLMClient:
                 status = getattr(err, "status_code", None)
                 problem = f"HTTP {status}" if status else type(err).__name__
                 if attempt == self.retry.attempts:
-                    self._trace.emit("llm_response", "llm", call=call, status="error", attempt=attempt, error=problem)
-                    raise LLMError(self._give_up(problem, attempt)) from None
+                    gave_up = self._give_up(problem, attempt)  # recorded: a replay raises the same error
+                    self._trace.emit("llm_response", "llm", call=call, status="error", attempt=attempt, error=problem,
+                                     gave_up=gave_up)
+                    raise LLMError(gave_up) from None
                 delay = min(self.retry.base_delay_s * 2 ** (attempt - 1), self.retry.max_delay_s)
                 if isinstance(err, openai.APIStatusError):
                     delay = min(_retry_after(err) or delay, self.retry.max_delay_s)
@@ -123,10 +125,11 @@ class LLMClient:
                 self._sleep(delay)
                 continue
             except openai.APIStatusError as err:  # 4xx other than 429: retrying cannot help
+                gave_up = (f"LLM endpoint {self.shown_url} refused the request: HTTP {err.status_code} "
+                           f"({err.message}); check --llm-model and OPENAI_API_KEY")
                 self._trace.emit("llm_response", "llm", call=call, status="error", attempt=attempt,
-                                 error=f"HTTP {err.status_code}")
-                raise LLMError(f"LLM endpoint {self.shown_url} refused the request: HTTP {err.status_code} "
-                               f"({err.message}); check --llm-model and OPENAI_API_KEY") from None
+                                 error=f"HTTP {err.status_code}", gave_up=gave_up)
+                raise LLMError(gave_up) from None
             self._trace.emit("llm_response", "llm", call=call, status="ok", attempt=attempt, message=message,
                              usage=usage, finish_reason=finish, ms=round((time.monotonic() - started) * 1000, 1))
             return {**message, "usage": usage}

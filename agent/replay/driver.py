@@ -4,7 +4,10 @@ The real campaign machinery runs (graph, planner, lanes, join, report) on the re
 settings, in a scratch run folder; what touches the world is served from the record instead:
 preflight, each step's outcome (``ReplaySource``) and the LLM's answers (``ReplayLLM``). No GPU,
 network, model or job is used. A ``DecisionChecker`` listens to the new trace and stops at the
-first difference. Attempts of a resumed run are re-driven in turn, as ``resume`` would.
+first difference. Attempts of a resumed run are re-driven in turn, as ``start`` and ``resume``
+drove them; an attempt the recorded agent did not finish (killed, or Ctrl-C) is stopped where it
+stopped (agent/replay/frontier.py) and the next one resumes from there, so finished, resumed,
+retried and interrupted runs all replay.
 """
 from __future__ import annotations
 
@@ -18,14 +21,17 @@ from typing import Callable
 from rich.console import Console
 
 from agent.config import Settings
+from agent.interrupts import SignalWatch
 from agent.live import LiveView
 from agent.replay.checker import DecisionChecker, Divergence, ReplayDivergence, ReplayStop
-from agent.replay.record import Recording, RecordError, load_recording
+from agent.replay.frontier import Frontier, ReplayCut
+from agent.replay.record import Attempt, Recording, RecordError, load_recording
 from agent.replay.served import ReplayLLM, ReplaySource
 from agent.runfolder import RunFolder
 from agent.runtime import Runtime
 from agent.trace import TraceWriter
 from tools.jobs.local import LocalExecutor
+from tools.stop import reset as reset_stop_gate
 
 EXIT_REPRODUCED, EXIT_DIVERGED, EXIT_CUT_SHORT = 0, 1, 3
 
@@ -68,13 +74,11 @@ def replay_settings(recording: Recording, runs_dir: Path) -> tuple[Settings, lis
     """The recorded settings, minus what this build no longer knows, pointed at a scratch folder."""
     known = {k: v for k, v in recording.settings.items() if k in Settings.model_fields}
     dropped = sorted(set(recording.settings) - set(known))
+    for resumed in reversed([a.opening for a in recording.attempts[1:]]):  # config.json holds the last values
+        known.update({k: v for k, v in (resumed.get("previous") or {}).items() if k in Settings.model_fields})
     known.update(llm_api_key=None, runs_dir=str(runs_dir), executor="local")
     notes = [f"recorded settings this build does not know were ignored: {', '.join(dropped)}"] if dropped else []
     return Settings.model_validate(known), notes
-
-
-def _attempts(recording: Recording) -> list[dict]:
-    return [e for e in recording.events if e["type"] == "run_resumed"]
 
 
 def replay_run(run_dir: Path | str, work_dir: Path | str | None = None,
@@ -88,46 +92,95 @@ def replay_run(run_dir: Path | str, work_dir: Path | str | None = None,
 
 
 def _replay_into(recording: Recording, work_dir: Path, say: Callable[[str], None]) -> ReplayReport:
-    from agent.campaign import _drive  # the campaign's own driver: graph, checkpoint, result.json
-
     settings, notes = replay_settings(recording, work_dir)
     run = RunFolder.create(work_dir, recording.goal)
     run.lock()
     run.write_json("config.json", {"goal": recording.goal, "settings": settings.public_dump(),
                                    "replay_of": str(recording.run_dir)})
     trace = TraceWriter(run.trace_path)
+    frontier = Frontier()
+    source = ReplaySource(recording, frontier)
     rt = Runtime(settings=settings, run=run, trace=trace, executor=LocalExecutor(run.jobs_dir),
                  goal=recording.goal, say=say,
                  view=LiveView(console=Console(file=io.StringIO()), force_plain=True),  # _drive restores it on ^C
-                 source=ReplaySource(recording), llm=ReplayLLM(recording, trace) if recording.uses_llm else None)
-    checker = DecisionChecker(recording)
+                 source=source, llm=ReplayLLM(recording, trace, frontier) if recording.uses_llm else None)
+    checker = DecisionChecker(recording, frontier, replay_paths=[str(run.path), str(run.path.resolve())])
+    trace.gates.append(checker.admit)
     trace.listeners.append(checker.observe)
-    first = recording.events[0]
+    attempts = recording.attempts
     try:
-        trace.emit("run_started", "control", **{k: first[k] for k in ("goal", "run", "argv") if k in first})
-        _drive(rt, "attempt-1", fresh=True)
-        for resumed in _attempts(recording):
-            if resumed.get("after") is None:
-                notes.append("the run was resumed after a crash; replay covers the attempts before it")
-                break
-            trace.emit("run_resumed", "control", run=resumed.get("run"), thread=resumed.get("thread"),
-                       after=resumed.get("after"))
-            (run.path / "result.json").replace(run.path / f"result.{resumed.get('thread')}.json")
-            _drive(rt, resumed.get("thread", "attempt-next"), fresh=True)
-    except (ReplayDivergence, ReplayStop):
+        for attempt in attempts:
+            checker.begin(attempt.index)
+            source.begin(attempt.index)
+            _replay_attempt(rt, recording, attempt, frontier, last=attempt.index == len(attempts) - 1)
+    except ReplayDivergence as err:  # the checker's own, or a served event that disagrees with the run's files
+        checker.divergence = checker.divergence or err.divergence
+    except ReplayStop:
         pass  # the checker holds what happened
     finally:
+        frontier.disarm()
         trace.close()
         run.unlock()
     divergence = checker.finish()
+    if attempts[-1].killed and divergence is None and checker.stopped is None:
+        checker.stopped = recording.stop_reason or "the recording ends without run_finished (the agent died)"
     plan_same = None
     if recording.plan is not None and (run.path / "plan.json").exists():
         plan_same = json.loads((run.path / "plan.json").read_text()) == recording.plan
-    if checker.stopped is None and recording.stop_reason and divergence is None:
-        checker.stopped = recording.stop_reason
     return ReplayReport(run_dir=recording.run_dir, matched=checker.matched, total=checker.total,
                         events=len(recording.events), divergence=divergence, stopped=checker.stopped,
                         plan_same=plan_same, uses_llm=recording.uses_llm, notes=notes)
+
+
+def _replay_attempt(rt: Runtime, recording: Recording, attempt: Attempt, frontier: Frontier, last: bool) -> None:
+    """Re-drive one recorded attempt as ``start`` or ``resume`` drove it, stopping where it stopped."""
+    from agent.campaign import _drive  # the campaign's own driver: graph, checkpoint, result.json
+
+    thread, fresh = _open_attempt(rt, recording, attempt)
+    watch = SignalWatch()
+    signal_name = (attempt.finish or {}).get("signal") or "SIGINT"
+    if attempt.interrupted:
+        frontier.arm(True, lambda: watch.inject(signal_name))  # the recorded Ctrl-C, where it came
+    else:
+        frontier.arm(attempt.killed and not last, frontier.release)  # the recorded kill, where it came
+    try:
+        _drive(rt, thread, fresh, watch=watch, hard_exit=False)
+    except ReplayCut:
+        pass  # the attempt ended where the recorded agent was killed
+    finally:
+        frontier.release()
+        if watch.worker is not None:
+            watch.worker.join(60)  # the held lanes unwind before the next attempt begins
+        frontier.disarm()
+        reset_stop_gate()
+
+
+def _open_attempt(rt: Runtime, recording: Recording, attempt: Attempt) -> tuple[str, bool]:
+    """Write what ``start``/``resume`` wrote before driving; the graph thread and whether it starts fresh."""
+    opening = attempt.opening
+    if attempt.index == 0:
+        served = {k: opening[k] for k in ("started_over",) if k in opening}
+        rt.trace.emit("run_started", "control", goal=recording.goal, run=rt.run.path.name, argv=opening.get("argv", []),
+                      **served)
+        return "attempt-1", True
+    result = rt.run.result
+    earlier = sorted(rt.run.path.glob("result.attempt-*.json"))
+    if result is not None:
+        (rt.run.path / "result.json").replace(rt.run.path / f"result.attempt-{len(earlier) + 1}.json")
+    thread = f"attempt-{len(earlier) + 1 + (result is not None)}"
+    served = {k: opening[k] for k in ("changed", "previous", "retry_granted", "dropped_tail", "seq_gaps")
+              if k in opening}
+    rt.settings = _with_changes(rt.settings, served.get("changed") or {})
+    rt.trace.emit("run_resumed", "control", run=rt.run.path.name, thread=thread,
+                  after=(result or {}).get("status"), **served)
+    return thread, result is not None
+
+
+def _with_changes(settings: Settings, changed: dict) -> Settings:
+    """The settings a resume gave anew (an LLM budget, say); where the run's files live stays the replay's."""
+    keep = ("runs_dir", "executor", "llm_api_key")
+    update = {k: v for k, v in changed.items() if k in Settings.model_fields and k not in keep}
+    return Settings.model_validate({**settings.model_dump(), **update}) if update else settings
 
 
 __all__ = ["replay_run", "ReplayReport", "RecordError", "EXIT_REPRODUCED", "EXIT_DIVERGED", "EXIT_CUT_SHORT"]

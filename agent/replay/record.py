@@ -1,15 +1,20 @@
-"""A recorded run, read for replay: its goal and settings, its good events, and what cut it short.
+"""A recorded run, read for replay: its goal and settings, its attempts, and what cut it short.
 
 Unlike ``agent.trace.read_trace`` (which refuses a corrupt trace outright, because a run must not
 be resumed on top of one), this reader keeps every event up to the first bad line and records
 why it stopped, so replay can re-drive the run up to there and then say so.
 
+A run is one or more *attempts*: the first starts with ``run_started``, each ``resume`` with
+``run_resumed``. An attempt ends with ``run_finished`` (its status), or without it when the agent
+was killed; one that ended ``interrupted`` or was killed stopped wherever the signal or the kill
+found it, and replay stops the re-driven attempt at the same place (agent/replay/frontier.py).
+
 Which events are *decisions* (compared on replay) and which are *tool internals* (served, not
 re-run): events a step adapter emits between its ``tool_call`` and ``tool_result`` in its lane
 belong to the tool; so do LLM exchanges made while any step is open (steps call the LLM, the
 orchestration does not, once the lanes run). Everything else the orchestration emits is a
-decision. Fields that change from run to run (times, pids, folder names) are left out of the
-comparison: ``VOLATILE``.
+decision. A step still open when an attempt ended is closed by the attempt's end. Fields that
+change from run to run (times, pids, folder names) are left out of the comparison: ``VOLATILE``.
 """
 from __future__ import annotations
 
@@ -20,12 +25,47 @@ from typing import Any
 
 from agent.trace import read_events as read_good_events
 
-VOLATILE = frozenset({"v", "seq", "t", "mono", "pid", "ms", "seconds", "run", "argv", "bytes", "thread"})
+VOLATILE = frozenset({"v", "seq", "t", "mono", "pid", "ms", "seconds", "run", "argv", "bytes", "traceback"})
 ORCHESTRATION_LANES = ("control", "gpu", "research")
+NESTED_VOLATILE = frozenset({"seconds", "ms", "t", "mono", "pid"})
 
 
 class RecordError(Exception):
     """The run folder cannot be replayed at all; the message says why and what to do."""
+
+
+@dataclass
+class Attempt:
+    """One run of the agent on the run folder: ``run_started`` or a ``run_resumed`` and what followed."""
+
+    index: int                              # 0 for the first
+    events: list[dict]
+
+    @property
+    def opening(self) -> dict:
+        return self.events[0]
+
+    @property
+    def finish(self) -> dict | None:
+        return next((e for e in self.events if e["type"] == "run_finished"), None)
+
+    @property
+    def killed(self) -> bool:
+        """The agent died in it (no run_finished), so it stopped at an arbitrary point."""
+        return self.finish is None
+
+    @property
+    def interrupted(self) -> bool:
+        return self.finish is not None and self.finish.get("status") == "interrupted"
+
+    @property
+    def decisions(self) -> list[dict]:
+        return _classify_one(self.events)[0]
+
+    def results(self, tool: str) -> list[dict]:
+        """This attempt's recorded results of a step (or span) kind, in order."""
+        return [e for e in self.decisions if e["type"] == "tool_result" and e["lane"] in ORCHESTRATION_LANES
+                and e["tool"] == tool]
 
 
 @dataclass
@@ -38,6 +78,7 @@ class Recording:
     plan: list[dict] | None = None          # plan.json, when the run got that far
     preflight: dict | None = None           # preflight.json (the last attempt's)
     step_files: dict[str, dict] = field(default_factory=dict)  # steps/<kind>.json
+    preflights: dict[int, dict] = field(default_factory=dict)  # preflight.attempt-N.json of earlier attempts
 
     @property
     def finished(self) -> bool:
@@ -48,8 +89,32 @@ class Recording:
         return any(e["type"] == "llm_request" for e in self.events)
 
     @property
-    def attempts(self) -> int:
-        return 1 + sum(e["type"] == "run_resumed" for e in self.events)
+    def attempts(self) -> list[Attempt]:
+        return split_attempts(self.events)
+
+    @property
+    def named_as(self) -> list[str]:
+        """How the recorded agent named its run folder (result.json's ``run``: relative when started so)."""
+        names = []
+        for path in [self.run_dir / "result.json", *sorted(self.run_dir.glob("result.attempt-*.json"))]:
+            try:
+                names.append(str(json.loads(path.read_text())["run"]))
+            except (OSError, ValueError, KeyError, TypeError):
+                continue
+        return names
+
+    def preflight_of(self, attempt: int) -> dict | None:
+        """What preflight found in attempt ``attempt`` (0-based): its kept copy, else the last one."""
+        return self.preflights.get(attempt + 1, self.preflight)
+
+
+def split_attempts(events: list[dict]) -> list[Attempt]:
+    attempts: list[Attempt] = []
+    for event in events:
+        if not attempts or event["type"] == "run_resumed":
+            attempts.append(Attempt(index=len(attempts), events=[]))
+        attempts[-1].events.append(event)
+    return attempts
 
 
 def read_events(path: Path) -> tuple[list[dict], str | None]:
@@ -72,12 +137,11 @@ def load_recording(run_dir: Path | str) -> Recording:
     if not events:
         raise RecordError(f"{run_dir}/trace.jsonl holds no readable event ({stop or 'empty file'}); nothing to replay")
     steps = {p.stem: json.loads(p.read_text()) for p in sorted((run_dir / "steps").glob("*.json"))}
+    kept = {int(p.name.split("-")[1].split(".")[0]): json.loads(p.read_text())
+            for p in run_dir.glob("preflight.attempt-*.json")}
     return Recording(run_dir=run_dir, goal=config["goal"], settings=config.get("settings", {}), events=events,
                      stop_reason=stop, plan=_optional_json(run_dir / "plan.json"),
-                     preflight=_optional_json(run_dir / "preflight.json"), step_files=steps)
-
-
-NESTED_VOLATILE = frozenset({"seconds", "ms", "t", "mono", "pid"})
+                     preflight=_optional_json(run_dir / "preflight.json"), step_files=steps, preflights=kept)
 
 
 def normalized(event: dict) -> dict:
@@ -94,7 +158,17 @@ def _stable(value: Any) -> Any:
 
 
 def classify(events: list[dict]) -> tuple[list[dict], list[dict]]:
-    """Split events into (decisions, tool-internal events), both in file order."""
+    """Split events into (decisions, tool-internal events), both in file order, attempt by attempt."""
+    decisions: list[dict] = []
+    internal: list[dict] = []
+    for attempt in split_attempts(events):
+        mine, theirs = _classify_one(attempt.events)
+        decisions += mine
+        internal += theirs
+    return decisions, internal
+
+
+def _classify_one(events: list[dict]) -> tuple[list[dict], list[dict]]:
     open_steps: dict[str, list[str]] = {}  # lane → tool calls open in it; the first is the step
     decisions: list[dict] = []
     internal: list[dict] = []

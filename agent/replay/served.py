@@ -17,6 +17,7 @@ from typing import Callable
 
 from agent.llm.client import LLMError, new_input
 from agent.replay.checker import Divergence, ReplayDivergence, ReplayStop
+from agent.replay.frontier import Frontier
 from agent.replay.record import Recording, classify, step_results
 from agent.config import Settings
 from agent.preflight import Preflight
@@ -27,44 +28,85 @@ from tools.jobs import Executor
 
 
 class ReplaySource:
-    def __init__(self, recording: Recording):
+    """Serves the recorded world to a replay, attempt by attempt (``begin``), and checks what it
+    serves: a step's recorded result must agree with the outcome file the step wrote
+    (``steps/<kind>.json``), else the replay diverges at that event. A step, span or preflight the
+    record's attempt has no result for is where that attempt stopped: the lane is held there."""
+
+    def __init__(self, recording: Recording, frontier: Frontier | None = None):
         self.recording = recording
-        self._results = {kind: deque(events) for kind, events in step_results(recording.events).items()}
+        self.frontier = frontier or Frontier()
+        self.attempts = recording.attempts
+        self.current = 0
+        self._served: dict[str, deque[dict]] = {}
+        self._last = {kind: events[-1]["seq"] for kind, events in step_results(recording.events).items()}
+        self.begin(0)
+
+    def begin(self, attempt: int) -> None:
+        self.current = attempt
+        record = self.attempts[attempt]
+        kinds = {e["tool"] for e in record.decisions if e["type"] == "tool_result"}
+        self._served = {kind: deque(record.results(kind)) for kind in kinds}
+
+    def _next_result(self, where: str, tool: str) -> dict:
+        queue = self._served.get(tool)
+        if queue:
+            return queue.popleft()
+        if self.frontier.active:
+            self.frontier.freeze(where, lambda: False)
+        raise ReplayStop(f"the record has no result for {tool}: "
+                         f"{self.recording.stop_reason or 'the run ended inside it'}")
 
     def preflight(self, settings: Settings, executor: Executor) -> Preflight:
-        if self.recording.preflight is None:
+        found = self.recording.preflight_of(self.current)
+        if found is None:
             raise ReplayStop("the record has no preflight.json (the run died before preflight finished)")
-        return Preflight.model_validate(self.recording.preflight)
+        return Preflight.model_validate(found)
 
     def step_outcome(self, run: RunFolder, step: PlanStep, execute: Callable[[], StepOutcome]) -> StepOutcome:
-        queue = self._results.get(step.kind)
-        if not queue:
-            raise ReplayStop(f"the record has no result for step {step.kind}: "
-                             f"{self.recording.stop_reason or 'the run ended inside this step'}")
-        event = queue.popleft()
-        outcome = StepOutcome(kind=step.kind, status=event["status"], summary=event.get("summary", ""),
-                              artifacts=event.get("artifacts", []))
-        saved = self.recording.step_files.get(step.kind)
-        if saved and (saved.get("status"), saved.get("summary")) == (outcome.status, outcome.summary):
-            outcome = StepOutcome.model_validate(saved)  # the file also holds the step's data
+        event = self._next_result(f"step {step.kind}", step.kind)
+        outcome = self._outcome(step.kind, event)
         for relative in outcome.artifacts:
             self._copy_artifact(run, relative)
         return outcome
+
+    def _outcome(self, kind: str, event: dict) -> StepOutcome:
+        saved = self.recording.step_files.get(kind)
+        fields = {"status": event["status"], "summary": event.get("summary", ""), "artifacts": event.get("artifacts", [])}
+        if "data" in event:  # a record with whole outcomes: the event is the outcome
+            outcome = StepOutcome(kind=kind, reason=event.get("reason"), data=event.get("data") or {}, **fields)
+            if event["seq"] == self._last[kind] and saved is not None:
+                self._check(event, outcome.model_dump(mode="json"), saved, f"steps/{kind}.json")
+            return outcome
+        if saved and (saved.get("status"), saved.get("summary")) == (fields["status"], fields["summary"]):
+            return StepOutcome.model_validate(saved)  # an older record: the file holds the step's data
+        return StepOutcome(kind=kind, **fields)
+
+    @staticmethod
+    def _check(event: dict, served: dict, kept: dict, where: str) -> None:
+        """The result the trace recorded and the file the step wrote must tell the same outcome."""
+        if {k: served.get(k) for k in kept} == kept:
+            return
+        shown = {**event, **{k: kept.get(k) for k in ("status", "summary", "artifacts", "reason", "data")}}
+        raise ReplayDivergence(Divergence(event, shown, event["lane"], against=f"the outcome {where} holds",
+                                          note="\n  (the trace or the file was changed after the run)"))
 
     def span_outcome(self, run: RunFolder, tool: str, outcome_file: Path, execute: Callable[[], dict]) -> dict:
         """The recorded ``tool_result`` of a span the orchestration runs outside the plan's steps
         (the LLM research, ``agent.llm.research``), with its recorded files copied in; the outcome
         is the recorded ``outcome_file`` when the record kept it, else what the event says."""
-        queue = self._results.get(tool)
-        if not queue:
-            raise ReplayStop(f"the record has no result for {tool}: "
-                             f"{self.recording.stop_reason or 'the run ended inside it'}")
-        event = queue.popleft()
+        event = self._next_result(f"span {tool}", tool)
         for relative in event.get("artifacts", []):
             self._copy_artifact(run, relative)
         if outcome_file.exists():
             return json.loads(outcome_file.read_text())
         return {"status": event["status"], "summary": event.get("summary", ""), "artifacts": event.get("artifacts", [])}
+
+    def running_jobs(self, executor: Executor) -> list[str] | None:
+        """The jobs the recorded interrupt found running (a replay runs none); None when it did not list
+        them (a second Ctrl-C came first)."""
+        finish = self.attempts[self.current].finish or {}
+        return finish.get("jobs_running")
 
     def _copy_artifact(self, run: RunFolder, relative: str) -> None:
         # Later nodes (the report) read what steps wrote, so the replay folder gets the recorded files.
@@ -87,9 +129,11 @@ def _as_recorded(value):
 class ReplayLLM:
     """Test double for ``LLMClient`` in replay: answers from the record, never opens a connection."""
 
-    def __init__(self, recording: Recording, trace: TraceWriter):
+    def __init__(self, recording: Recording, trace: TraceWriter, frontier: Frontier | None = None):
         decisions, _ = classify(recording.events)
         self._trace = trace
+        self._frontier = frontier or Frontier()
+        self._replies = _kept_replies(recording.run_dir)
         self._calls: deque[tuple[dict, list[dict]]] = deque()
         by_call: dict = {}
         for event in decisions:
@@ -113,8 +157,31 @@ class ReplayLLM:
             self._trace.emit("llm_response", "llm", **{k: v for k, v in response.items()
                                                        if k not in ("v", "seq", "t", "mono", "pid", "lane", "type")})
         if not responses:
+            if self._frontier.active:  # the recorded agent stopped while it waited for this answer
+                self._frontier.freeze(f"the answer to LLM call {request.get('call')}", lambda: False)
             raise ReplayStop(f"the record ends before the answer to LLM call {request.get('call')}")
         last = responses[-1]
+        if last.get("status") == "ok" and self._replies is not None and _as_recorded(last["message"]) not in self._replies:
+            raise ReplayDivergence(Divergence(last, {**last, "message": "(no such reply)"}, "llm",
+                                              against="the replies kept in llm/*.jsonl",
+                                              note="\n  (the trace or the conversation file was changed after the run)"))
         if last.get("status") != "ok":
-            raise LLMError(f"recorded LLM failure replayed: {last.get('error', 'no answer')}")
+            raise LLMError(last.get("gave_up") or f"recorded LLM failure replayed: {last.get('error', 'no answer')}")
         return {**last["message"], "usage": last.get("usage", {})}
+
+
+def _kept_replies(run_dir: Path) -> list[dict] | None:
+    """Every assistant reply the run's conversations kept (llm/*.jsonl), or None without such files."""
+    files = sorted((run_dir / "llm").glob("*.jsonl")) if (run_dir / "llm").is_dir() else []
+    if not files:
+        return None
+    replies = []
+    for path in files:
+        for line in path.read_text(errors="replace").splitlines():
+            try:
+                entry = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a torn last line of a killed run; the trace's own record is checked elsewhere
+            if isinstance(entry, dict) and entry.get("kind") == "reply":
+                replies.append(_as_recorded(entry.get("message")))
+    return replies

@@ -73,7 +73,10 @@ def run(ctx: StepContext, step: PlanStep) -> StepOutcome:
                     "points again and keeps the measured ones")
     results = {v: str(p) for v, p in sweep.results.items()}
     verdict = _decide(ctx, plan)
-    artifacts = [f"bench/{v}.jsonl" for v in results]
+    # Every file the sweep left in bench/ (results, snapshots, failures, accuracy): the report reads them all,
+    # and a replay serves exactly these files to it.
+    bench = ctx.run.path / "bench"
+    artifacts = sorted(str(p.relative_to(ctx.run.path)) for p in bench.rglob("*") if p.is_file())
     if verdict is not None:
         summary += f"; verdict: {_verdict_line(verdict)}"
         artifacts += [VERDICT_FILE] + ([RECOMMENDED_SCRIPT] if verdict.recommended else [])

@@ -1,0 +1,118 @@
+"""What ``replay --rerun`` says first: per measured metric old, new, the change and whether it is
+within noise; then whether the recommended flags and the tuned shapes changed. The raw field-by-
+field diff (agent/replay/rerun.py) is shown on request only: paths and timings make it long.
+
+Noise: a change is within noise when it is no larger than the tolerance (``--tolerance``, percent)
+or than the spread of the point's own repeats in either run ((max - min) / median), whichever is
+wider; with one repeat per point only the tolerance applies.
+"""
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from tools.measure.results import COMPARED, parse_jsonl
+
+DEFAULT_TOLERANCE_PCT = 5.0
+
+
+class MetricChange(BaseModel):
+    point: str = Field(description="<variant> c<concurrency>")
+    metric: str
+    old: float | None
+    new: float | None
+    change_pct: float | None = Field(description="(new - old) / old, percent; None when either is missing or old is 0")
+    noise_pct: float = Field(description="The band a change must leave to count: tolerance or the repeats' spread")
+
+    @property
+    def within_noise(self) -> bool:
+        return self.change_pct is not None and abs(self.change_pct) <= self.noise_pct
+
+
+class RerunSummary(BaseModel):
+    tolerance_pct: float
+    metrics: list[MetricChange] = Field(default_factory=list)
+    flags: list[str] = Field(default_factory=list, description="Recommended flag changes, one line each")
+    shapes: list[str] = Field(default_factory=list, description="Tuned shapes added or gone")
+
+    def render(self) -> str:
+        moved = [m for m in self.metrics if not m.within_noise]
+        lines = [f"re-run summary: {len(self.metrics)} metric(s) compared, {len(moved)} outside noise "
+                 f"(tolerance ±{self.tolerance_pct:g}% or the repeats' own spread)"]
+        if self.metrics:
+            lines.append(f"  {'point':<16} {'metric':<18} {'old':>10} {'new':>10} {'change':>9}  verdict")
+        for m in self.metrics:
+            change = f"{m.change_pct:+.1f}%" if m.change_pct is not None else "n/a"
+            verdict = ("within noise" if m.within_noise else
+                       "not comparable" if m.change_pct is None else f"CHANGED (noise ±{m.noise_pct:.1f}%)")
+            lines.append(f"  {m.point:<16} {m.metric:<18} {_num(m.old):>10} {_num(m.new):>10} {change:>9}  {verdict}")
+        lines.append("recommended flags: " + ("; ".join(self.flags) if self.flags else "unchanged"))
+        lines.append("tuned shapes: " + ("; ".join(self.shapes) if self.shapes else "unchanged"))
+        return "\n".join(lines)
+
+
+def _num(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.4g}"
+
+
+def _points(run: Path) -> dict[tuple[str, int], dict[str, list[float]]]:
+    """(variant, concurrency) -> metric -> the values of its repeats."""
+    points: dict[tuple[str, int], dict[str, list[float]]] = {}
+    for path in sorted((run / "bench").glob("*.jsonl")) if (run / "bench").is_dir() else []:
+        for record in parse_jsonl(path).records:
+            if record.concurrency is None:
+                continue
+            values = points.setdefault((record.variant, record.concurrency), {})
+            for metric in COMPARED:
+                value = record.accept_length if metric == "accept_length" else record.metrics.get(metric)
+                if value is not None:
+                    values.setdefault(metric, []).append(value)
+    return points
+
+
+def _spread_pct(values: list[float]) -> float:
+    middle = statistics.median(values) if values else 0.0
+    return 0.0 if len(values) < 2 or not middle else (max(values) - min(values)) / abs(middle) * 100
+
+
+def _metric_changes(old: Path, new: Path, tolerance_pct: float) -> list[MetricChange]:
+    before, after = _points(old), _points(new)
+    changes = []
+    for key in sorted(set(before) | set(after)):
+        for metric in COMPARED:
+            a, b = before.get(key, {}).get(metric, []), after.get(key, {}).get(metric, [])
+            if not a and not b:
+                continue
+            va, vb = (statistics.median(a) if a else None), (statistics.median(b) if b else None)
+            change = (vb - va) / abs(va) * 100 if va and vb is not None else None
+            changes.append(MetricChange(point=f"{key[0]} c{key[1]}", metric=metric, old=va, new=vb, change_pct=change,
+                                        noise_pct=max(tolerance_pct, _spread_pct(a), _spread_pct(b))))
+    return changes
+
+
+def _flags(run: Path) -> dict[str, str]:
+    try:
+        answer = json.loads((run / "mtp.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return dict(((answer or {}).get("recommended") or {}).get("flags") or {})
+
+
+def _shapes(run: Path) -> set[str]:
+    try:
+        data = json.loads((run / "steps" / "tune_kernels.json").read_text()).get("data", {})
+    except (OSError, ValueError):
+        return set()
+    return {s if isinstance(s, str) else f"{s.get('n')},{s.get('k')}" for s in data.get("shapes") or []}
+
+
+def summarize(old: Path, new: Path, tolerance_pct: float = DEFAULT_TOLERANCE_PCT) -> RerunSummary:
+    a, b = _flags(old), _flags(new)
+    flags = [f"{k}: {a.get(k, '(none)')} → {b.get(k, '(none)')}" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+    sa, sb = _shapes(old), _shapes(new)
+    shapes = [f"+{s}" for s in sorted(sb - sa)] + [f"-{s}" for s in sorted(sa - sb)]
+    return RerunSummary(tolerance_pct=tolerance_pct, metrics=_metric_changes(Path(old), Path(new), tolerance_pct),
+                        flags=flags, shapes=shapes)
