@@ -6,7 +6,6 @@ report node.
 """
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import shlex
@@ -159,22 +158,7 @@ def _summary(rt: Runtime, final: dict) -> str:
 
 
 def _finish(rt: Runtime, status: str, summary: str, **event_fields) -> int:
-    outcomes = {}
-    steps_dir = rt.run.path / "steps"
-    if steps_dir.is_dir():
-        outcomes = {p.stem: json.loads(p.read_text()).get("status") for p in sorted(steps_dir.glob("*.json"))}
-    extra = {"run": str(rt.run.path), "steps": outcomes}
-    verdict = rt.run.path / "verdict.json"
-    if verdict.exists():  # the decision travels with the result (tools/measure/verdict.py)
-        extra["verdict"] = json.loads(verdict.read_text())
-    report = rt.run.path / "report.html"
-    if report.exists():
-        extra["report"] = str(report)
-    if status == "planned" and rt.settings.plan_only:
-        extra["next"] = f"review the scripts in {rt.run.path}, then: dsv4-agent resume {rt.run.path}"
-    elif status == "planned":
-        extra["next"] = (f"on a GPU host with SGLang: dsv4-agent resume {rt.run.path} "
-                         f"--sglang-python PATH  (or review and run {rt.run.path}/run_measure.sh)")
+    extra = rt.run.result_fields(status, rt.settings.plan_only)
     rt.trace.emit("run_finished", "control", status=status, summary=summary, **event_fields)
     rt.run.write_result(status, summary, **extra)
     rt.say(f"[control] run {status}: {summary}")
@@ -224,31 +208,20 @@ def resume(ref: str, runs_dir: str, overrides: dict, view: LiveView | None = Non
     except RunFolderError as err:
         raise CampaignError(str(err)) from None
     try:
-        started = run.trace_path.exists() and bool(read_trace(run.trace_path).events)
+        events = read_trace(run.trace_path).events if run.trace_path.exists() else []
     except TraceError as err:
         run.unlock()
         raise CampaignError(f"cannot resume {run.path.name}: {err}") from None
+    started = bool(events)
     recorded = run.read_json("config.json")
-    key = os.environ.get("DSV4_LLM_API_KEY") or os.environ.get("OPENAI_API_KEY")  # never recorded
-    given = {k: v for k, v in overrides.items() if v is not None}
-    try:
-        # Run now: --plan-only held the GPU jobs of the attempt that wrote the scripts for review.
-        fixed = {"plan_only": False, "llm_api_key": key, **_endpoint_with_credentials(recorded["settings"]),
-                 "ssh_options": ssh_options_for(recorded["settings"], overrides.get("ssh_options"))}
-        settings = Settings.model_validate({**recorded["settings"], **fixed, **given})
-    except (ValidationError, CampaignError) as err:
-        run.unlock()
-        if isinstance(err, CampaignError):
-            raise
-        first = err.errors()[0]
-        raise CampaignError(f"cannot resume {run.path.name}: setting {first['loc'][0]!r}: "
-                            f"{first['msg'].removeprefix('Value error, ')}") from None
-    settings.remember_secrets()
+    if result is None and events and events[-1]["type"] == "run_finished":
+        result = _complete_finish(run, events[-1], recorded)  # killed between the event and result.json
+    settings = _resume_settings(run, recorded, overrides)
     rt = _open_runtime(run, settings, recorded["goal"], view)  # refuses a bad executor before any change
     if not started:  # the agent died after config.json, before its first event: the run starts over
         return _start_over(rt, recorded["goal"], view)
     attempts = sorted(run.path.glob("result.attempt-*.json"))
-    _keep_preflight(run)
+    run.keep_preflight(attempt=1 + sum(e["type"] == "run_resumed" for e in events))
     if result is not None:  # a planned/failed/interrupted run: a new attempt, reusing done steps
         os.replace(run.path / "result.json", run.path / f"result.attempt-{len(attempts) + 1}.json")
     thread = f"attempt-{len(attempts) + 1 + (result is not None)}"
@@ -271,12 +244,38 @@ def resume(ref: str, runs_dir: str, overrides: dict, view: LiveView | None = Non
         return _drive(rt, thread, fresh=result is not None)
 
 
-def _keep_preflight(run: RunFolder) -> None:
-    """The attempt now ending found what preflight.json says; this one may find otherwise (another host),
-    so a replay can serve each attempt its own: preflight.attempt-N.json."""
-    if (run.path / "preflight.json").exists():
-        attempt = 1 + sum(e["type"] == "run_resumed" for e in read_trace(run.trace_path).events)
-        shutil.copy2(run.path / "preflight.json", run.path / f"preflight.attempt-{attempt}.json")
+def _resume_settings(run: RunFolder, recorded: dict, overrides: dict) -> Settings:
+    """The recorded settings, the secrets the environment holds again, and what this resume changes."""
+    key = os.environ.get("DSV4_LLM_API_KEY") or os.environ.get("OPENAI_API_KEY")  # never recorded
+    given = {k: v for k, v in overrides.items() if v is not None}
+    try:
+        # Run now: --plan-only held the GPU jobs of the attempt that wrote the scripts for review.
+        fixed = {"plan_only": False, "llm_api_key": key, **_endpoint_with_credentials(recorded["settings"]),
+                 "ssh_options": ssh_options_for(recorded["settings"], overrides.get("ssh_options"))}
+        settings = Settings.model_validate({**recorded["settings"], **fixed, **given})
+    except (ValidationError, CampaignError) as err:
+        run.unlock()
+        if isinstance(err, CampaignError):
+            raise
+        first = err.errors()[0]
+        raise CampaignError(f"cannot resume {run.path.name}: setting {first['loc'][0]!r}: "
+                            f"{first['msg'].removeprefix('Value error, ')}") from None
+    settings.remember_secrets()
+    return settings
+
+
+def _complete_finish(run: RunFolder, finished: dict, recorded: dict) -> dict:
+    """The attempt ended (its run_finished is in the trace) but the agent died before result.json:
+    write the result it was writing, so that resume treats the run as ended, as a replay will.
+    A finished run then stays finished; others resume as a new attempt."""
+    status = finished["status"]
+    run.write_result(status, finished.get("summary", ""),
+                     **run.result_fields(status, bool(recorded["settings"].get("plan_only"))))
+    if status == "finished":
+        run.unlock()
+        raise CampaignError(f"run {run.path.name} already finished (its result.json, lost in a crash, is written "
+                            f"again); start a new run or inspect it with `dsv4-agent status {run.path}`")
+    return run.result
 
 
 def _start_over(rt: Runtime, goal: str, view: LiveView) -> int:

@@ -10,6 +10,7 @@ import fcntl
 import json
 import os
 import re
+import shutil
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -116,6 +117,32 @@ class RunFolder:
     def result(self) -> dict | None:
         path = self.path / "result.json"
         return json.loads(path.read_text()) if path.exists() else None
+
+    def result_fields(self, status: str, plan_only: bool) -> dict:
+        """What result.json says beside status and summary, read from the run folder."""
+        outcomes = {}
+        steps_dir = self.path / "steps"
+        if steps_dir.is_dir():
+            outcomes = {p.stem: json.loads(p.read_text()).get("status") for p in sorted(steps_dir.glob("*.json"))}
+        extra = {"run": str(self.path), "steps": outcomes}
+        verdict = self.path / "verdict.json"
+        if verdict.exists():  # the decision travels with the result (tools/measure/verdict.py)
+            extra["verdict"] = json.loads(verdict.read_text())
+        report = self.path / "report.html"
+        if report.exists():
+            extra["report"] = str(report)
+        if status == "planned" and plan_only:
+            extra["next"] = f"review the scripts in {self.path}, then: dsv4-agent resume {self.path}"
+        elif status == "planned":
+            extra["next"] = (f"on a GPU host with SGLang: dsv4-agent resume {self.path} "
+                             f"--sglang-python PATH  (or review and run {self.path}/run_measure.sh)")
+        return extra
+
+    def keep_preflight(self, attempt: int) -> None:
+        """Attempt ``attempt`` found what preflight.json says; the next may find otherwise (another host),
+        so a replay can serve each attempt its own: preflight.attempt-N.json."""
+        if (self.path / "preflight.json").exists():
+            shutil.copy2(self.path / "preflight.json", self.path / f"preflight.attempt-{attempt}.json")
 
     def write_result(self, status: ExitStatus, summary: str, **extra: Any) -> Path:
         if status not in EXIT_STATUSES:

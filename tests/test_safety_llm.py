@@ -96,7 +96,11 @@ def test_resume_takes_the_endpoints_password_from_the_environment(tmp_path):
         first = _campaign(tmp_path, _with_password(server.base_url))
     assert first.returncode == 0, first.stdout + first.stderr
     run = only_run(tmp_path)
-    (run / "result.json").unlink()  # as after a crash
+    # As after a kill just before the run's end: neither the run_finished event nor result.json written.
+    (run / "result.json").unlink()
+    lines = (run / "trace.jsonl").read_text().splitlines(keepends=True)
+    assert json.loads(lines[-1])["type"] == "run_finished"
+    (run / "trace.jsonl").write_text("".join(lines[:-1]))
     refused = agent("resume", str(run), cwd=tmp_path, env={"PATH": "/usr/bin:/bin"})
     assert refused.returncode == 2 and "DSV4_LLM_BASE_URL" in refused.stderr, refused.stderr
     with ScriptedOpenAI([]) as again_server:  # answers 500: the resumed run reaches the endpoint, then fails

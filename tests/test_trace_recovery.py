@@ -100,3 +100,22 @@ def test_a_run_killed_before_its_first_trace_event_is_resumed_from_the_start(tmp
     events = _events(run)
     assert events[0]["type"] == "run_started" and events[-1]["type"] == "run_finished"
     assert json.loads((run / "result.json").read_text())["status"] == "finished"
+
+
+def test_a_kill_between_run_finished_and_result_json_is_completed_by_resume(tmp_path, sglang_wheel_root):
+    """The trace says the attempt ended; result.json was not written yet. resume writes it (as the
+    dying agent would have) instead of running the attempt again, so the run replays as recorded."""
+    run = _killed_run(tmp_path, sglang_wheel_root)
+    env = campaign_env(tmp_path, unit_s=0.05)
+    finished = agent("resume", "latest", cwd=tmp_path, env=env, timeout=240)
+    assert finished.returncode == 0, finished.stdout + finished.stderr
+    before = json.loads((run / "result.json").read_text())
+    (run / "result.json").unlink()
+    events_before = _events(run)
+    again = agent("resume", "latest", cwd=tmp_path, env=env, timeout=60)
+    assert again.returncode == 2 and "already finished" in again.stderr, again.stdout + again.stderr
+    after = json.loads((run / "result.json").read_text())
+    assert {k: after[k] for k in ("status", "summary", "steps")} == {k: before[k] for k in ("status", "summary", "steps")}
+    assert _events(run) == events_before  # nothing ran again
+    replayed = agent("replay", str(run), cwd=tmp_path, env=env, timeout=240)
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
