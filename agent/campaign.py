@@ -22,6 +22,7 @@ from agent.config import Settings
 from agent.interrupts import Interrupted, SignalWatch
 from agent.live import LiveView
 from agent.runfolder import EXIT_CODES, RunFolder, RunFolderError
+from agent.record_source import LiveSource
 from agent.runtime import Runtime
 from agent.secrets import MARK
 from agent.trace import TraceError, TraceWriter, read_trace
@@ -78,12 +79,13 @@ def _open_runtime(run: RunFolder, settings: Settings, goal: str, view: LiveView)
     try:
         executor = make_executor(settings.executor, run.jobs_dir, ssh_options=settings.ssh_options,
                                  nvidia_smi=settings.nvidia_smi)
-        check_gpus(settings, executor)  # a request that cannot be met is a usage error, before any step
+        checked = check_gpus(settings, executor)  # a request that cannot be met is a usage error, before any step
     except (ToolError, GpuRequestError) as err:  # e.g. an executor that cannot re-attach to the run's jobs
         trace.close()
         run.unlock()
         raise CampaignError(str(err)) from None
-    return Runtime(settings=settings, run=run, trace=trace, executor=executor, goal=goal, say=view.say, view=view)
+    return Runtime(settings=settings, run=run, trace=trace, executor=executor, goal=goal, say=view.say, view=view,
+                   source=LiveSource(gpus_checked=checked))
 
 
 def _drive(rt: Runtime, thread_id: str, fresh: bool, watch: SignalWatch | None = None, hard_exit: bool = True) -> int:
@@ -143,6 +145,8 @@ def _invoke_responsively(graph, graph_input, config, watch: SignalWatch) -> dict
             box["final"] = graph.invoke(graph_input, config, durability="sync")
         except BaseException as err:  # handed to the main thread, which applies the error policy
             box["error"] = err
+        finally:
+            watch.worker_done()
 
     worker = threading.Thread(target=work, name="campaign-graph", daemon=True)
     worker.start()

@@ -30,6 +30,7 @@ class SignalWatch:
     def __init__(self) -> None:
         self.signals: list[str] = []
         self.arrived = threading.Event()
+        self._wake = threading.Event()  # a signal, or the worker's end (wait_for returns at once)
         self.worker: threading.Thread | None = None  # the graph's thread, once waited for
         self._previous: dict[int, object] = {}
 
@@ -50,18 +51,24 @@ class SignalWatch:
         self.signals.append(name)
         request_stop()
         self.arrived.set()
+        self._wake.set()
 
     @property
     def stop_now(self) -> bool:
         """A second signal came: wait for nothing more."""
         return len(self.signals) >= 2
 
+    def worker_done(self) -> None:
+        """The worker's last act: ``wait_for`` returns now, not at its next look."""
+        self._wake.set()
+
     def wait_for(self, worker: threading.Thread) -> None:
         """Block until the worker ends; raise ``Interrupted`` as soon as a signal arrived."""
         self.worker = worker
-        while worker.is_alive():
-            if self.arrived.wait(0.2):
-                break
+        self._wake.clear()  # an earlier worker's end (a replay drives one watch per attempt) is not this one's
+        while worker.is_alive() and not self.signals:
+            if self._wake.wait(0.2) and not self.signals:
+                worker.join(0.2)  # it said it is done: it ends in a moment
         if self.signals:
             raise Interrupted(self.signals[0])
 

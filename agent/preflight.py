@@ -90,9 +90,11 @@ def _model_file(settings: Settings, notes: list[str]) -> ModelConfigFile | None:
     return ModelConfigFile(path=str(config_path), architectures=config.get("architectures"))
 
 
-def run_preflight(settings: Settings, executor: Executor) -> Preflight:
+def run_preflight(settings: Settings, executor: Executor, checked: GpuChoice | None = None) -> Preflight:
+    """What this configuration finds; ``checked`` is the GPU check the campaign made a moment ago
+    (before any step), taken as it is rather than asking nvidia-smi again."""
     notes: list[str] = []
-    choice = check_gpus(settings, executor)
+    choice = checked or check_gpus(settings, executor)
     gpus = choice.gpus
     remote = executor.capabilities.gpus_from_elsewhere
     if not gpus:

@@ -18,6 +18,7 @@ from tools.jobs import Executor
 
 if TYPE_CHECKING:
     from agent.runfolder import RunFolder
+    from tools.gpu_choice import GpuChoice
 
 
 class RecordSource(Protocol):
@@ -36,10 +37,17 @@ class RecordSource(Protocol):
 
 
 class LiveSource:
-    """The world as it is: preflight is detected, steps and spans run."""
+    """The world as it is: preflight is detected, steps and spans run.
+
+    ``gpus_checked`` is the GPU check the campaign made before its first step (agent.campaign):
+    the preflight takes it instead of running nvidia-smi a second time a moment later."""
+
+    def __init__(self, gpus_checked: GpuChoice | None = None):
+        self.gpus_checked = gpus_checked
 
     def preflight(self, settings: Settings, executor: Executor) -> Preflight:
-        return run_preflight(settings, executor)
+        checked, self.gpus_checked = self.gpus_checked, None  # once: a later preflight asks again
+        return run_preflight(settings, executor, checked)
 
     def step_outcome(self, run: "RunFolder", step: PlanStep, execute: Callable[[], StepOutcome]) -> StepOutcome:
         return execute()

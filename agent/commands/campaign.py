@@ -35,6 +35,9 @@ RUN_HELP = (
 
 @with_options(RUN_OPTIONS)
 def run(goal: Goal, config: ConfigFile = None, as_json: JsonFlag = False, **settings) -> None:
+    from agent.preload import preload_graph_libraries
+
+    preload_graph_libraries()
     from agent.campaign import CampaignError, start
     from agent.config import SettingsError, load_settings
     from agent.live import LiveView
@@ -68,6 +71,9 @@ RetryFailed = Annotated[bool, typer.Option(
 @with_options(RESUME_OPTIONS)
 def resume(run: RunRef, runs_dir: RunsDir = "runs", retry_failed: RetryFailed = False, as_json: JsonFlag = False,
            **overrides) -> None:
+    from agent.preload import preload_graph_libraries
+
+    preload_graph_libraries()
     from agent.campaign import CampaignError, resume as resume_run
     from agent.live import LiveView
 

@@ -1,7 +1,7 @@
 """The step table: every step kind, in campaign order, with its runner, its lane and the graph node
 that runs it. The playbook, the LLM planner's step schema and the graph's lanes are read from here.
 
-    kind            runner                        lane       graph node
+    kind            runner (imported on first use) lane      graph node
     sync            agent.steps.sync.run          control    sync
     tune_kernels    agent.steps.tune_kernels.run  gpu        gpu_lane
     infer_mtp       agent.steps.infer_mtp.run     research   research_lane
@@ -13,10 +13,10 @@ A new step kind is a module here with ``run(ctx, step) -> StepOutcome``, a name 
 """
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 from typing import Any, Callable, Literal
 
-from agent.steps import benchmark, infer_mtp, sync, tune_kernels, write_scripts
 from agent.steps.base import PlanStep, StepContext, StepKind, StepOutcome
 from agent.trace import Lane
 
@@ -26,17 +26,23 @@ Node = Literal["sync", "gpu_lane", "research_lane", "measure"]
 @dataclass(frozen=True)
 class StepSpec:
     kind: StepKind
-    run: Callable[[StepContext, PlanStep], StepOutcome]
     lane: Lane
     node: Node
 
+    @property
+    def run(self) -> Callable[[StepContext, PlanStep], StepOutcome]:
+        """``agent.steps.<kind>.run``, imported when a lane first runs the step: the GPU lane's first
+        job then waits only for the tuning step's imports, and the research step's (the SGLang source
+        readers) are imported on the research lane, beside the running GPU jobs."""
+        return importlib.import_module(f"agent.steps.{self.kind}").run
+
 
 STEPS: tuple[StepSpec, ...] = (
-    StepSpec("sync", sync.run, "control", "sync"),
-    StepSpec("tune_kernels", tune_kernels.run, "gpu", "gpu_lane"),
-    StepSpec("infer_mtp", infer_mtp.run, "research", "research_lane"),
-    StepSpec("write_scripts", write_scripts.run, "research", "research_lane"),
-    StepSpec("benchmark", benchmark.run, "gpu", "measure"),
+    StepSpec("sync", "control", "sync"),
+    StepSpec("tune_kernels", "gpu", "gpu_lane"),
+    StepSpec("infer_mtp", "research", "research_lane"),
+    StepSpec("write_scripts", "research", "research_lane"),
+    StepSpec("benchmark", "gpu", "measure"),
 )
 BY_KIND: dict[str, StepSpec] = {spec.kind: spec for spec in STEPS}
 STEP_ORDER: tuple[str, ...] = tuple(spec.kind for spec in STEPS)
