@@ -19,7 +19,7 @@ from pydantic import ValidationError
 
 from agent.llm.budget import BudgetExhausted
 from agent.config import Settings
-from agent.interrupts import Interrupted, SignalWatch
+from agent.interrupts import Interrupted, SignalWatch, invoke_responsively
 from agent.live import LiveView
 from agent.runfolder import EXIT_CODES, RunFolder, RunFolderError
 from agent.record_source import LiveSource
@@ -101,7 +101,7 @@ def _drive(rt: Runtime, thread_id: str, fresh: bool, watch: SignalWatch | None =
     with watch or SignalWatch() as watch:
         try:
             resume_from_checkpoint = not fresh and bool(graph.get_state(config).next)
-            final = _invoke_responsively(graph, None if resume_from_checkpoint else {"goal": rt.goal}, config, watch)
+            final = invoke_responsively(graph, None if resume_from_checkpoint else {"goal": rt.goal}, config, watch)
             status = final.get("status", "failed")
             return _finish(rt, status, _summary(rt, final))
         except Interrupted as why:
@@ -113,7 +113,17 @@ def _drive(rt: Runtime, thread_id: str, fresh: bool, watch: SignalWatch | None =
                           traceback=traceback.format_exc(limit=8))
             return _finish(rt, "failed", f"{type(err).__name__}: {err}")
         finally:
-            conn.close()
+            _close_when_ended(watch.worker, conn)
+
+
+def _close_when_ended(worker: threading.Thread | None, conn: sqlite3.Connection) -> None:
+    """Close the checkpoint database once the graph's thread is done with it. After an interrupt
+    without a hard exit (a replay) that thread may still be winding down: closing the connection
+    under its last checkpoint write would crash sqlite, so the close waits for it."""
+    if worker is None or not worker.is_alive():
+        conn.close()
+    else:
+        threading.Thread(target=lambda: (worker.join(), conn.close()), name="checkpoint-close", daemon=True).start()
 
 
 def _stop(rt: Runtime, watch: SignalWatch, why: str, hard_exit: bool) -> int:
@@ -130,30 +140,6 @@ def _stop(rt: Runtime, watch: SignalWatch, why: str, hard_exit: bool) -> int:
         rt.view.__exit__(None, None, None)  # restore the terminal before the hard exit
     sys.stdout.flush()
     os._exit(code)  # lane threads may be blocked on jobs; the jobs are detached and resumable
-
-
-def _invoke_responsively(graph, graph_input, config, watch: SignalWatch) -> dict:
-    """Run the graph on a worker thread so that the main thread stays free to take signals.
-
-    The lanes block on jobs for as long as the jobs run; a signal handler only runs when the main
-    thread executes Python code, so invoking on the main thread would delay Ctrl-C until then.
-    """
-    box: dict = {}
-
-    def work() -> None:
-        try:
-            box["final"] = graph.invoke(graph_input, config, durability="sync")
-        except BaseException as err:  # handed to the main thread, which applies the error policy
-            box["error"] = err
-        finally:
-            watch.worker_done()
-
-    worker = threading.Thread(target=work, name="campaign-graph", daemon=True)
-    worker.start()
-    watch.wait_for(worker)
-    if "error" in box:
-        raise box["error"]
-    return box["final"]
 
 
 def _summary(rt: Runtime, final: dict) -> str:

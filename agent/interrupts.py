@@ -82,3 +82,27 @@ class SignalWatch:
             thread.join(0.05)
             waited += 0.05
         return box[0] if box else default
+
+
+def invoke_responsively(graph, graph_input, config, watch: SignalWatch) -> dict:
+    """Run the graph on a worker thread so that the main thread stays free to take signals.
+
+    The lanes block on jobs for as long as the jobs run; a signal handler only runs when the main
+    thread executes Python code, so invoking on the main thread would delay Ctrl-C until then.
+    """
+    box: dict = {}
+
+    def work() -> None:
+        try:
+            box["final"] = graph.invoke(graph_input, config, durability="sync")
+        except BaseException as err:  # handed to the main thread, which applies the error policy
+            box["error"] = err
+        finally:
+            watch.worker_done()
+
+    worker = threading.Thread(target=work, name="campaign-graph", daemon=True)
+    worker.start()
+    watch.wait_for(worker)
+    if "error" in box:
+        raise box["error"]
+    return box["final"]
