@@ -133,7 +133,7 @@ def _stop(rt: Runtime, watch: SignalWatch, why: str, hard_exit: bool) -> int:
     note = f"; jobs still running: {', '.join(running)}" if running else (
         "; the jobs were not listed (stopped at once): `dsv4-agent jobs RUN` lists them" if running is None else "")
     code = _finish(rt, "interrupted", f"interrupted by {why}{note}; `dsv4-agent resume {rt.run.path}` continues",
-                   signal=why, jobs_running=running)
+                   signal=why, signal_at=watch.first_at, jobs_running=running)
     if not hard_exit:
         return code
     if rt.view is not None:

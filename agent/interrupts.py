@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import signal
 import threading
+import time
 from typing import Callable, TypeVar
 
 from tools.stop import request_stop
@@ -29,6 +30,7 @@ class SignalWatch:
 
     def __init__(self) -> None:
         self.signals: list[str] = []
+        self.first_at: float | None = None  # when the first signal was taken (wall time)
         self.arrived = threading.Event()
         self._wake = threading.Event()  # a signal, or the worker's end (wait_for returns at once)
         self.worker: threading.Thread | None = None  # the graph's thread, once waited for
@@ -48,6 +50,8 @@ class SignalWatch:
 
     def inject(self, name: str) -> None:
         """Take ``name`` as if that signal had arrived (a replay re-creates a recorded interrupt this way)."""
+        if not self.signals:
+            self.first_at = time.time()
         self.signals.append(name)
         request_stop()
         self.arrived.set()

@@ -64,6 +64,8 @@ class RunFinished(Envelope):
     status: str = Field(description="Exit status, also in result.json")
     summary: str = Field(description="One line: each step's outcome")
     signal: str | None = Field(None, description="The signal that interrupted the run (status interrupted)")
+    signal_at: float | None = Field(None, description="When the agent took that signal (wall time): no side effect "
+                                                      "(an install) begins after it")
     jobs_running: list[str] | None = Field(None, description="Jobs left running when interrupted (None: not listed)")
 
 

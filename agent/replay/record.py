@@ -25,7 +25,8 @@ from typing import Any
 
 from agent.trace import read_events as read_good_events
 
-VOLATILE = frozenset({"v", "seq", "t", "mono", "pid", "ms", "seconds", "run", "argv", "bytes", "traceback"})
+VOLATILE = frozenset({"v", "seq", "t", "mono", "pid", "ms", "seconds", "run", "argv", "bytes", "traceback",
+                      "signal_at"})
 ORCHESTRATION_LANES = ("control", "gpu", "research")
 NESTED_VOLATILE = frozenset({"seconds", "ms", "t", "mono", "pid"})
 
