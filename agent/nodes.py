@@ -1,10 +1,13 @@
 """Graph nodes: thin adapters from state to the functions that do the work."""
 from __future__ import annotations
 
+import threading
+
 from agent import planner
 from agent.gpu_jobs import announce
 from agent.llm import research as llm_research
 from agent.lanes import run_lane
+from agent.preload import in_background, wait_for_background
 from agent.preflight import Preflight
 from agent.runtime import Runtime
 from agent.state import CampaignState
@@ -51,14 +54,16 @@ def gpu_lane(rt: Runtime, state: CampaignState) -> dict:
 
 def research_lane(rt: Runtime, state: CampaignState) -> dict:
     steps, preflight, outcomes = _steps(state), Preflight.of(state), state.get("outcomes", {})
+    if preflight.gpus and not rt.settings.plan_only and any(s.kind in kinds_at("gpu_lane") for s in steps):
+        gpu_lane_under_way(rt).wait(GPU_FIRST_WAIT_S)
     evidence, scripts = kinds_at("research_lane")  # the LLM research, when wanted, runs between them
     done = run_lane(rt, steps, preflight, outcomes, (evidence,))
     if llm_research.wanted(rt, steps):  # with an LLM: it researches the evidence before scripts are written
         accepted = llm_research.research(rt, state["goal"], preflight, {**outcomes, **done})
         steps = llm_research.with_research_flags(steps, accepted)
     done.update(run_lane(rt, steps, preflight, {**outcomes, **done}, (scripts,)))
-    if preflight.gpus:  # GPU jobs are running: draw what comes after them behind them
-        _import_what_follows_the_gpu_jobs()
+    if preflight.gpus:  # GPU jobs are running: load what comes after them behind them
+        in_background(_import_what_follows_the_gpu_jobs)
     return {"outcomes": done}
 
 
@@ -77,6 +82,27 @@ def _import_what_follows_the_gpu_jobs() -> None:
     sample.savefig(BytesIO(), format="png")
 
 
+GPU_FIRST_WAIT_S = 2.0
+_GPU_UNDER_WAY = {"job_launched", "job_state", "tool_result", "node_finished", "error"}
+
+
+def gpu_lane_under_way(rt: Runtime) -> threading.Event:
+    """Set once the GPU lane has launched (or re-attached) a job, or ended its step without one.
+
+    The GPUs are the costly resource, so the research lane starts its work after that (at most
+    GPU_FIRST_WAIT_S later): both lanes' Python work at once would delay the first GPU job."""
+    event = threading.Event()
+
+    def watch(e: dict) -> None:  # stays registered (removing it mid-emit would skip the next listener)
+        if e.get("lane") == "gpu" and e.get("type") in _GPU_UNDER_WAY:
+            event.set()
+
+    rt.trace.listeners.append(watch)
+    if any(not job.done for job in rt.executor.jobs()):  # launched before the watch was in place
+        event.set()
+    return event
+
+
 def join(rt: Runtime, state: CampaignState) -> dict:
     finished = {k: v["status"] for k, v in state.get("outcomes", {}).items()}
     rt.trace.emit("progress", "control", message="lanes joined", outcomes=finished)
@@ -91,6 +117,7 @@ def report(rt: Runtime, state: CampaignState) -> dict:
     outcomes = state.get("outcomes", {})
     statuses = {v["status"] for v in outcomes.values()}
     status = "failed" if "failed" in statuses else "planned" if "planned" in statuses else "finished"
+    wait_for_background()  # matplotlib is drawn by one thread at a time
     from agent.report.build import build_report  # matplotlib: imported only when a report is built
     from agent.report.timeline_view import timeline_sections
 

@@ -1,23 +1,45 @@
-"""Import the graph's libraries on a background thread while a campaign gets ready.
+"""Load, on background threads, what a campaign will need a moment later.
 
 LangGraph pulls in langchain_core and langsmith: about half a second of imports before the graph
 can run its first node. The campaign meanwhile loads its settings, asks nvidia-smi for the GPUs
 and makes the run folder, mostly waiting on subprocesses and the disk; importing during those
 waits lets the first GPU job start that much sooner (benchmarks/overlap.py measures it). Only
-third-party modules are imported here, none of ours, so the two threads never import one
-module cycle from opposite ends.
+third-party modules are imported there, so the two threads never import one module cycle from
+opposite ends. ``in_background`` loads the measure step and the report's renderer while the GPU
+jobs run (agent/nodes.py); the report node waits for it before drawing.
 """
 from __future__ import annotations
 
 import contextlib
 import importlib
 import threading
+from typing import Callable
 
 GRAPH_LIBRARIES = ("langgraph.graph", "langgraph.checkpoint.sqlite")
 
 
+_BACKGROUND: list[threading.Thread] = []
+
+
 def preload_graph_libraries() -> None:
     threading.Thread(target=_import_all, name="preload-graph-libraries", daemon=True).start()
+
+
+def in_background(work: Callable[[], None]) -> None:
+    """Run ``work`` (loading what a later node needs) beside the lanes, not inside one: a lane's
+    own time stays its own work. ``wait_for_background`` joins it before that node runs."""
+    def quietly() -> None:
+        with contextlib.suppress(Exception):  # what fails here fails again, reported, where it is used
+            work()
+
+    thread = threading.Thread(target=quietly, name=f"preload-{work.__name__}", daemon=True)
+    _BACKGROUND.append(thread)
+    thread.start()
+
+
+def wait_for_background(timeout_s: float = 60.0) -> None:
+    while _BACKGROUND:
+        _BACKGROUND.pop().join(timeout_s)
 
 
 def _import_all() -> None:
