@@ -4,16 +4,18 @@ Outcomes are files (``steps/<kind>.json``) as well as graph state, so a resumed 
 campaign reuses what finished (``done``/``skipped``) and re-runs the rest. An expected failure
 (``ToolError``) is a ``failed`` outcome; anything else propagates and ends the run as ``failed``.
 Whether the step really runs or its recorded outcome is served is the record source's business
-(``rt.source``).
+(``rt.source``). When both lanes have work, the research lane lets the GPU lane launch its first
+job before it begins (``let_the_gpu_lane_start_first``).
 """
 from __future__ import annotations
 
+import threading
 import time
 
 from agent.preflight import Preflight
 from agent.runtime import Runtime
 from agent.steps.base import PlanStep, StepContext, StepOutcome
-from agent.steps.table import BY_KIND
+from agent.steps.table import BY_KIND, kinds_at
 from tools.base import ToolError
 
 REUSABLE = ("done", "skipped")
@@ -68,3 +70,29 @@ def run_lane(rt: Runtime, steps: list[PlanStep], preflight: Preflight, outcomes:
         ctx = make_context(rt, preflight, {**outcomes, **produced}, step.lane)
         produced[step.kind] = run_step(rt, step, ctx).model_dump(mode="json")
     return produced
+
+
+GPU_FIRST_WAIT_S = 2.0
+_GPU_UNDER_WAY = {"job_launched", "job_state", "tool_result", "node_finished", "error"}
+
+
+def let_the_gpu_lane_start_first(rt: Runtime, steps: list[PlanStep], preflight: Preflight) -> None:
+    """The GPUs are the costly resource: when the GPU lane will start jobs here, the research lane
+    begins once it has (at most GPU_FIRST_WAIT_S later); both lanes' Python work at once would
+    delay the first GPU job."""
+    if preflight.gpus and not rt.settings.plan_only and any(s.kind in kinds_at("gpu_lane") for s in steps):
+        _gpu_lane_under_way(rt).wait(GPU_FIRST_WAIT_S)
+
+
+def _gpu_lane_under_way(rt: Runtime) -> threading.Event:
+    """Set once the GPU lane has launched (or re-attached) a job, or ended its step without one."""
+    event = threading.Event()
+
+    def watch(e: dict) -> None:  # stays registered (removing it mid-emit would skip the next listener)
+        if e.get("lane") == "gpu" and e.get("type") in _GPU_UNDER_WAY:
+            event.set()
+
+    rt.trace.listeners.append(watch)
+    if any(not job.done for job in rt.executor.jobs()):  # launched before the watch was in place
+        event.set()
+    return event

@@ -1,13 +1,11 @@
 """Graph nodes: thin adapters from state to the functions that do the work."""
 from __future__ import annotations
 
-import threading
-
 from agent import planner
 from agent.gpu_jobs import announce
 from agent.llm import research as llm_research
-from agent.lanes import run_lane
-from agent.preload import in_background, wait_for_background
+from agent.lanes import let_the_gpu_lane_start_first, run_lane
+from agent.preload import import_what_follows_the_gpu_jobs, in_background, wait_for_background
 from agent.preflight import Preflight
 from agent.runtime import Runtime
 from agent.state import CampaignState
@@ -54,8 +52,7 @@ def gpu_lane(rt: Runtime, state: CampaignState) -> dict:
 
 def research_lane(rt: Runtime, state: CampaignState) -> dict:
     steps, preflight, outcomes = _steps(state), Preflight.of(state), state.get("outcomes", {})
-    if preflight.gpus and not rt.settings.plan_only and any(s.kind in kinds_at("gpu_lane") for s in steps):
-        gpu_lane_under_way(rt).wait(GPU_FIRST_WAIT_S)
+    let_the_gpu_lane_start_first(rt, steps, preflight)
     evidence, scripts = kinds_at("research_lane")  # the LLM research, when wanted, runs between them
     done = run_lane(rt, steps, preflight, outcomes, (evidence,))
     if llm_research.wanted(rt, steps):  # with an LLM: it researches the evidence before scripts are written
@@ -63,44 +60,8 @@ def research_lane(rt: Runtime, state: CampaignState) -> dict:
         steps = llm_research.with_research_flags(steps, accepted)
     done.update(run_lane(rt, steps, preflight, {**outcomes, **done}, (scripts,)))
     if preflight.gpus:  # GPU jobs are running: load what comes after them behind them
-        in_background(_import_what_follows_the_gpu_jobs)
+        in_background(import_what_follows_the_gpu_jobs)
     return {"outcomes": done}
-
-
-def _import_what_follows_the_gpu_jobs() -> None:
-    """The measure step and the report (matplotlib, ~0.5 s) are imported while the GPU jobs run,
-    so the time between the tuning and the first server, and after the last server, is work."""
-    from io import BytesIO
-
-    import agent.report.build  # noqa: F401  plots, measurement tables, accuracy
-    import agent.report.timeline_view  # noqa: F401
-    import agent.steps.benchmark  # noqa: F401
-    from matplotlib.figure import Figure
-
-    sample = Figure(figsize=(1, 1))  # a first figure loads the fonts and the PNG writer (~0.3 s)
-    sample.add_subplot().set_title("0")
-    sample.savefig(BytesIO(), format="png")
-
-
-GPU_FIRST_WAIT_S = 2.0
-_GPU_UNDER_WAY = {"job_launched", "job_state", "tool_result", "node_finished", "error"}
-
-
-def gpu_lane_under_way(rt: Runtime) -> threading.Event:
-    """Set once the GPU lane has launched (or re-attached) a job, or ended its step without one.
-
-    The GPUs are the costly resource, so the research lane starts its work after that (at most
-    GPU_FIRST_WAIT_S later): both lanes' Python work at once would delay the first GPU job."""
-    event = threading.Event()
-
-    def watch(e: dict) -> None:  # stays registered (removing it mid-emit would skip the next listener)
-        if e.get("lane") == "gpu" and e.get("type") in _GPU_UNDER_WAY:
-            event.set()
-
-    rt.trace.listeners.append(watch)
-    if any(not job.done for job in rt.executor.jobs()):  # launched before the watch was in place
-        event.set()
-    return event
 
 
 def join(rt: Runtime, state: CampaignState) -> dict:

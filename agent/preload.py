@@ -46,3 +46,18 @@ def _import_all() -> None:
     for name in GRAPH_LIBRARIES:
         with contextlib.suppress(Exception):  # a broken install is reported by the campaign's own import
             importlib.import_module(name)
+
+
+def import_what_follows_the_gpu_jobs() -> None:
+    """The measure step and the report (matplotlib, ~0.5 s) are imported while the GPU jobs run,
+    so the time between the tuning and the first server, and after the last server, is work."""
+    from io import BytesIO
+
+    import agent.report.build  # noqa: F401  plots, measurement tables, accuracy
+    import agent.report.timeline_view  # noqa: F401
+    import agent.steps.benchmark  # noqa: F401
+    from matplotlib.figure import Figure
+
+    sample = Figure(figsize=(1, 1))  # a first figure loads the fonts and the PNG writer (~0.3 s)
+    sample.add_subplot().set_title("0")
+    sample.savefig(BytesIO(), format="png")
