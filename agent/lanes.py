@@ -79,8 +79,9 @@ _GPU_UNDER_WAY = {"job_launched", "job_state", "tool_result", "node_finished", "
 def let_the_gpu_lane_start_first(rt: Runtime, steps: list[PlanStep], preflight: Preflight) -> None:
     """The GPUs are the costly resource: when the GPU lane will start jobs here, the research lane
     begins once it has (at most GPU_FIRST_WAIT_S later); both lanes' Python work at once would
-    delay the first GPU job."""
-    if preflight.gpus and not rt.settings.plan_only and any(s.kind in kinds_at("gpu_lane") for s in steps):
+    delay the first GPU job. A replay starts no job: there is nothing to wait for."""
+    gpu_jobs = preflight.gpus and not rt.settings.plan_only and any(s.kind in kinds_at("gpu_lane") for s in steps)
+    if gpu_jobs and rt.source.starts_jobs:
         _gpu_lane_under_way(rt).wait(GPU_FIRST_WAIT_S)
 
 

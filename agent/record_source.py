@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 
 
 class RecordSource(Protocol):
+    starts_jobs: bool  # steps run for real, so jobs start (a replay serves their outcomes instead)
+
     def preflight(self, settings: Settings, executor: Executor) -> Preflight:
         """What this machine and configuration give the campaign."""
 
@@ -41,6 +43,8 @@ class LiveSource:
 
     ``gpus_checked`` is the GPU check the campaign made before its first step (agent.campaign):
     the preflight takes it instead of running nvidia-smi a second time a moment later."""
+
+    starts_jobs = True
 
     def __init__(self, gpus_checked: GpuChoice | None = None):
         self.gpus_checked = gpus_checked

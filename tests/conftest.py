@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.xdist_groups import pytest_configure_node, pytest_unconfigure, pytest_xdist_make_scheduler, record_groups  # noqa: F401
+
 SGLANG_TEST_VERSION = "0.5.23"
 
 # The doubles of the SGLang interpreter (tests/doubles/sglang_python, argv_dump) run their Python
@@ -40,17 +42,9 @@ def service_running(pid_file: Path) -> bool:
 
 
 def pytest_collection_modifyitems(config, items):
-    """Under xdist (pyproject's addopts), tests sharing an expensive module-scoped fixture (a whole
-    campaign, a measured sweep) run on one worker, so the fixture is built once, not once per
-    worker (``--dist loadgroup``); an explicit ``xdist_group`` mark (e.g. the one Slurm cluster) wins."""
-    for item in items:
-        if item.get_closest_marker("xdist_group"):
-            continue
-        defs = getattr(item, "_fixtureinfo", None)
-        shared = sorted(name for name, chain in (defs.name2fixturedefs.items() if defs else ())
-                        if chain and chain[-1].scope == "module")
-        if shared:
-            item.add_marker(pytest.mark.xdist_group(f"{item.module.__name__}:{shared[0]}"))
+    """Under xdist (pyproject's addopts), tests sharing an expensive module-scoped fixture run on one
+    worker (tests/xdist_groups.py)."""
+    record_groups(config, items)
 
 
 def pytest_configure(config):

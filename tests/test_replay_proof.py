@@ -11,12 +11,15 @@ from __future__ import annotations
 import json
 import shutil
 import signal
+import threading
 from pathlib import Path
 
 import pytest
 
+from agent.replay.checker import DecisionChecker, ReplayDivergence
 from agent.replay.driver import EXIT_DIVERGED, replay_run
-from agent.replay.record import classify
+from agent.replay.frontier import Frontier, ReplayCut
+from agent.replay.record import classify, load_recording
 from tests.campaign_fixtures import campaign_args, campaign_env
 from tests.cli_helpers import agent, only_run, start_agent, wait_for
 
@@ -113,3 +116,30 @@ def test_every_decision_of_the_llm_golden_is_checked(tmp_path):
 
 def test_every_decision_of_a_killed_and_resumed_run_is_checked(resumed_run, tmp_path):
     _check_every_type(resumed_run, tmp_path, {"run_started", "run_resumed", "run_finished", "tool_result"})
+
+
+def test_a_divergence_cuts_the_lanes_held_at_the_frontier_at_once():
+    """A lane of a killed attempt waits at the frontier while the other lane diverges: the graph lets the
+    divergence out only once every lane of the superstep ended, so the held lane must be cut then, not
+    after FREEZE_LIMIT_S (a tampered resumed run took 2 minutes to say "diverged")."""
+    recording = load_recording(GOLDEN / "playbook-mtp-tune")
+    frontier = Frontier()
+    frontier.arm(True, lambda: None)
+    checker = DecisionChecker(recording, frontier)
+    checker.begin(0)
+    ended: list[str] = []
+
+    def held_lane():
+        try:
+            frontier.freeze("research step infer_mtp", lambda: False)
+        except ReplayCut as cut:
+            ended.append(str(cut))
+
+    lane = threading.Thread(target=held_lane)
+    lane.start()
+    wait_for(lambda: frontier.held, 30, "the lane to be held")
+    first = classify(recording.events)[0][0]
+    with pytest.raises(ReplayDivergence):
+        checker.observe(_edit(first))
+    lane.join(60)
+    assert ended == ["the recorded agent stopped before research step infer_mtp"]  # cut, not timed out

@@ -52,6 +52,22 @@ def _running(run: Path, key: str) -> bool:
     return (folder / "wrapper.json").exists() and not (folder / "exit.json").exists()
 
 
+def _hold(root: Path) -> Path:
+    """The server double's hold file (DSV4_DOUBLE_HOLD_FILE): requests wait while it exists."""
+    hold = root / "hold-requests"
+    hold.touch()
+    return hold
+
+
+def _first_client_running(root: Path) -> Path:
+    """The run, once the first point's bench client itself has started (it writes bench_calls.txt first
+    thing), not only its wrapper: a crash before the client ran would leave nothing to measure twice."""
+    run = wait_for(lambda: next(iter((root / "runs").glob("*/jobs")), None) and only_run(root), 60, "the run")
+    wait_for(lambda: _running(run, "bench-baseline-c1") and _called(root, "baseline-c1"), 120,
+             "the first bench client to run")
+    return run
+
+
 def _kill_job(run: Path, key: str) -> None:
     """SIGKILL both process groups of a job (its wrapper's and its command's), as a host crash would."""
     launch = json.loads((run / "jobs" / key / "launch.json").read_text())
@@ -82,17 +98,15 @@ def test_a_bench_client_that_crashed_once_is_measured_by_resume(tmp_path, sglang
 
 
 def test_after_a_host_crash_resume_starts_a_fresh_server_and_measures_again(tmp_path, sglang_wheel_root):
-    env = _env(tmp_path, DSV4_DOUBLE_STEP_MS="150")  # a point takes seconds: time to crash inside it
+    hold = _hold(tmp_path)  # the first point stays open until the host has gone down inside it
+    env = _env(tmp_path, DSV4_DOUBLE_HOLD_FILE=str(hold))
     proc = start_agent(*campaign_args(tmp_path, sglang_wheel_root, BENCH_GOAL), cwd=tmp_path, env=env)
-    run = wait_for(lambda: next(iter((tmp_path / "runs").glob("*/jobs")), None) and only_run(tmp_path), 60, "the run")
-    # The client itself must have started (it writes bench_calls.txt first thing), not only its wrapper:
-    # a crash before the client ran would leave nothing to measure twice.
-    wait_for(lambda: _running(run, "bench-baseline-c1") and _called(tmp_path, "baseline-c1"), 120,
-             "the first bench client to run")
+    run = _first_client_running(tmp_path)
     proc.send_signal(signal.SIGKILL)  # the host goes down: agent, server and client together
     proc.wait(timeout=10)
     _kill_job(run, "bench-baseline-c1")
     _kill_job(run, "serve-baseline")
+    hold.unlink()
     old_port = json.loads((run / "jobs" / "serve-baseline" / "job.json").read_text())["argv"]
 
     out = agent("resume", "latest", cwd=tmp_path, env=env, timeout=300)
@@ -111,15 +125,13 @@ def test_after_a_host_crash_resume_starts_a_fresh_server_and_measures_again(tmp_
 
 def test_resume_by_absolute_path_from_another_folder_reattaches_and_takes_the_after_snapshot(tmp_path,
                                                                                           sglang_wheel_root):
-    env = _env(tmp_path, DSV4_DOUBLE_STEP_MS="150")
+    hold = _hold(tmp_path)  # the first point stays open until the agent has died inside it
+    env = _env(tmp_path, DSV4_DOUBLE_HOLD_FILE=str(hold))
     proc = start_agent(*campaign_args(tmp_path, sglang_wheel_root, BENCH_GOAL), cwd=tmp_path, env=env)
-    run = wait_for(lambda: next(iter((tmp_path / "runs").glob("*/jobs")), None) and only_run(tmp_path), 60, "the run")
-    # The client itself must have started (it writes bench_calls.txt first thing), not only its wrapper:
-    # a crash before the client ran would leave nothing to measure twice.
-    wait_for(lambda: _running(run, "bench-baseline-c1") and _called(tmp_path, "baseline-c1"), 120,
-             "the first bench client to run")
+    run = _first_client_running(tmp_path)
     proc.send_signal(signal.SIGKILL)  # the agent alone dies; server and client run on
     proc.wait(timeout=10)
+    hold.unlink()
     wait_for(lambda: (run / "jobs" / "bench-baseline-c1" / "exit.json").exists(), 120,
              "the point to finish while the agent is away")
     elsewhere = tmp_path / "elsewhere"

@@ -14,7 +14,7 @@ import json
 import threading
 from collections import deque
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 from agent.replay.frontier import Frontier, ReplayCut
 from agent.replay.record import ORCHESTRATION_LANES, Recording, normalized, split_attempts
@@ -146,19 +146,25 @@ class DecisionChecker:
             if not queue:
                 if self.truncated and self.current == len(self.expected) - 1:
                     self.stopped = f"replay reached the end of the record in lane {event['lane']}: {self.stop_reason}"
-                    raise ReplayStop(self.stopped)
+                    self._end(ReplayStop(self.stopped))
                 self.divergence = Divergence(None, event, event["lane"])
-                raise ReplayDivergence(self.divergence)
+                self._end(ReplayDivergence(self.divergence))
             want = queue[0]
             if want["type"] == "tool_result" and "data" not in want:  # recorded before results carried outcomes
                 event = {k: v for k, v in event.items() if k not in ("data", "reason")}
             if self._comparable(want) != self._comparable(event):
                 self.divergence = Divergence(want, event, event["lane"])
-                raise ReplayDivergence(self.divergence)
+                self._end(ReplayDivergence(self.divergence))
             queue.popleft()
             self.matched += 1
         if self.frontier.active and self.all_matched():
             self.frontier.reach()
+
+    def _end(self, reason: BaseException) -> NoReturn:
+        # The replay is over: a lane held at the frontier is cut now, not after FREEZE_LIMIT_S (the
+        # graph waits for every lane of a superstep before it lets the lane's divergence out).
+        self.frontier.release()
+        raise reason
 
     def _comparable(self, event: dict) -> tuple:
         # Served values carry the recorded folder's path, re-derived ones the replay's: both read <RUN>.

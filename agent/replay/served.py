@@ -33,6 +33,8 @@ class ReplaySource:
     (``steps/<kind>.json``), else the replay diverges at that event. A step, span or preflight the
     record's attempt has no result for is where that attempt stopped: the lane is held there."""
 
+    starts_jobs = False
+
     def __init__(self, recording: Recording, frontier: Frontier | None = None):
         self.recording = recording
         self.frontier = frontier or Frontier()

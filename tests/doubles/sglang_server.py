@@ -41,6 +41,9 @@ Configuration (flags SGLang does not know are ignored, like the real parser woul
   DSV4_DOUBLE_GSM8K, DSV4_DOUBLE_GSM8K_DEGRADED  GSM8K answers (gsm8k_answers.py)
   DSV4_DOUBLE_ACCEPT_LENGTH_FILE  (double-only knob) a file whose number, when it exists, replaces
                              the accept length for requests starting after it was written
+  DSV4_DOUBLE_HOLD_FILE      (double-only knob) while this file exists, every request waits before its
+                             first token, as on a server busy elsewhere: a test holds a point open
+                             until it has crashed what it wanted to crash inside it, then removes the file
   DSV4_DOUBLE_STARTUP_S      seconds before /health answers 200 (default 0.2)
   DSV4_DOUBLE_BIND_DELAY_S   seconds before the HTTP port is bound (default 0): SGLang binds it only after
                              loading the model, so a port free at launch can be taken meanwhile
@@ -91,6 +94,7 @@ class State:
         self.steps = 0
         self.enable_metrics = bool(getattr(args, "enable_metrics", False))
         self.accept_file = os.environ.get("DSV4_DOUBLE_ACCEPT_LENGTH_FILE")
+        self.hold_file = os.environ.get("DSV4_DOUBLE_HOLD_FILE")
         self.verify_calls = 0  # Prometheus counters of finished requests, as SGLang's tokenizer manager
         self.generation_tokens = 0
 
@@ -239,6 +243,8 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Type", "text/event-stream")
             self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()
+        while st.hold_file and os.path.exists(st.hold_file):
+            time.sleep(0.02)
         time.sleep(st.step_s)  # prefill
         clock, factor = TokenClock(st.accept_now()), st.profile.request_factor()
         answer = st.gsm8k.answer(str(body.get("text", ""))) if not chat else None

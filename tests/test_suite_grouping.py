@@ -1,0 +1,71 @@
+"""The suite's own scheduling (tests/xdist_groups.py): tests sharing a module-scoped fixture run on one
+xdist worker, so the fixture is built once; the other tests still spread over the workers.
+
+Runs a real pytest with three xdist workers on a small suite in a temp folder, using this repository's
+conftest hooks. With xdist's stock ``loadgroup`` on pytest 9, the three fixture users land on three
+workers (one scope each, handed out one per worker) and the fixture is built three times."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+SUITE = '''
+import os
+from pathlib import Path
+
+import pytest
+
+LOG = Path(os.environ["GROUPING_LOG"])
+
+
+def note(what):
+    with LOG.open("a") as f:
+        f.write(f"{what} {os.environ['PYTEST_XDIST_WORKER']}\\n")
+
+
+@pytest.fixture(scope="module")
+def expensive():
+    note("built")
+    return 1
+
+
+@pytest.mark.parametrize("n", range(3))
+def test_uses_the_fixture(expensive, n):
+    note("user")
+
+
+@pytest.mark.parametrize("n", range(6))
+def test_free(n):
+    note("free")
+'''
+
+CONFTEST = '''
+from tests.xdist_groups import pytest_configure_node, pytest_unconfigure, pytest_xdist_make_scheduler, record_groups
+
+
+def pytest_collection_modifyitems(config, items):
+    record_groups(config, items)
+'''
+
+
+def test_a_module_fixture_is_built_once_and_free_tests_spread(tmp_path):
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "conftest.py").write_text(CONFTEST)
+    (suite / "test_small.py").write_text(SUITE)
+    log = tmp_path / "log.txt"
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO), "GROUPING_LOG": str(log), "HOME": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "3",
+                           "--dist", "loadgroup", "-c", "/dev/null", "--rootdir", str(suite), str(suite)],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = [line.split() for line in log.read_text().splitlines()]
+    built = [worker for what, worker in lines if what == "built"]
+    users = {worker for what, worker in lines if what == "user"}
+    assert len(built) == 1, lines  # once, not once per worker
+    assert users == set(built), lines  # every user ran where it was built
+    assert sum(what == "free" for what, _ in lines) == 6
+    assert len({worker for _, worker in lines}) > 1, lines  # the free tests were not serialised with them

@@ -1,0 +1,80 @@
+"""One worker per expensive fixture: the tests that share a module-scoped fixture (a whole campaign,
+a measured sweep) run together on one xdist worker, so the fixture is built once, not once per worker.
+
+pytest-xdist 3.8's own ``--dist loadgroup`` folds ``xdist_group`` marks into the node ids by writing
+``item._nodeid``, an attribute pytest 9 no longer reads: the marks are silently ignored and each
+worker that meets a grouped test builds the fixture again (the decision campaign was built twice per
+suite, 100 s each). Here the workers, which know each test's fixtures and marks, write the group of
+every test to a file; the controller's scheduler, which sees only node ids, reads it.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+_GROUPS_KEY = "dsv4_groups_dir"  # workerinput key: the folder the workers write their groups to
+
+
+def group_of(item: pytest.Item) -> str | None:
+    """An explicit ``xdist_group`` mark (e.g. the one Slurm cluster), else the first module-scoped
+    fixture the test uses, else none: the test may run anywhere."""
+    mark = item.get_closest_marker("xdist_group")
+    if mark is not None:
+        return str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
+    defs = getattr(item, "_fixtureinfo", None)
+    shared = sorted(name for name, chain in (defs.name2fixturedefs.items() if defs else ())
+                    if chain and chain[-1].scope == "module")
+    return f"{item.module.__name__}:{shared[0]}" if shared else None
+
+
+def record_groups(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """On a worker: write {node id: group} where the controller's scheduler reads it."""
+    folder = getattr(config, "workerinput", {}).get(_GROUPS_KEY)
+    if folder is None:
+        return
+    groups = {item.nodeid: group for item in items if (group := group_of(item)) is not None}
+    target = Path(folder) / f"{config.workerinput['workerid']}.json"
+    partial = target.with_suffix(".partial")
+    partial.write_text(json.dumps(groups))
+    os.replace(partial, target)  # the scheduler never reads half a file
+
+
+def pytest_configure_node(node) -> None:
+    """On the controller, before each worker starts: where the workers write their groups."""
+    config = node.config
+    folder = getattr(config, "_dsv4_groups_dir", None)
+    if folder is None:
+        folder = config._dsv4_groups_dir = tempfile.mkdtemp(prefix="dsv4-xdist-groups-")
+    node.workerinput[_GROUPS_KEY] = folder
+
+
+def pytest_xdist_make_scheduler(config, log):
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class FixtureGroupScheduling(LoadScopeScheduling):
+        """A test's scope is its group (tests/xdist_groups.py), or the test alone."""
+
+        _groups: dict[str, str] | None = None
+
+        def _split_scope(self, nodeid: str) -> str:
+            if self._groups is None:  # first called in schedule(), after every worker sent its collection
+                folder = Path(config._dsv4_groups_dir)
+                written = sorted(folder.glob("*.json"))
+                assert written, f"no worker wrote its test groups to {folder}"
+                self._groups = json.loads(written[0].read_text())
+            return self._groups.get(nodeid, nodeid)
+
+    return FixtureGroupScheduling(config, log)
+
+
+def pytest_unconfigure(config) -> None:
+    folder = getattr(config, "_dsv4_groups_dir", None)
+    if folder is not None:
+        shutil.rmtree(folder, ignore_errors=True)
