@@ -10,6 +10,7 @@ safe point. The campaign then writes ``interrupted`` and exits 130; what it wait
 """
 from __future__ import annotations
 
+import logging
 import signal
 import threading
 import time
@@ -88,6 +89,23 @@ class SignalWatch:
         return box[0] if box else default
 
 
+class LateLaneWrites(logging.Filter):
+    """Drops one log record: a lane that ends after another lane's error or stop has unwound the graph
+    finds LangGraph's executor closed, and recording its writes fails inside a future's done-callback,
+    which concurrent.futures logs as a traceback on stderr. Those writes belong to a superstep the
+    checkpoint never commits (resume runs it again), so nothing is lost, and nothing is printed."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        err = record.exc_info[1] if record.exc_info else None
+        return not (isinstance(err, RuntimeError) and "cannot schedule new futures after shutdown" in str(err))
+
+
+def _quiet_late_lane_writes() -> None:
+    futures_log = logging.getLogger("concurrent.futures")
+    if not any(isinstance(f, LateLaneWrites) for f in futures_log.filters):
+        futures_log.addFilter(LateLaneWrites())
+
+
 def invoke_responsively(graph, graph_input, config, watch: SignalWatch) -> dict:
     """Run the graph on a worker thread so that the main thread stays free to take signals.
 
@@ -95,6 +113,7 @@ def invoke_responsively(graph, graph_input, config, watch: SignalWatch) -> dict:
     thread executes Python code, so invoking on the main thread would delay Ctrl-C until then.
     """
     box: dict = {}
+    _quiet_late_lane_writes()
 
     def work() -> None:
         try:

@@ -20,6 +20,13 @@ SGLANG_TEST_VERSION = "0.5.23"
 # parts with the interpreter running the tests, whatever venv that is; jobs inherit this.
 os.environ["DSV4_DOUBLE_REAL_PYTHON"] = sys.executable
 
+# The git repositories tests build hold a whole SGLang tree as loose objects: enough for the
+# `git gc --auto` after their first commit to repack each one (seconds of CPU per repository that
+# lives a minute). Switched off for every git the tests start, through git's environment config.
+_git_configs = int(os.environ.get("GIT_CONFIG_COUNT", "0"))
+os.environ.update({"GIT_CONFIG_COUNT": str(_git_configs + 1), f"GIT_CONFIG_KEY_{_git_configs}": "gc.auto",
+                   f"GIT_CONFIG_VALUE_{_git_configs}": "0"})
+
 
 def require_binary(name: str) -> str:
     """The path of a system binary a test needs; skip locally, fail in CI (CI installs it)."""
@@ -100,10 +107,11 @@ def shared_corpus() -> Path | None:
     return None
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def corpus_checkouts(tmp_path_factory, sglang_wheel_root) -> dict[str, Path]:
     """The upstream corpus laid over the 0.5.23 wheel as git checkouts: "new" (the wheel's own hooks
-    with the registered tests) and "old" (--with-older-python: older hooks and runners too)."""
+    with the registered tests) and "old" (--with-older-python: older hooks and runners too). Module
+    scope: the tests using it then run on one worker (tests/xdist_groups.py), which builds it once."""
     import subprocess
 
     corpus = shared_corpus()
