@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 _GROUPS_KEY = "dsv4_groups_dir"  # workerinput key: the folder the workers write their groups to
+_GROUPS_DIR = pytest.StashKey[str]()  # the same folder, on the controller
 
 
 def group_of(item: pytest.Item) -> str | None:
@@ -46,11 +47,10 @@ def record_groups(config: pytest.Config, items: list[pytest.Item]) -> None:
 
 def pytest_configure_node(node) -> None:
     """On the controller, before each worker starts: where the workers write their groups."""
-    config = node.config
-    folder = getattr(config, "_dsv4_groups_dir", None)
-    if folder is None:
-        folder = config._dsv4_groups_dir = tempfile.mkdtemp(prefix="dsv4-xdist-groups-")
-    node.workerinput[_GROUPS_KEY] = folder
+    stash = node.config.stash
+    if _GROUPS_DIR not in stash:
+        stash[_GROUPS_DIR] = tempfile.mkdtemp(prefix="dsv4-xdist-groups-")
+    node.workerinput[_GROUPS_KEY] = stash[_GROUPS_DIR]
 
 
 def pytest_xdist_make_scheduler(config, log):
@@ -65,7 +65,7 @@ def pytest_xdist_make_scheduler(config, log):
 
         def _split_scope(self, nodeid: str) -> str:
             if self._groups is None:  # first called in schedule(), after every worker sent its collection
-                folder = Path(config._dsv4_groups_dir)
+                folder = Path(config.stash[_GROUPS_DIR])
                 written = sorted(folder.glob("*.json"))
                 assert written, f"no worker wrote its test groups to {folder}"
                 self._groups = json.loads(written[0].read_text())
@@ -75,6 +75,5 @@ def pytest_xdist_make_scheduler(config, log):
 
 
 def pytest_unconfigure(config) -> None:
-    folder = getattr(config, "_dsv4_groups_dir", None)
-    if folder is not None:
-        shutil.rmtree(folder, ignore_errors=True)
+    if _GROUPS_DIR in config.stash:
+        shutil.rmtree(config.stash[_GROUPS_DIR], ignore_errors=True)
