@@ -11,6 +11,7 @@ import os
 import shutil
 from pathlib import Path
 
+from tests import shared_trees
 from tests.doubles.tokenizer import build_tokenizer
 
 HERE = Path(__file__).parent
@@ -21,10 +22,11 @@ SHAPES = ["512,1024", "1024,512"]
 
 
 def make_campaign_checkout(root: Path, wheel_root: Path) -> Path:
-    """A checkout-shaped tree: the REAL sglang 0.5.23 package (copied: tuning installs into it, the
-    cache stays untouched) under python/, plus the tuning-script double where SGLang keeps the script."""
+    """A checkout-shaped tree: the REAL sglang 0.5.23 package under python/ (a hard-linked copy of the
+    session's copy, tests/shared_trees.py: tuning installs into it by renaming new files in, so neither
+    that copy nor the cache changes), plus the tuning-script double where SGLang keeps the script."""
     checkout = root / "sglang-checkout"
-    shutil.copytree(wheel_root / "sglang", checkout / "python" / "sglang")
+    shared_trees.linked_copy(shared_trees.sglang_package(wheel_root), checkout / "python" / "sglang")
     bench = checkout / "benchmark/kernels/quantization"
     bench.mkdir(parents=True)
     shutil.copy(DOUBLES / "tuning_block_wise_kernel.py", bench / "tuning_block_wise_kernel.py")

@@ -12,9 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.xdist_groups import pytest_configure_node, pytest_unconfigure, pytest_xdist_make_scheduler, record_groups  # noqa: F401
+from tests import shared_trees
+from tests.xdist_groups import pytest_configure_node, pytest_xdist_make_scheduler, record_groups  # noqa: F401
+from tests.xdist_groups import pytest_unconfigure as xdist_groups_unconfigure
 
 SGLANG_TEST_VERSION = "0.5.23"
+_SHARED_TREES = pytest.StashKey[Path]()
 
 # The doubles of the SGLang interpreter (tests/doubles/sglang_python, argv_dump) run their Python
 # parts with the interpreter running the tests, whatever venv that is; jobs inherit this.
@@ -55,8 +58,23 @@ def pytest_collection_modifyitems(config, items):
 
 
 def pytest_configure(config):
+    if not hasattr(config, "workerinput"):  # the controller, or a run without xdist: workers inherit the folder
+        config.stash[_SHARED_TREES] = shared_trees.start_session()
     config.addinivalue_line("markers", "no_replay(reason): the runs this test makes are not replayable on purpose "
                                        "(a trace line deleted, a hand-made run folder); the reason says why")
+
+
+def pytest_unconfigure(config):
+    xdist_groups_unconfigure(config)
+    if _SHARED_TREES in config.stash:
+        shared_trees.end_session(config.stash[_SHARED_TREES])
+
+
+@pytest.fixture(scope="module", autouse=True)
+def shared_trees_stay_untouched():
+    """The trees tests share through hard links (tests/shared_trees.py) were not written into."""
+    yield
+    shared_trees.check_untouched()
 
 
 _REPLAYED: set[Path] = set()  # runs of this worker already replayed (module fixtures' runs are met once)
@@ -90,7 +108,7 @@ def sglang_wheel_root() -> Path:
     return ensure_wheel_source(SGLANG_TEST_VERSION)
 
 
-def _missing(message: str):
+def missing(message: str):
     """Skip locally; under CI=true fail, since .ci/run provides what the test needs."""
     if os.environ.get("CI"):
         pytest.fail(message)
@@ -110,20 +128,15 @@ def shared_corpus() -> Path | None:
 @pytest.fixture(scope="module")
 def corpus_checkouts(tmp_path_factory, sglang_wheel_root) -> dict[str, Path]:
     """The upstream corpus laid over the 0.5.23 wheel as git checkouts: "new" (the wheel's own hooks
-    with the registered tests) and "old" (--with-older-python: older hooks and runners too). Module
-    scope: the tests using it then run on one worker (tests/xdist_groups.py), which builds it once."""
-    import subprocess
-
+    with the registered tests) and "old" (--with-older-python: older hooks and runners too). Built
+    once per session (tests/shared_trees.py); the module gets its own hard-linked copies."""
     corpus = shared_corpus()
     if corpus is None:
-        _missing("no shared/corpus found next to the repository (CI provides it at ../shared)")
+        missing("no shared/corpus found next to the repository (CI provides it at ../shared)")
     base = tmp_path_factory.mktemp("corpus")
-    built = {}
-    for name, extra in (("new", []), ("old", ["--with-older-python"])):
-        subprocess.run(["bash", str(corpus / "build-checkout.sh"), *extra, str(base / name), str(sglang_wheel_root)],
-                       check=True, capture_output=True)
-        built[name] = base / name
-    return built
+    return {name: shared_trees.linked_copy(shared_trees.corpus_checkout(corpus, sglang_wheel_root, name == "old"),
+                                           base / name)
+            for name in ("new", "old")}
 
 
 @pytest.fixture(scope="session")
@@ -138,5 +151,5 @@ def sglang_python() -> Path:
     probe = "import importlib.util, sys; sys.exit(importlib.util.find_spec('sglang') is None)"
     if not (venv / ".dsv4-complete").is_file() or not python.is_file() \
             or subprocess.run([str(python), "-c", probe], capture_output=True).returncode != 0:
-        _missing(f"no sglang venv at {python.parent.parent} (.ci/run creates it: sglang=={SGLANG_TEST_VERSION})")
+        missing(f"no sglang venv at {python.parent.parent} (.ci/run creates it: sglang=={SGLANG_TEST_VERSION})")
     return python

@@ -3,35 +3,23 @@ settings in its evidence, and a small GSM8K-format dataset."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
 from pathlib import Path
 
-import pytest
+from tests import shared_trees
+from tests.conftest import missing, shared_corpus
 
 HERE = Path(__file__).parent
 OVERLAY = HERE / "fixtures" / "decision"
 
 
-def corpus_dir() -> Path | None:
-    """``shared/corpus`` beside the repository (CI), else the workplace's copy."""
-    for candidate in (HERE.parent.parent / "shared" / "corpus", Path("/work/shared/corpus")):
-        if (candidate / "build-checkout.sh").exists():
-            return candidate
-    return None
-
-
 def upstream_checkout(dest: Path, wheel_root: Path) -> Path:
-    """The 0.5.23 wheel with the upstream corpus laid over it (a git checkout), plus our B200 overlay."""
-    corpus = corpus_dir()
+    """The 0.5.23 wheel with the upstream corpus laid over it (a git checkout, tests/shared_trees.py), plus
+    our B200 overlay."""
+    corpus = shared_corpus()
     if corpus is None:
-        if os.environ.get("CI"):
-            pytest.fail("shared/corpus is missing beside the repository")
-        pytest.skip("shared/corpus is not here")
-    subprocess.run(["bash", str(corpus / "build-checkout.sh"), str(dest), str(wheel_root)], check=True,
-                   capture_output=True, text=True, timeout=300)
-    shutil.copytree(OVERLAY / "test", dest / "test", dirs_exist_ok=True)
+        missing("no shared/corpus found next to the repository (CI provides it at ../shared)")
+    shared_trees.linked_copy(shared_trees.corpus_checkout(corpus, wheel_root, older_hooks=False), dest)
+    shared_trees.copy_over(OVERLAY / "test", dest / "test")
     return dest
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import signal
 import subprocess
 from pathlib import Path
@@ -22,6 +21,7 @@ from agent.llm.conversation import Conversation
 from agent.llm.research import OUTCOME_FILE, RESEARCH_FILE
 from agent.replay.driver import EXIT_REPRODUCED, replay_run
 from agent.trace import read_trace
+from tests import shared_trees
 from tests.cli_helpers import AGENT, clean_env, start_agent, wait_for
 from tests.doubles.openai_server import Reply, ScriptedOpenAI, ToolCall
 
@@ -35,7 +35,7 @@ README = "benchmark/kernels/quantization/README.md"
 def poisoned_tree(sglang_wheel_root, tmp_path_factory) -> Path:
     """The whole 0.5.23 package (so infer_mtp works) plus a README addressed to agents at line 4."""
     root = tmp_path_factory.mktemp("sglang-poisoned")
-    shutil.copytree(sglang_wheel_root / "sglang", root / "sglang")
+    shared_trees.linked_copy(shared_trees.sglang_package(sglang_wheel_root), root / "sglang")
     (root / README).parent.mkdir(parents=True)
     (root / README).write_text(f"# Tuning\n\nRun the tuner per GPU.\n{POISON}\n")
     return root
