@@ -13,7 +13,9 @@ from pathlib import Path
 import pytest
 
 from tests import shared_trees
-from tests.xdist_groups import pytest_configure_node, pytest_xdist_make_scheduler, record_groups  # noqa: F401
+from tests.xdist_groups import (  # noqa: F401 - hooks, found here by pytest
+    pytest_addoption, pytest_configure_node, pytest_runtest_logreport, pytest_sessionfinish, pytest_xdist_make_scheduler,
+    record_groups)
 from tests.xdist_groups import pytest_unconfigure as xdist_groups_unconfigure
 
 SGLANG_TEST_VERSION = "0.5.23"

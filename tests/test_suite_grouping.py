@@ -60,7 +60,8 @@ def test_a_module_fixture_is_built_once_and_free_tests_spread(tmp_path):
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO), "GROUPING_LOG": str(log), "HOME": str(tmp_path),
            "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}  # xdist alone (-p xdist), not every plugin of the venv
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "xdist", "-p", "no:cacheprovider", "-n", "3",
-                           "--dist", "loadgroup", "-c", "/dev/null", "--rootdir", str(suite), str(suite)],
+                           "--dist", "loadgroup", "-c", "/dev/null", "--rootdir", str(suite), str(suite),
+                           "--basetemp", str(tmp_path / "basetemp")],  # else it prunes the outer suite's old temp roots
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     lines = [line.split() for line in log.read_text().splitlines()]

@@ -6,6 +6,11 @@ pytest-xdist 3.8's own ``--dist loadgroup`` folds ``xdist_group`` marks into the
 worker that meets a grouped test builds the fixture again (the decision campaign was built twice per
 suite, 100 s each). Here the workers, which know each test's fixtures and marks, write the group of
 every test to a file; the controller's scheduler, which sees only node ids, reads it.
+
+The longest units go out first (tests/durations.json: seconds per test from an earlier run of the
+suite; ``pytest --update-durations`` rewrites it). Handed out in collection order, a two-minute group
+that starts last keeps one worker busy while the others idle. The file only orders the work: a test
+it does not know counts as one second, and a stale figure changes nothing but the order.
 """
 from __future__ import annotations
 
@@ -17,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+DURATIONS = Path(__file__).with_name("durations.json")
+UNKNOWN_DURATION_S = 1.0
 _GROUPS_KEY = "dsv4_groups_dir"  # workerinput key: the folder the workers write their groups to
 _GROUPS_DIR = pytest.StashKey[str]()  # the same folder, on the controller
 
@@ -62,6 +69,7 @@ def pytest_xdist_make_scheduler(config, log):
         """A test's scope is its group (tests/xdist_groups.py), or the test alone."""
 
         _groups: dict[str, str] | None = None
+        _longest_first = False
 
         def _split_scope(self, nodeid: str) -> str:
             if self._groups is None:  # first called in schedule(), after every worker sent its collection
@@ -71,7 +79,37 @@ def pytest_xdist_make_scheduler(config, log):
                 self._groups = json.loads(written[0].read_text())
             return self._groups.get(nodeid, nodeid)
 
+        def _assign_work_unit(self, node) -> None:
+            if not self._longest_first:  # the queue is complete by the first assignment
+                self._longest_first = True
+                known = json.loads(DURATIONS.read_text()) if DURATIONS.exists() else {}
+                units = sorted(self.workqueue.items(),
+                               key=lambda unit: -sum(known.get(nodeid, UNKNOWN_DURATION_S) for nodeid in unit[1]))
+                self.workqueue.clear()
+                self.workqueue.update(units)
+            super()._assign_work_unit(node)
+
     return FixtureGroupScheduling(config, log)
+
+
+def pytest_addoption(parser) -> None:
+    parser.addoption("--update-durations", action="store_true",
+                     help=f"write each test's duration to {DURATIONS.name}, which orders the work under xdist")
+
+
+_measured: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report) -> None:
+    """On the controller, the reports of every worker: setup, call and teardown add up."""
+    _measured[report.nodeid] = _measured.get(report.nodeid, 0.0) + report.duration
+
+
+def pytest_sessionfinish(session) -> None:
+    if session.config.getoption("update_durations") and not hasattr(session.config, "workerinput"):
+        partial = DURATIONS.with_suffix(".partial")
+        partial.write_text(json.dumps({k: round(v, 2) for k, v in sorted(_measured.items())}, indent=0) + "\n")
+        os.replace(partial, DURATIONS)
 
 
 def pytest_unconfigure(config) -> None:
