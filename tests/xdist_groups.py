@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-DURATIONS = Path(__file__).with_name("durations.json")
+DURATIONS = Path(os.environ.get("DSV4_TEST_DURATIONS") or Path(__file__).with_name("durations.json"))
 UNKNOWN_DURATION_S = 1.0
 _GROUPS_KEY = "dsv4_groups_dir"  # workerinput key: the folder the workers write their groups to
 _GROUPS_DIR = pytest.StashKey[str]()  # the same folder, on the controller
