@@ -76,7 +76,9 @@ class Settings(BaseSettings):
     tokenizer: str | None = Field(None, description="Local tokenizer path for offline benchmarks")
     input_len: int | None = Field(None, gt=0, description="Benchmark prompt length in tokens [1024]")
     output_len: int | None = Field(None, gt=0, description="Benchmark output length in tokens [1024]")
-    prompts_per_concurrency: int | None = Field(None, gt=0, description="Prompts per point = this x concurrency [8]")
+    prompts_per_concurrency: int | None = Field(None, gt=0, description="Prompts per point = this x concurrency, "
+                                                "at least min_prompts [8]")
+    min_prompts: int | None = Field(None, gt=0, description="Fewest prompts of any benchmark point [16]")
     repeats: int = Field(3, ge=1, description="Runs of every benchmark point on the same server (median, spread)")
     mtp_variants: int | None = Field(None, ge=1, description="Most MTP settings from the evidence to measure")
     mtp_steps: Annotated[list[str], NoDecode] = Field(default_factory=list,
@@ -143,7 +145,7 @@ class Settings(BaseSettings):
     def measure_params(self) -> dict[str, int]:
         """The benchmark sizes the user chose; the scripts' own defaults fill in the rest."""
         chosen = {"input_len": self.input_len, "output_len": self.output_len,
-                  "prompts_per_concurrency": self.prompts_per_concurrency}
+                  "prompts_per_concurrency": self.prompts_per_concurrency, "min_prompts": self.min_prompts}
         return {k: v for k, v in chosen.items() if v is not None}
 
     def remember_secrets(self) -> None:

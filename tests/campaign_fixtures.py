@@ -47,7 +47,10 @@ def campaign_env(root: Path, gpus: int = 2, unit_s: float = 0.3) -> dict[str, st
     }
 
 
-def campaign_args(root: Path, wheel_root: Path, goal: str = "enable MTP and tune kernels") -> list[str]:
+def campaign_args(root: Path, wheel_root: Path, goal: str = "enable MTP and tune kernels",
+                  concurrency: str = "1") -> list[str]:
+    """One concurrency level unless the test is about several (each level is one more bench client per
+    variant: a second of CPU for SGLang's client to import, and the decode steps of its prompts)."""
     checkout = root / "sglang-checkout"
     if not checkout.exists():
         make_campaign_checkout(root, wheel_root)
@@ -56,8 +59,8 @@ def campaign_args(root: Path, wheel_root: Path, goal: str = "enable MTP and tune
         build_tokenizer(tok)
     args = [goal, "--sglang", str(checkout), "--sglang-python", str(DOUBLES / "sglang_python"),
             "--model", MODEL, "--model-path", str(tok), "--tokenizer", str(tok),
-            "--concurrency", "1,2", "--input-len", "8", "--output-len", "16", "--prompts-per-concurrency", "2",
-            "--repeats", "1"]
+            "--concurrency", concurrency, "--input-len", "8", "--output-len", "16", "--prompts-per-concurrency", "2",
+            "--min-prompts", "2", "--repeats", "1"]
     for shape in SHAPES:
         args += ["--shapes", shape]
     return args

@@ -32,7 +32,7 @@ def finished_campaign(tmp_path_factory, sglang_wheel_root):
     # The tuning jobs stay busy until the research lane has finished (the double waits for it in
     # the trace), so "research inside the GPU window" does not depend on the machine's speed.
     env = {**campaign_env(root), "DSV4_DOUBLE_HOLD_FOR": '"type": "node_finished".*"node": "research_lane"'}
-    out = agent(*campaign_args(root, sglang_wheel_root), cwd=root, env=env, timeout=240)
+    out = agent(*campaign_args(root, sglang_wheel_root, concurrency="1,2"), cwd=root, env=env, timeout=240)
     return root, out
 
 
@@ -51,6 +51,8 @@ def test_campaign_on_doubles_finishes_and_leaves_a_reviewable_run(finished_campa
     assert len(installed) == 2 and all(Path(p).exists() for p in installed)
     points = [json.loads(line) for v in ("baseline", "mtp") for line in (run / "bench" / f"{v}.jsonl").read_text().splitlines()]
     assert len(points) == 4
+    # --min-prompts 2 --prompts-per-concurrency 2: the floor at c1, 2 x c above it
+    assert sorted((p["max_concurrency"], p["completed"]) for p in points) == [(1, 2), (1, 2), (2, 4), (2, 4)]
     # the trace is whole: gap-free sequence, run_started first, run_finished last
     events = events_of(run)
     assert [e["seq"] for e in events] == list(range(len(events)))

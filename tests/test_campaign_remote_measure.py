@@ -93,7 +93,7 @@ def test_mtp_and_tuning_campaign_through_ssh_measures_and_installs_on_the_host(g
     config, site = gpu_host
     host_configs = site / GEMM / "configs"
     before_host = {p.name: p.read_bytes() for p in host_configs.glob("*.json")}
-    out = agent(*campaign_args(tmp_path, sglang_wheel_root), *_ssh_args(config), cwd=tmp_path, env=LOCAL_ENV,
+    out = agent(*campaign_args(tmp_path, sglang_wheel_root, concurrency="1,2"), *_ssh_args(config), cwd=tmp_path, env=LOCAL_ENV,
                 timeout=400)
     assert out.returncode == 0, out.stdout + out.stderr
     run = only_run(tmp_path)

@@ -37,7 +37,7 @@ def _node_address(slurm_env: dict[str, str]) -> str:
 def test_mtp_campaign_through_slurm_measures_every_point_with_jobs_on_the_node(slurm, tmp_path,  # noqa: F811
                                                                               sglang_wheel_root):
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "SLURM_CONF": slurm.env["SLURM_CONF"]}  # no nvidia-smi here
-    out = agent(*campaign_args(tmp_path, sglang_wheel_root, goal="enable MTP"), "--executor", "slurm:debug",
+    out = agent(*campaign_args(tmp_path, sglang_wheel_root, goal="enable MTP", concurrency="1,2"), "--executor", "slurm:debug",
                 cwd=tmp_path, env=env, timeout=400)
     assert out.returncode == 0, out.stdout + out.stderr
     run = only_run(tmp_path)

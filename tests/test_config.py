@@ -12,6 +12,7 @@ def test_defaults(tmp_path: Path):
     s = load_settings({}, cwd=tmp_path, environ={})
     assert s.model == "deepseek-ai/DeepSeek-V4-Flash" and s.runs_dir == "runs" and s.sglang_python == "python3"
     assert s.concurrency == [1, 8, 16] and s.llm_base_url is None and str(s.executor) == "local"
+    assert s.repeats == 3  # the decision's default K: a median and a spread per point
 
 
 def test_each_layer_overrides_the_one_below(tmp_path: Path):

@@ -28,8 +28,8 @@ def decided(tmp_path_factory, sglang_wheel_root):
     env = {**campaign_env(root, gpus=1), "DSV4_DOUBLE_GSM8K": str(data), "DSV4_DOUBLE_GSM8K_DEGRADED": "2/1/3"}
     out = agent("enable MTP", "--sglang", str(checkout), "--sglang-python", str(DOUBLES / "sglang_python"),
                 "--model", MODEL, "--model-path", str(tok), "--tokenizer", str(tok), "--concurrency", "1,4",
-                "--input-len", "8", "--output-len", "24", "--prompts-per-concurrency", "2",
-                "--mtp-steps", "2", "--accuracy-data", str(data), "--accuracy-questions", "12",
+                "--input-len", "8", "--output-len", "24", "--prompts-per-concurrency", "2", "--min-prompts", "4",
+                "--mtp-steps", "2", "--accuracy-data", str(data), "--accuracy-questions", "12", "--repeats", "2",
                 cwd=root, env=env, timeout=600)
     return root, out
 
@@ -49,10 +49,10 @@ def test_every_supported_setting_is_measured_with_its_evidence_and_repeats(decid
     assert {"3/1/4", "1/1/2", "2/1/3"} <= set(settings), settings  # two from evidence, one from --mtp-steps
     b200 = next(v for v in plan["variants"] if v["name"] == settings["1/1/2"])
     assert any("test_deepseek_v4_flash_b200_balanced.py" in f["source"] for f in b200["flags"])
-    assert plan["repeats"] == 3 and plan["client_module"] == "sglang.benchmark.serving"  # the default K
+    assert plan["repeats"] == 2 and plan["client_module"] == "sglang.benchmark.serving"
     for v in plan["variants"]:
         tags = [json.loads(x)["tag"] for x in (run / "bench" / f"{v['name']}.jsonl").read_text().splitlines()]
-        assert sorted(tags) == sorted(f"{v['name']}-c{c}{r}" for c in (1, 4) for r in ("", "-r2", "-r3"))
+        assert sorted(tags) == sorted(f"{v['name']}-c{c}{r}" for c in (1, 4) for r in ("", "-r2"))
 
 
 def test_the_accuracy_gate_excludes_the_degraded_setting(decided):
@@ -94,8 +94,8 @@ def test_the_verdict_follows_the_measurements_and_names_the_winner(decided):
     printed = [line.split(": ", 1)[1] for line in out.stdout.splitlines() if line.startswith("[control] report: ")]
     assert [(root / p).resolve() for p in printed] == [(run / "report.html").resolve()]  # printed at the end
     rows = list(csv.DictReader((run / "results.csv").open()))
-    assert len(rows) == 4 * 2 and {r["repeats"] for r in rows} == {"3"}
-    assert len(json.loads((run / "results.json").read_text())["runs"]) == 4 * 2 * 3
+    assert len(rows) == 4 * 2 and {r["repeats"] for r in rows} == {"2"}
+    assert len(json.loads((run / "results.json").read_text())["runs"]) == 4 * 2 * 2
 
 
 def test_report_opens_with_header_and_verdict_in_the_first_screen(decided, tmp_path):

@@ -81,7 +81,7 @@ def _kill_job(run: Path, key: str) -> None:
 
 def test_a_bench_client_that_crashed_once_is_measured_by_resume(tmp_path, sglang_wheel_root):
     env = _env(tmp_path, DSV4_DOUBLE_BENCH_CRASH_ONCE=str(tmp_path / "crashed"))
-    out = agent(*campaign_args(tmp_path, sglang_wheel_root, BENCH_GOAL), cwd=tmp_path, env=env, timeout=240)
+    out = agent(*campaign_args(tmp_path, sglang_wheel_root, BENCH_GOAL, concurrency="1,2"), cwd=tmp_path, env=env, timeout=240)
     run = only_run(tmp_path)
     assert out.returncode == 1, out.stdout + out.stderr  # a point is missing: the run is not finished
     assert _result(run)["steps"]["benchmark"] == "failed"
@@ -100,7 +100,7 @@ def test_a_bench_client_that_crashed_once_is_measured_by_resume(tmp_path, sglang
 def test_after_a_host_crash_resume_starts_a_fresh_server_and_measures_again(tmp_path, sglang_wheel_root):
     hold = _hold(tmp_path)  # the first point stays open until the host has gone down inside it
     env = _env(tmp_path, DSV4_DOUBLE_HOLD_FILE=str(hold))
-    proc = start_agent(*campaign_args(tmp_path, sglang_wheel_root, BENCH_GOAL), cwd=tmp_path, env=env)
+    proc = start_agent(*campaign_args(tmp_path, sglang_wheel_root, BENCH_GOAL, concurrency="1,2"), cwd=tmp_path, env=env)
     run = _first_client_running(tmp_path)
     proc.send_signal(signal.SIGKILL)  # the host goes down: agent, server and client together
     proc.wait(timeout=10)
@@ -127,7 +127,7 @@ def test_resume_by_absolute_path_from_another_folder_reattaches_and_takes_the_af
                                                                                           sglang_wheel_root):
     hold = _hold(tmp_path)  # the first point stays open until the agent has died inside it
     env = _env(tmp_path, DSV4_DOUBLE_HOLD_FILE=str(hold))
-    proc = start_agent(*campaign_args(tmp_path, sglang_wheel_root, BENCH_GOAL), cwd=tmp_path, env=env)
+    proc = start_agent(*campaign_args(tmp_path, sglang_wheel_root, BENCH_GOAL, concurrency="1,2"), cwd=tmp_path, env=env)
     run = _first_client_running(tmp_path)
     proc.send_signal(signal.SIGKILL)  # the agent alone dies; server and client run on
     proc.wait(timeout=10)

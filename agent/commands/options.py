@@ -75,8 +75,10 @@ OPTIONS: dict[str, SettingOption] = {o.field: o for o in [
     O("concurrency", "--concurrency", "Benchmark concurrency levels [1,8,16].", BENCH, "LIST"),
     O("input_len", "--input-len", "Benchmark prompt tokens [1024].", BENCH, "TOKENS", int),
     O("output_len", "--output-len", "Benchmark output tokens [1024].", BENCH, "TOKENS", int),
-    O("prompts_per_concurrency", "--prompts-per-concurrency", "Prompts per point = this x concurrency [8].", BENCH,
-      "N", int),
+    O("prompts_per_concurrency", "--prompts-per-concurrency", "Prompts per point = this x concurrency, at least "
+      "--min-prompts [8].", BENCH, "N", int),
+    O("min_prompts", "--min-prompts", "Fewest prompts of any point, so low concurrency still sees enough requests "
+      "[16].", BENCH, "N", int),
     O("repeats", "--repeats", "Runs of every point on the same server; median and spread [3].", BENCH, "K", int, 1),
     O("mtp_variants", "--mtp-variants", "Measure at most N MTP settings from the evidence, recommended first [all].",
       BENCH, "N", int, 1),
