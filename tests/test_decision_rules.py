@@ -107,6 +107,7 @@ def test_slo_picks_the_variant_meeting_it_at_the_highest_concurrency_and_the_gat
     (["--mtp-steps", "two"], r"--mtp-steps entry 'two' must be a step count"),
     (["--repeats", "0"], r"--repeats.*greater than or equal to 1"),
     (["--slo-percentile", "p42"], r"--slo-percentile .*p99"),
+    (["--min-prompts", "0"], r"--min-prompts.*greater than 0"),
 ])
 def test_bad_decision_options_are_refused_before_a_run_exists(tmp_path, args, message):
     import re
