@@ -5,6 +5,7 @@
 """
 from __future__ import annotations
 
+import gc
 import os
 import shutil
 import sys
@@ -70,6 +71,11 @@ def pytest_unconfigure(config):
     xdist_groups_unconfigure(config)
     if _SHARED_TREES in config.stash:
         shared_trees.end_session(config.stash[_SHARED_TREES])
+    # A worker ends holding millions of objects (parsed SGLang sources, graphs of in-process runs). The
+    # interpreter's last collection walked them for seconds per worker, four workers on two cores, and
+    # xdist kills a worker that takes over 10 s to exit: the suite sat at its end. Nothing is collectable
+    # any more that matters; frozen objects are left out of that walk.
+    gc.freeze()
 
 
 @pytest.fixture(scope="module", autouse=True)

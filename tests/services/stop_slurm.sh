@@ -7,14 +7,17 @@ export SLURM_CONF="$base/slurm.conf"
 
 live() { [[ -s "$1" ]] && kill -0 "$(cat "$1")" 2>/dev/null; }
 
-stop_pid_file() {
-    local file="$1"
-    live "$file" || return 0
-    local pid
-    pid="$(cat "$file")"
-    kill "$pid" 2>/dev/null || true
-    for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    echo "stopped pid $pid ($file)"
+# Each daemon takes about 2 s to leave after SIGTERM (and much longer on a loaded machine): they are
+# told together and then waited for, by the pids read before any was told (a daemon removes its pid
+# file as it leaves).
+wait_pid() {
+    local pid="$1" file="$2"
+    for _ in $(seq 200); do
+        kill -0 "$pid" 2>/dev/null || { echo "stopped pid $pid ($file)"; return 0; }
+        sleep 0.1
+    done
+    echo "pid $pid ($file) did not stop within 20 s" >&2
+    return 1
 }
 
 if live "$base/slurmctld.pid" && live "$base/slurmd.pid"; then
@@ -25,6 +28,10 @@ if live "$base/slurmctld.pid" && live "$base/slurmd.pid"; then
         sleep 0.1
     done
 fi
-stop_pid_file "$base/slurmd.pid"
-stop_pid_file "$base/slurmctld.pid"
-stop_pid_file "$base/munge/munged.pid"
+declare -A told=()
+for file in "$base/slurmd.pid" "$base/slurmctld.pid" "$base/munge/munged.pid"; do
+    live "$file" || continue
+    told[$file]="$(cat "$file")"
+done
+for file in "${!told[@]}"; do kill "${told[$file]}" 2>/dev/null || true; done
+for file in "${!told[@]}"; do wait_pid "${told[$file]}" "$file"; done
