@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.cli_helpers import agent
+from tests.cli_helpers import run_cli
 from tests.decision_fixtures import upstream_checkout
 from tools.base import ToolError
 from tools.constraints.extract import ExtractConstraintsArgs, extract_constraints
@@ -112,7 +112,7 @@ def test_slo_picks_the_variant_meeting_it_at_the_highest_concurrency_and_the_gat
 def test_bad_decision_options_are_refused_before_a_run_exists(tmp_path, args, message):
     import re
 
-    out = agent("enable MTP", "--sglang-python", "python3", *args, cwd=tmp_path, timeout=180)
+    out = run_cli("enable MTP", "--sglang-python", "python3", *args, cwd=tmp_path)  # refused before anything starts
     assert out.returncode == 2, out.stdout + out.stderr
     assert re.search(message, out.stderr), out.stderr
     assert len(out.stderr.strip().splitlines()) == 1 and out.stderr.startswith("dsv4-agent: ")

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.campaign_fixtures import DOUBLES, campaign_env
-from tests.cli_helpers import agent, only_run
+from tests.cli_helpers import agent, only_run, run_cli
 
 GOAL = "enable MTP"
 
@@ -65,7 +65,7 @@ def test_a_busy_gpu_is_refused_naming_who_holds_it(tmp_path):
     (["--target-gpus", "8"], "--target-gpus plans for a machine without GPUs"),
 ])
 def test_a_gpu_request_that_cannot_be_met_is_a_usage_error(tmp_path, request_args, message):
-    out = agent(GOAL, *request_args, cwd=tmp_path, env=_env(tmp_path, 2), timeout=120)
+    out = run_cli(GOAL, *request_args, cwd=tmp_path, env=_env(tmp_path, 2))  # refused before anything starts
     assert out.returncode == 2 and message in out.stderr, out.stdout + out.stderr
     assert _runs(tmp_path) == []
 
