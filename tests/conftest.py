@@ -73,8 +73,8 @@ def pytest_unconfigure(config):
         shared_trees.end_session(config.stash[_SHARED_TREES])
     # A worker ends holding millions of objects (parsed SGLang sources, graphs of in-process runs). The
     # interpreter's last collection walked them for seconds per worker, four workers on two cores, and
-    # xdist kills a worker that takes over 10 s to exit: the suite sat at its end. Nothing is collectable
-    # any more that matters; frozen objects are left out of that walk.
+    # xdist kills a worker that takes over 10 s to exit: the suite sat at its end. Frozen objects are
+    # left out of that walk, and nothing that matters is left to collect by now.
     gc.freeze()
 
 

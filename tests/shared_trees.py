@@ -14,6 +14,7 @@ mtime changed fails that module, naming the file.
 """
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
@@ -41,6 +42,9 @@ def end_session(folder: Path) -> None:
 
 def shared_tree(name: str, build: Callable[[Path], None]) -> Path:
     """The tree ``name``, built by ``build(folder)`` the first time any worker of the session asks."""
+    if SESSION_DIR_ENV not in os.environ:
+        raise RuntimeError(f"{SESSION_DIR_ENV} is not set: tests/conftest.py sets it for a pytest session; "
+                           "outside pytest, set it to an empty folder")
     base = Path(os.environ[SESSION_DIR_ENV]) / name
     tree = base / "tree"
     with open(base.with_suffix(".lock"), "w") as lock:
@@ -53,11 +57,21 @@ def shared_tree(name: str, build: Callable[[Path], None]) -> Path:
     return tree
 
 
-def linked_copy(tree: Path, dest: Path, ignore: Callable | None = None) -> Path:
-    """``dest`` becomes a copy of the shared ``tree`` whose files are hard links to it."""
-    shutil.copytree(tree, dest, symlinks=True, ignore=ignore, copy_function=os.link)
+def linked_copy(tree: Path, dest: Path) -> Path:
+    """``dest`` becomes a copy of the shared ``tree`` whose files are hard links to it (real copies where
+    ``dest`` is on another file system, e.g. a ``--basetemp`` elsewhere)."""
+    shutil.copytree(tree, dest, symlinks=True, copy_function=_link_or_copy)
     _linked_this_module.add(tree)
     return dest
+
+
+def _link_or_copy(source: str, target: str) -> None:
+    try:
+        os.link(source, target)
+    except OSError as err:
+        if err.errno != errno.EXDEV:
+            raise
+        shutil.copy2(source, target)
 
 
 def copy_over(source: Path, dest: Path) -> None:
