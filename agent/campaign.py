@@ -100,7 +100,10 @@ def _drive(rt: Runtime, thread_id: str, fresh: bool, watch: SignalWatch | None =
     config = {"configurable": {"thread_id": thread_id}, "recursion_limit": recursion_limit(rt.settings)}
     with watch or SignalWatch() as watch:
         try:
-            resume_from_checkpoint = not fresh and bool(graph.get_state(config).next)
+            state = graph.get_state(config)
+            resume_from_checkpoint = not fresh and bool(state.next)
+            if resume_from_checkpoint:
+                _run_the_uncommitted_step_again(conn, state.config)
             final = invoke_responsively(graph, None if resume_from_checkpoint else {"goal": rt.goal}, config, watch)
             status = final.get("status", "failed")
             return _finish(rt, status, _summary(rt, final))
@@ -114,6 +117,16 @@ def _drive(rt: Runtime, thread_id: str, fresh: bool, watch: SignalWatch | None =
             return _finish(rt, "failed", f"{type(err).__name__}: {err}")
         finally:
             _close_when_ended(watch.worker, conn)
+
+
+def _run_the_uncommitted_step_again(conn: sqlite3.Connection, checkpoint: dict) -> None:
+    """Forget what the lanes of the superstep that did not commit had saved: all of them run again. A kill
+    lands before or after LangGraph saves a finished lane's writes (its ``node_finished`` is traced either
+    way), and no replay could tell which. A lane run again re-attaches to its jobs and reuses its steps."""
+    ids = checkpoint["configurable"]
+    conn.execute("DELETE FROM writes WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?",
+                 (ids["thread_id"], ids.get("checkpoint_ns", ""), ids["checkpoint_id"]))
+    conn.commit()
 
 
 def _close_when_ended(worker: threading.Thread | None, conn: sqlite3.Connection) -> None:

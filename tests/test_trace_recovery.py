@@ -119,3 +119,31 @@ def test_a_kill_between_run_finished_and_result_json_is_completed_by_resume(tmp_
     assert _events(run) == events_before  # nothing ran again
     replayed = agent("replay", str(run), cwd=tmp_path, env=env, timeout=240)
     assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+
+
+def test_a_lane_that_finished_before_the_kill_runs_again_on_resume(tmp_path, sglang_wheel_root):
+    """The research lane ends and LangGraph saves its writes, then the agent is killed while tuning. Whether
+    a kill lands before or after that save cannot be seen in the trace, so resume runs the whole superstep
+    again either way (and the suite's replay check reproduces it)."""
+    import sqlite3
+
+    proc = start_agent(*campaign_args(tmp_path, sglang_wheel_root, GOAL), cwd=tmp_path,
+                       env=campaign_env(tmp_path, unit_s=0.4))
+
+    def research_saved() -> bool:
+        runs = list((tmp_path / "runs").glob("*/checkpoint.sqlite")) if (tmp_path / "runs").exists() else []
+        if not runs or not any(e["type"] == "node_finished" and e.get("node") == "research_lane"
+                               for e in _events(runs[0].parent)):
+            return False
+        with sqlite3.connect(runs[0]) as db:
+            return db.execute("SELECT count(*) FROM writes").fetchone()[0] > 0
+
+    wait_for(research_saved, 120, "the research lane's writes in the checkpoint")
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=10)
+    run = only_run(tmp_path)
+    resumed = agent("resume", str(run), cwd=tmp_path, env=campaign_env(tmp_path, unit_s=0.4), timeout=240)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    after = _events(run)
+    start = next(i for i, e in enumerate(after) if e["type"] == "run_resumed")
+    assert any(e["type"] == "node_started" and e.get("node") == "research_lane" for e in after[start:])
