@@ -27,6 +27,7 @@ from pathlib import Path
 SESSION_DIR_ENV = "DSV4_TEST_SHARED_TREES"  # set by tests/conftest.py on the controller; workers inherit it
 _SNAPSHOT = "snapshot.json"
 _linked_this_module: set[Path] = set()
+_built: dict[Path, dict] = {}  # tree -> its snapshot as built, read once per process
 
 
 def start_session() -> Path:
@@ -90,7 +91,9 @@ def check_untouched() -> None:
     trees = sorted(_linked_this_module)
     _linked_this_module.clear()
     for tree in trees:
-        built, now = json.loads((tree.parent / _SNAPSHOT).read_text()), _stat_all(tree)
+        if tree not in _built:
+            _built[tree] = json.loads((tree.parent / _SNAPSHOT).read_text())
+        built, now = _built[tree], _stat_all(tree)
         changed = sorted(rel for rel in built.keys() | now.keys() if built.get(rel) != now.get(rel))
         assert not changed, (
             f"a test of this module wrote in place into hard-linked files of the shared tree {tree} "
