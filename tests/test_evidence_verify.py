@@ -21,7 +21,7 @@ from agent.steps.write_scripts import run as run_write_scripts
 from agent.trace import TraceWriter
 from tools.jobs.factory import make_executor
 from tools.mtp.infer import InferMtpArgs, MtpAnswer, infer_mtp
-from tools.mtp.verify import VerifyArgs, apply_verification, verify_flags
+from tools.mtp.verify import VerifyArgs, apply_verification, verify_flags, verify_many
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIG = Path(__file__).parent / "fixtures" / "verify" / "deepseek_v4_config.json"
@@ -65,28 +65,67 @@ def test_mtp_verify_resolves_the_flagship_with_sglang(sglang_python, sglang_whee
     assert "flags verified by SGLang 0.5.23 at its release" in text
 
 
-def test_a_value_sglang_resolves_differently_is_flagged_and_the_resolved_one_used(sglang_python, checkpoint):
-    flags = {**EAGLE_314, "--speculative-num-steps": "2", "--speculative-num-draft-tokens": "5"}
-    verification = verify_flags(VerifyArgs(sglang_python=str(sglang_python), model_path=str(checkpoint), flags=flags))
+ADJUSTED = {**EAGLE_314, "--speculative-num-steps": "2", "--speculative-num-draft-tokens": "5"}
+NEXTN = {"--speculative-algorithm": "NEXTN"}
+
+
+@pytest.fixture(scope="module")
+def resolved_together(sglang_python, tmp_path_factory) -> tuple[Path, list]:
+    """Three requests resolved by one SGLang process, as a campaign resolves its variants: one SGLang
+    adjusts, one it refuses, then the flagship, which must come out as it does alone."""
+    folder = tmp_path_factory.mktemp("checkpoint") / "DeepSeek-V4-Flash"
+    folder.mkdir()
+    (folder / "config.json").write_text(CONFIG.read_text())
+    requests = [VerifyArgs(sglang_python=str(sglang_python), model_path=str(folder), flags=flags)
+                for flags in (ADJUSTED, NEXTN, EAGLE_314)]
+    started = []
+    real_run = subprocess.run
+
+    def counted(argv, **kwargs):
+        started.append(argv)
+        return real_run(argv, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("tools.mtp.verify.subprocess.run", counted)
+        verdicts = verify_many(requests)
+    assert [argv[0] for argv in started].count(str(sglang_python)) == 1  # one SGLang process for the three
+    return folder, verdicts
+
+
+def test_a_value_sglang_resolves_differently_is_flagged_and_the_resolved_one_used(resolved_together):
+    checkpoint, verdicts = resolved_together
+    verification = verdicts[0]
     assert verification.status == "adjusted"
     assert verification.mismatches == ["--speculative-num-draft-tokens: 5 -> 3"]  # topk 1: steps + 1
     answer = infer_mtp(InferMtpArgs(sglang=None, model=DSV4, model_path=str(checkpoint)))
-    answer.recommended.flags = flags
+    answer.recommended.flags = dict(ADJUSTED)
     applied = apply_verification(answer, verification).recommended
     assert applied.flags["--speculative-num-draft-tokens"] == "3"
     assert "static reading had 5" in applied.resolved_by["--speculative-num-draft-tokens"]
 
 
-def test_sglang_refuses_what_static_reading_lets_through(sglang_python, checkpoint):
+def test_sglang_refuses_what_static_reading_lets_through(resolved_together):
     """Static reading resolves NEXTN to EAGLE before the DeepSeek-V4 check; SGLang 0.5.23 checks first."""
+    checkpoint, verdicts = resolved_together
+    verification = verdicts[1]
     answer = infer_mtp(InferMtpArgs(sglang=None, model=DSV4, model_path=str(checkpoint)))
-    answer.recommended.flags = {"--speculative-algorithm": "NEXTN"}
-    verification = verify_flags(VerifyArgs(sglang_python=str(sglang_python), model_path=str(checkpoint),
-                                           flags=answer.recommended.flags))
+    answer.recommended.flags = dict(NEXTN)
     assert verification.status == "rejected"
     assert "Only EAGLE and DSPARK speculative algorithms are supported" in verification.reason
     applied = apply_verification(answer, verification)
     assert applied.recommended is None and any("rejected by SGLang 0.5.23" in u for u in applied.unknowns)
+
+
+def test_requests_resolved_together_do_not_reach_each_other(resolved_together):
+    """The flagship after an adjusted and a refused request gets the verdict it gets alone (the CLI
+    test above)."""
+    checkpoint, verdicts = resolved_together
+    flagship = verdicts[2]
+    assert flagship.status == "verified" and flagship.mismatches == []
+    assert flagship.resolved.model_dump() == {"speculative_algorithm": "EAGLE", "speculative_num_steps": 3,
+                                              "speculative_eagle_topk": 1, "speculative_num_draft_tokens": 4,
+                                              "speculative_draft_model_path": str(checkpoint)}
+    assert [v.argv[:2] for v in verdicts] == [["--model-path", str(checkpoint)]] * 3
 
 
 def _context(tmp_path: Path, checkpoint: Path, python: str, sglang_src: Path) -> StepContext:

@@ -2,7 +2,7 @@
 
 For every variant with ``--speculative-*`` flags, ``tools/mtp/verify.py`` runs the reviewable
 ``verify/verify_flags.py`` in the SGLang interpreter on the argv the script will run (model path,
-tp size, host, port, measurement flags, every variant flag). The result goes to
+tp size, host, port, measurement flags, every variant flag); one process resolves them all. The result goes to
 ``verify/<variant>.json``. Verified: unchanged. Adjusted: the variant takes SGLang's resolved
 values, each flag's source saying so. Rejected: the variant is left out of the scripts (it would
 not start). Not verified: unchanged, with the reason. One line per variant joins the step summary,
@@ -14,7 +14,7 @@ from pathlib import Path
 
 from agent.steps.base import StepContext
 from tools.mtp.answer import Verification
-from tools.mtp.verify import VerifyArgs, resolved_flags, verify_flags
+from tools.mtp.verify import VerifyArgs, resolved_flags, verify_many
 from tools.scripts import FlagChoice, MeasurePlan, ServeVariant
 
 VERIFY_DIR = "verify"
@@ -53,16 +53,22 @@ def _adjusted(variant: ServeVariant, verification: Verification, flags: dict[str
 
 
 def verify_plan(ctx: StepContext, plan: MeasurePlan) -> tuple[MeasurePlan, list[str]]:
-    """The plan with SGLang's verdict applied to each speculative variant, and one note per variant."""
-    kept, notes = [], []
+    """The plan with SGLang's verdict applied to each speculative variant, and one note per variant.
+    All the variants are resolved by one SGLang process (its import is most of the time)."""
+    speculative = {}
     for variant in plan.variants:
         flags, rest = _split(variant, plan.port)
-        if not flags:
+        if flags:
+            speculative[variant.name] = (flags, VerifyArgs(
+                sglang_python=ctx.settings.sglang_python, flags=flags, model_path=_checkpoint(ctx, variant),
+                extra_argv=rest, script_dir=str(ctx.run.file(VERIFY_DIR))))
+    verdicts = dict(zip(speculative, verify_many([args for _, args in speculative.values()]), strict=True))
+    kept, notes = [], []
+    for variant in plan.variants:
+        if variant.name not in speculative:
             kept.append(variant)
             continue
-        args = VerifyArgs(sglang_python=ctx.settings.sglang_python, flags=flags, model_path=_checkpoint(ctx, variant),
-                          extra_argv=rest, script_dir=str(ctx.run.file(VERIFY_DIR)))
-        verification = verify_flags(args)
+        verification = verdicts[variant.name]
         script = ctx.run.file(f"{VERIFY_DIR}/verify_flags.py")
         if script.is_file():
             ctx.emit("artifact_written", path=f"{VERIFY_DIR}/verify_flags.py", bytes=script.stat().st_size)
@@ -73,5 +79,6 @@ def verify_plan(ctx: StepContext, plan: MeasurePlan) -> tuple[MeasurePlan, list[
             notes.append(f"{variant.name}: {verification.line()}; left out of the scripts")
             continue
         notes.append(f"{variant.name}: {verification.line()}")
+        flags = speculative[variant.name][0]
         kept.append(_adjusted(variant, verification, flags) if verification.status == "adjusted" else variant)
     return plan.model_copy(update={"variants": kept}), notes

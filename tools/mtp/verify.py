@@ -67,6 +67,11 @@ def _python_missing(python: str) -> str | None:
 
 
 def verify_flags(args: VerifyArgs) -> Verification:
+    return verify_many([args])[0]
+
+
+def _refusal(args: VerifyArgs) -> Verification | None:
+    """Why this request cannot reach SGLang at all, before any process starts."""
     python = args.sglang_python
     if not args.model_path:
         return _not_verified("no --model-path: SGLang reads the checkpoint's config.json to resolve its "
@@ -75,37 +80,56 @@ def verify_flags(args: VerifyArgs) -> Verification:
         return _not_verified(f"no config.json in {args.model_path}: SGLang needs the model's config to resolve "
                              "(pass --model-path to the checkpoint folder)", python)
     missing = _python_missing(python)
-    if missing:
-        return _not_verified(missing, python)
-    argv = argv_of(str(Path(args.model_path).expanduser()), args.flags, args.extra_argv)
-    with tempfile.TemporaryDirectory(prefix="dsv4-verify-") as scratch:
-        folder = Path(args.script_dir) if args.script_dir else Path(scratch)
-        folder.mkdir(parents=True, exist_ok=True)
-        script = folder / SCRIPT.name
-        shutil.copyfile(SCRIPT, script)
-        result = _run(python, script, argv, args.timeout_s, folder)
-    if isinstance(result, str):
-        return _not_verified(result, python, argv)
-    return _compare(result, args.flags, argv, python)
+    return _not_verified(missing, python) if missing else None
 
 
-def _run(python: str, script: Path, argv: list[str], timeout: float, cwd: Path) -> dict | str:
+def verify_many(requests: list[VerifyArgs]) -> list[Verification]:
+    """Each request's verdict, in order. Requests for the same interpreter and folder share one SGLang
+    process: importing SGLang (torch, its kernels) is most of a resolution's time, about 11 s of CPU
+    per process here, while resolving one more argv takes well under a second."""
+    verdicts: list[Verification | None] = [None] * len(requests)
+    batches: dict[tuple[str, str | None, float], list[tuple[int, list[str]]]] = {}
+    for at, args in enumerate(requests):
+        verdicts[at] = _refusal(args)
+        if verdicts[at] is None:
+            argv = argv_of(str(Path(args.model_path).expanduser()), args.flags, args.extra_argv)
+            batches.setdefault((args.sglang_python, args.script_dir, args.timeout_s), []).append((at, argv))
+    for (python, script_dir, timeout), items in batches.items():
+        with tempfile.TemporaryDirectory(prefix="dsv4-verify-") as scratch:
+            folder = Path(script_dir) if script_dir else Path(scratch)
+            folder.mkdir(parents=True, exist_ok=True)
+            script = folder / SCRIPT.name
+            shutil.copyfile(SCRIPT, script)
+            results = _run(python, script, [argv for _, argv in items], timeout, folder)
+        for (at, argv), result in zip(items, results, strict=True):
+            verdicts[at] = (_not_verified(result, python, argv) if isinstance(result, str)
+                            else _compare(result, requests[at].flags, argv, python))
+    return [v for v in verdicts if v is not None]
+
+
+def _run(python: str, script: Path, argvs: list[list[str]], timeout: float, cwd: Path) -> list[dict | str]:
+    """One result per argv: SGLang's (a dict) or why there is none (a string)."""
     env = {**os.environ, **OFFLINE, "PYTHONDONTWRITEBYTECODE": "1"}
+    request = argvs[0] if len(argvs) == 1 else argvs  # one argv is passed as it always was
     try:
-        done = subprocess.run([python, str(script), json.dumps(argv)], capture_output=True, text=True,
+        done = subprocess.run([python, str(script), json.dumps(request)], capture_output=True, text=True,
                               timeout=timeout, env=env, cwd=cwd, stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
-        return f"SGLang's resolution did not finish within {timeout:.0f} s"
+        return [f"SGLang's resolution did not finish within {timeout:.0f} s"] * len(argvs)
     except OSError as err:
-        return f"the SGLang interpreter {python!r} could not be started ({err.strerror})"
-    line = next((raw for raw in reversed(done.stdout.splitlines()) if raw.startswith(MARKER)), None)
-    if line is None:
-        tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
-        return f"{python} exited {done.returncode} without a result: {tail[0][:300]}"
-    try:
-        return json.loads(line[len(MARKER):])
-    except json.JSONDecodeError:
-        return "the verification script's result line is not JSON"
+        return [f"the SGLang interpreter {python!r} could not be started ({err.strerror})"] * len(argvs)
+    found: dict[int, dict | str] = {}
+    for raw in done.stdout.splitlines():
+        if raw.startswith(MARKER):
+            try:
+                result = json.loads(raw[len(MARKER):])
+            except json.JSONDecodeError:
+                continue
+            if isinstance(result, dict) and isinstance(result.get("index", 0), int):
+                found.setdefault(result.get("index", 0), result)
+    tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
+    gone = f"{python} exited {done.returncode} without a result: {tail[0][:300]}"
+    return [found.get(at, gone) for at in range(len(argvs))]
 
 
 def _commit(result: dict) -> str | None:

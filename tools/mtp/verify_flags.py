@@ -3,12 +3,15 @@
 Run by dsv4-agent in the interpreter that has SGLang (--sglang-python), never in dsv4-agent's own:
 
     SGLANG_PYTHON verify_flags.py '["--model-path", "/models/X", "--speculative-algorithm", "EAGLE", ...]'
+    SGLANG_PYTHON verify_flags.py '[[...one argv...], [...another...]]'
 
-It builds SGLang's ServerArgs from exactly that argv (``prepare_server_args``), runs every argument
-hook once (``resolve_once``), and reads the resolved values (``resolved_view``). Nothing is served
-and no weights are loaded; SGLang reads the model folder's config.json. Without a visible GPU it
-adds ``--device cpu`` (SGLang refuses to resolve otherwise). The last line of output is one JSON
-object after the marker ``DSV4_VERIFY``: the status ("resolved", "rejected": SGLang refused the
+For each argv it builds SGLang's ServerArgs from exactly that argv (``prepare_server_args``), runs
+every argument hook once (``resolve_once``), and reads the resolved values (``resolved_view``).
+Nothing is served and no weights are loaded; SGLang reads the model folder's config.json. Without a
+visible GPU it adds ``--device cpu`` (SGLang refuses to resolve otherwise). Several argvs share one
+import of SGLang (most of the time: torch); each is resolved from a fresh record, with the
+environment put back as it was before the next one. Per argv, one line of output is a JSON object
+after the marker ``DSV4_VERIFY``: its index, the status ("resolved", "rejected": SGLang refused the
 settings, with its own message; "not_verified": resolution could not run), the version, and the
 resolved speculative settings. Standard library only, besides SGLang itself.
 """
@@ -49,36 +52,25 @@ def _version(result):
         result["sglang_commit"] = None
 
 
-def _device(argv, result):
-    if "--device" in argv or any(a.startswith("--device=") for a in argv):
-        return argv
+def _has_gpu():
     try:
         import torch
 
-        has_gpu = bool(torch.cuda.is_available())
+        return bool(torch.cuda.is_available())
     except Exception:  # noqa: BLE001 - no usable torch means no GPU here
-        has_gpu = False
-    if has_gpu:
+        return False
+
+
+def _device(argv, result, has_gpu):
+    if has_gpu or "--device" in argv or any(a.startswith("--device=") for a in argv):
         return argv
     result["device"] = "cpu (no GPU visible)"
     return [*argv, "--device", "cpu"]
 
 
-def main():
-    argv = json.loads(sys.argv[1])
-    result = {"status": "not_verified", "reason": "", "argv": argv}
-    start = time.monotonic()
-    try:
-        _version(result)
-        argv = _device(argv, result)
-        result["argv"] = argv
-        from sglang.srt.arg_groups.model_override_base import resolved_view
-        from sglang.srt.server_args import prepare_server_args
-    except Exception as err:  # noqa: BLE001 - every failure to start is reported, never raised
-        result["reason"] = f"SGLang's argument resolution cannot be imported here: {type(err).__name__}: {err}"
-        _emit(result)
-        return
+def _resolve(argv, result, prepare_server_args, resolved_view):
     usage = io.StringIO()
+    environment = dict(os.environ)  # a hook may export settings; the next argv starts from the same
     try:
         with contextlib.redirect_stderr(usage):
             server_args = prepare_server_args(argv)
@@ -95,8 +87,33 @@ def main():
             result["status"], result["reason"] = "rejected", message
         else:
             result["reason"] = f"resolution failed outside SGLang's argument checks: {message}"
-    result["seconds"] = round(time.monotonic() - start, 2)
-    _emit(result)
+    finally:
+        os.environ.clear()
+        os.environ.update(environment)
+
+
+def main():
+    request = json.loads(sys.argv[1])
+    argvs = request if request and isinstance(request[0], list) else [request]
+    start = time.monotonic()
+    common = {}
+    try:
+        _version(common)
+        has_gpu = _has_gpu()
+        from sglang.srt.arg_groups.model_override_base import resolved_view
+        from sglang.srt.server_args import prepare_server_args
+    except Exception as err:  # noqa: BLE001 - every failure to start is reported, never raised
+        reason = f"SGLang's argument resolution cannot be imported here: {type(err).__name__}: {err}"
+        for index, argv in enumerate(argvs):
+            _emit({"index": index, "status": "not_verified", "reason": reason, "argv": argv, **common})
+        return
+    for index, argv in enumerate(argvs):
+        result = {"index": index, "status": "not_verified", "reason": "", **common}
+        result["argv"] = _device(argv, result, has_gpu)
+        _resolve(result["argv"], result, prepare_server_args, resolved_view)
+        result["seconds"] = round(time.monotonic() - start, 2)  # the first one carries SGLang's import
+        start = time.monotonic()
+        _emit(result)
 
 
 if __name__ == "__main__":
