@@ -18,11 +18,20 @@ from typing import Callable
 GRAPH_LIBRARIES = ("langgraph.graph", "langgraph.checkpoint.sqlite")
 
 
+_GRAPH_PRELOAD: list[threading.Thread] = []
 _BACKGROUND: list[threading.Thread] = []
 
 
 def preload_graph_libraries() -> None:
-    threading.Thread(target=_import_all, name="preload-graph-libraries", daemon=True).start()
+    thread = threading.Thread(target=_import_all, name="preload-graph-libraries", daemon=True)
+    _GRAPH_PRELOAD.append(thread)
+    thread.start()
+
+
+def still_loading() -> bool:
+    """Whether a background import is still running. A command that ends early (a refusal) must not
+    tear the interpreter down under it: that can abort the process (agent/commands/base.py)."""
+    return any(thread.is_alive() for thread in (*_GRAPH_PRELOAD, *_BACKGROUND))
 
 
 def in_background(work: Callable[[], None]) -> None:

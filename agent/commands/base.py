@@ -159,7 +159,15 @@ def run_main(group_main, args, prog_name, **extra) -> NoReturn:
     except BrokenPipeError:
         _silence_stdout()
         code = EXIT_PIPE_CLOSED
-    sys.exit(code if isinstance(code, int) else 0)
+    code = code if isinstance(code, int) else 0
+    from agent.preload import still_loading
+
+    if _END_AT_ONCE and still_loading():
+        # The interpreter's teardown racing a daemon thread that is importing compiled extensions can
+        # abort the process with no message (SIGABRT: 2 in 240 `resume` refusals on a loaded machine).
+        # Every finally block has run by now, so the process ends without that teardown.
+        end_when_written(code)
+    sys.exit(code)
 
 
 class Group(TyperGroup):
