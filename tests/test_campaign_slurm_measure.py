@@ -17,7 +17,6 @@ import pytest
 
 from tests.campaign_fixtures import DOUBLES, MODEL, campaign_args
 from tests.cli_helpers import agent, only_run
-from tests.test_executor_slurm import slurm  # noqa: F401  (the session's one-node cluster)
 from tools.measure.bench import run_sweep
 from tools.jobs.slurm.executor import SlurmExecutor
 from tools.measure.results import parse_jsonl
@@ -34,7 +33,7 @@ def _node_address(slurm_env: dict[str, str]) -> str:
     return conf.split(" NodeAddr=")[1].split()[0]  # what start_slurm.sh configured: 127.0.0.1
 
 
-def test_mtp_campaign_through_slurm_measures_every_point_with_jobs_on_the_node(slurm, tmp_path,  # noqa: F811
+def test_mtp_campaign_through_slurm_measures_every_point_with_jobs_on_the_node(slurm, tmp_path,
                                                                               sglang_wheel_root):
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "SLURM_CONF": slurm.env["SLURM_CONF"]}  # no nvidia-smi here
     out = agent(*campaign_args(tmp_path, sglang_wheel_root, goal="enable MTP", concurrency="1,2"), "--executor", "slurm:debug",
@@ -84,7 +83,7 @@ def test_mtp_campaign_through_slurm_measures_every_point_with_jobs_on_the_node(s
     assert sorted(s.key for s in executor.jobs()) == jobs_before
 
 
-def test_a_running_slurm_server_is_found_again_by_its_key(slurm, tmp_path):  # noqa: F811
+def test_a_running_slurm_server_is_found_again_by_its_key(slurm, tmp_path):
     executor = SlurmExecutor(tmp_path / "run" / "jobs", env=slurm.env)
     variant = ServeVariant(name="baseline", model_path=MODEL, gpus=[0])
     python = str(DOUBLES / "sglang_python")

@@ -8,84 +8,25 @@ it is reused; otherwise the session starts one and stops it at the end, by pid f
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import signal
-import socket
 import subprocess
 import sys
-import tempfile
 import textwrap
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import require_binary, service_running
 from tools.base import ToolError
 from tools.jobs.factory import make_executor
 from tools.jobs.slurm.executor import SlurmExecutor
 from tools.jobs.spec import JobSpec
 
-SERVICES = Path(__file__).parent / "services"
 REPO = Path(__file__).parent.parent
 
-# One Slurm cluster for the whole session: these tests share one xdist worker (--dist loadgroup).
+# One Slurm cluster for the whole session (tests/slurm_cluster.py): these tests share one xdist
+# worker (--dist loadgroup).
 pytestmark = pytest.mark.xdist_group("slurm")
-
-
-@dataclass
-class Slurm:
-    base: Path
-
-    @property
-    def env(self) -> dict[str, str]:
-        return {**os.environ, "SLURM_CONF": str(self.base / "slurm.conf")}
-
-    def run(self, *argv: str) -> subprocess.CompletedProcess:
-        return subprocess.run(argv, env=self.env, capture_output=True, text=True, timeout=60)
-
-    def stop_slurmd(self) -> None:
-        pid = int((self.base / "slurmd.pid").read_text())
-        os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + 20
-        while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert not Path(f"/proc/{pid}").exists(), "slurmd did not stop"
-
-    def start_slurmd(self) -> None:
-        subprocess.run(["slurmd", "-f", str(self.base / "slurm.conf")], env=self.env, check=True, timeout=60)
-
-
-
-
-@pytest.fixture(scope="session")
-def slurm(tmp_path_factory) -> Slurm:
-    shared = Path("/tmp/dsv4-test-services/slurm")
-    if service_running(shared / "slurmctld.pid") and service_running(shared / "slurmd.pid"):
-        yield Slurm(shared)
-        return
-    for binary in ("munged", "slurmctld", "slurmd", "sbatch"):
-        require_binary(binary)
-    # munged runs as user "munge" and must reach its socket folder: a 0755 folder in /tmp, not
-    # pytest's 0700 one. Free ports, so that concurrent test sessions never meet.
-    services_dir = Path(tempfile.mkdtemp(prefix="dsv4-services-", dir="/tmp"))
-    services_dir.chmod(0o755)
-    env = {**os.environ, "DSV4_SERVICES_DIR": str(services_dir),
-           "DSV4_SLURMCTLD_PORT": str(_free_port()), "DSV4_SLURMD_PORT": str(_free_port())}
-    subprocess.run([str(SERVICES / "start_slurm.sh")], env=env, check=True, capture_output=True, timeout=120)
-    try:
-        yield Slurm(services_dir / "slurm")
-    finally:
-        subprocess.run([str(SERVICES / "stop_slurm.sh")], env=env, check=True, capture_output=True, timeout=120)
-        shutil.rmtree(services_dir, ignore_errors=True)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _wait(ex, key: str, until, timeout_s: float = 60.0):

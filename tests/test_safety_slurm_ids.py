@@ -8,7 +8,6 @@ import time
 
 import pytest
 
-from tests.test_executor_slurm import slurm  # noqa: F401  (the session's one-node cluster)
 from tools.base import ToolError
 from tools.jobs.slurm.executor import SlurmExecutor
 
@@ -16,7 +15,7 @@ pytestmark = pytest.mark.xdist_group("slurm")
 
 
 @pytest.mark.parametrize("job_id", ["--user=root", "-u root", "123;456", "12_x"])
-def test_a_ledger_job_id_that_is_not_one_is_refused_and_other_jobs_live_on(slurm, tmp_path, job_id):  # noqa: F811
+def test_a_ledger_job_id_that_is_not_one_is_refused_and_other_jobs_live_on(slurm, tmp_path, job_id):
     other = slurm.run("sbatch", "--parsable", "--job-name=someone-else", f"--output={tmp_path / 'other.out'}",
                       "--wrap", "sleep 120")
     assert other.returncode == 0, other.stderr

@@ -58,6 +58,9 @@ def _bare_package(name: str, folder: Path) -> None:
 
 def install(root: Path) -> None:
     pkg = root / "sglang"
+    # The wheel folder is a corpus the tests copy whole (tests/shared_trees.py): the client's imports
+    # from it must not leave __pycache__ folders in it, whatever the environment says.
+    sys.dont_write_bytecode = True
     if not (pkg / "benchmark" / "serving.py").exists():
         sys.exit(f"bench_client_shim: no sglang wheel at {root} (set DSV4_SGLANG_WHEEL_ROOT)")
     _bare_package("sglang", pkg)
