@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 from agent.cli import app
 from agent.commands.options import OPTIONS
 from agent.config import Settings
-from tests.cli_helpers import AGENT, agent, clean_env
+from tests.cli_helpers import AGENT, agent, clean_env, run_cli
 from tools.jobs import JobSpec, LocalExecutor
 
 SCHEMA = json.loads((Path(__file__).parent.parent / "docs" / "cli-json.schema.json").read_text())
@@ -170,7 +170,7 @@ def test_jobs_json_and_stop_all(tmp_path):
     valid(json.loads(listed.stdout), "jobs")
     assert {j["key"]: j["status"] for j in json.loads(listed.stdout)} == {
         "quick": "succeeded", "sleeper-a": "running", "sleeper-b": "running"}
-    stopped = agent("jobs", str(run), "--stop", "all", "--json", cwd=tmp_path)
+    stopped = run_cli("jobs", str(run), "--stop", "all", "--json", cwd=tmp_path)
     assert stopped.returncode == 0, stopped.stderr
     states = json.loads(stopped.stdout)
     valid(states, "jobs")

@@ -15,7 +15,7 @@ from collections import Counter
 from pathlib import Path
 
 from tests.campaign_fixtures import campaign_args, campaign_env
-from tests.cli_helpers import agent, only_run, start_agent, wait_for
+from tests.cli_helpers import agent, only_run, run_cli, start_agent, wait_for
 
 BENCH_GOAL = "benchmark baseline"
 TAGS = ("baseline-c1", "baseline-c2")
@@ -189,7 +189,7 @@ def test_a_stopped_job_is_retried_only_on_request(tmp_path, sglang_wheel_root):
     proc = start_agent(*campaign_args(tmp_path, sglang_wheel_root, "tune kernels"), cwd=tmp_path, env=env)
     run = wait_for(lambda: next(iter((tmp_path / "runs").glob("*/jobs")), None) and only_run(tmp_path), 60, "the run")
     wait_for(lambda: _running(run, "tune-gpu0"), 120, "tune-gpu0 to run")
-    stop = agent("jobs", "latest", "--stop", "tune-gpu0", cwd=tmp_path, env=env)
+    stop = run_cli("jobs", "latest", "--stop", "tune-gpu0", cwd=tmp_path, env=env)
     assert stop.returncode == 0 and "stopped" in stop.stdout, stop.stdout + stop.stderr
     output, _ = proc.communicate(timeout=240)
     assert proc.returncode == 1, output
@@ -199,7 +199,7 @@ def test_a_stopped_job_is_retried_only_on_request(tmp_path, sglang_wheel_root):
     assert "--retry tune-gpu0" in json.loads((run / "steps" / "tune_kernels.json").read_text())["summary"]
     assert _attempt_folders(run, "tune-gpu0") == ["tune-gpu0"]
 
-    asked = agent("jobs", "latest", "--retry", "tune-gpu0", cwd=tmp_path, env=env)
+    asked = run_cli("jobs", "latest", "--retry", "tune-gpu0", cwd=tmp_path, env=env)
     assert asked.returncode == 0 and "retry requested" in asked.stdout, asked.stdout + asked.stderr
     done = agent("resume", "latest", cwd=tmp_path, env=env, timeout=240)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -213,7 +213,7 @@ def test_jobs_retry_refuses_running_and_succeeded_jobs(tmp_path, sglang_wheel_ro
     out = agent(*campaign_args(tmp_path, sglang_wheel_root, "tune kernels"), cwd=tmp_path, env=_env(tmp_path),
                 timeout=240)
     assert out.returncode == 0, out.stdout + out.stderr
-    refused = agent("jobs", "latest", "--retry", "tune-gpu0", cwd=tmp_path, env=_env(tmp_path))
+    refused = run_cli("jobs", "latest", "--retry", "tune-gpu0", cwd=tmp_path, env=_env(tmp_path))
     assert refused.returncode == 2 and "succeeded; finished work is not redone" in refused.stderr
-    unknown = agent("jobs", "latest", "--retry", "nope", cwd=tmp_path, env=_env(tmp_path))
+    unknown = run_cli("jobs", "latest", "--retry", "nope", cwd=tmp_path, env=_env(tmp_path))
     assert unknown.returncode == 2 and "no job 'nope'" in unknown.stderr

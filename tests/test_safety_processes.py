@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.campaign_fixtures import campaign_args, campaign_env
-from tests.cli_helpers import agent, only_run, start_agent, wait_for
+from tests.cli_helpers import agent, only_run, run_cli, start_agent, wait_for
 from tools.jobs import processes
 
 
@@ -46,7 +46,7 @@ def _alive(proc: subprocess.Popen) -> bool:
 def test_stop_refuses_a_process_whose_start_time_was_never_recorded(tmp_path, foreign_sleep):
     """A kill between starting a job and writing its ledger leaves a pid without a start time."""
     run = _crafted_run(tmp_path, "tune-gpu0", {"wrapper": {"pid": foreign_sleep.pid, "child_pgid": None}})
-    out = agent("jobs", str(run), "--stop", "tune-gpu0", cwd=tmp_path)
+    out = run_cli("jobs", str(run), "--stop", "tune-gpu0", cwd=tmp_path)
     assert out.returncode == 2, out.stdout + out.stderr
     assert "no start time is recorded" in out.stderr and f"kill -TERM -- -{foreign_sleep.pid}" in out.stderr
     time.sleep(0.3)
@@ -56,7 +56,7 @@ def test_stop_refuses_a_process_whose_start_time_was_never_recorded(tmp_path, fo
 
 def test_stop_refuses_a_launch_record_without_a_start_time(tmp_path, foreign_sleep):
     run = _crafted_run(tmp_path, "tune-gpu0", {"launch": {"pid": foreign_sleep.pid, "start_time": None}})
-    out = agent("jobs", str(run), "--stop", "tune-gpu0", cwd=tmp_path)
+    out = run_cli("jobs", str(run), "--stop", "tune-gpu0", cwd=tmp_path)
     assert out.returncode == 2 and "no start time is recorded" in out.stderr, out.stdout + out.stderr
     assert _alive(foreign_sleep)
 
@@ -65,15 +65,15 @@ def test_stop_never_signals_a_group_the_ledger_only_names(tmp_path, foreign_slee
     """wrapper.json naming someone else's process group (no start time of ours, or another one)."""
     group = os.getpgid(foreign_sleep.pid)
     no_time = _crafted_run(tmp_path / "a", "tune-gpu0", {"wrapper": {"pid": 1 << 22, "child_pgid": group}})
-    out = agent("jobs", str(no_time), "--stop", "tune-gpu0", cwd=tmp_path)
+    out = run_cli("jobs", str(no_time), "--stop", "tune-gpu0", cwd=tmp_path)
     assert out.returncode == 2 and f"process group {group}" in out.stderr, out.stdout + out.stderr
     wrong_time = _crafted_run(tmp_path / "b", "tune-gpu0", {"wrapper": {
         "pid": 1 << 22, "start_time": "1", "child_pgid": group, "child_start_time": "1"}})
-    out = agent("jobs", str(wrong_time), "--stop", "tune-gpu0", cwd=tmp_path)
+    out = run_cli("jobs", str(wrong_time), "--stop", "tune-gpu0", cwd=tmp_path)
     assert out.returncode == 0, out.stdout + out.stderr  # nothing of ours runs: recorded as stopped
     time.sleep(0.3)
     assert _alive(foreign_sleep)
-    listed = agent("jobs", str(wrong_time), cwd=tmp_path)
+    listed = run_cli("jobs", str(wrong_time), cwd=tmp_path)
     assert "tune-gpu0" in listed.stdout and "running" not in listed.stdout  # not taken for our job either
 
 
@@ -96,7 +96,7 @@ def test_kill_9_of_the_wrapper_mid_job_then_resume_runs_the_job_once(tmp_path, s
     os.kill(wrapper["pid"], signal.SIGKILL)
     wait_for(lambda: processes.start_time(wrapper["pid"]) is None, 10, "the wrapper to be gone")
     assert processes.is_group_leader(wrapper["child_pgid"], wrapper["child_start_time"])  # the tuner runs on
-    status = agent("jobs", str(run), cwd=tmp_path, env=env)
+    status = run_cli("jobs", str(run), cwd=tmp_path, env=env)
     assert "tune-gpu0" in status.stdout and "its wrapper died" in status.stdout, status.stdout
 
     out = agent("resume", str(run), cwd=tmp_path, env=env, timeout=300)

@@ -9,7 +9,7 @@ import stat
 import subprocess
 from pathlib import Path
 
-from tests.cli_helpers import agent, only_run
+from tests.cli_helpers import agent, only_run, run_cli
 
 
 def _stub(folder: Path, name: str, body: str) -> None:
@@ -56,11 +56,11 @@ def _crafted_run(tmp_path: Path) -> Path:
 
 def test_control_characters_reach_the_terminal_escaped(tmp_path):
     run = _crafted_run(tmp_path)
-    status = agent("status", str(run), cwd=tmp_path)
+    status = run_cli("status", str(run), cwd=tmp_path)
     assert status.returncode == 0, status.stderr
     assert "\x1b" not in status.stdout and "\u202e" not in status.stdout and "\x07" not in status.stdout
     assert "\\x1b[2J" in status.stdout and "\\u202e" in status.stdout
-    logs = agent("jobs", str(run), "--logs", "tune-gpu0", cwd=tmp_path)
+    logs = run_cli("jobs", str(run), "--logs", "tune-gpu0", cwd=tmp_path)
     assert logs.returncode == 0, logs.stderr
     assert "\x1b" not in logs.stdout and "\\x1b[1A" in logs.stdout and "erased line" in logs.stdout
 

@@ -17,7 +17,7 @@ import pytest
 
 from agent.trace import read_trace
 from tests.campaign_fixtures import campaign_args, campaign_env
-from tests.cli_helpers import agent, only_run, start_agent, wait_for
+from tests.cli_helpers import agent, only_run, run_cli, start_agent, wait_for
 
 GOAL = "tune kernels"
 
@@ -47,11 +47,11 @@ def test_a_bad_tail_is_named_by_every_command_and_resume_records_cutting_it(tmp_
         f.write(tail)
     env = campaign_env(tmp_path, unit_s=0.4)
 
-    status = agent("status", "latest", cwd=tmp_path, env=env)
+    status = run_cli("status", "latest", cwd=tmp_path, env=env)
     assert status.returncode == 0, status.stderr
     assert f"trace: {len(good)} events" in status.stdout and why in status.stdout
 
-    replay = agent("replay", "latest", cwd=tmp_path, env=env)
+    replay = run_cli("replay", "latest", cwd=tmp_path, env=env)
     assert replay.returncode == 3, replay.stdout + replay.stderr  # cut short, reproduced up to there
     assert why in replay.stdout and "Traceback" not in replay.stderr
 
@@ -74,7 +74,7 @@ def test_a_sequence_gap_is_reported_by_status_and_resume(tmp_path, sglang_wheel_
     lost = json.loads(lines[3])["seq"]
     (run / "trace.jsonl").write_bytes(b"\n".join(lines[:3] + lines[4:]))  # one line lost in the middle
     env = campaign_env(tmp_path, unit_s=0.4)
-    status = agent("status", "latest", cwd=tmp_path, env=env)
+    status = run_cli("status", "latest", cwd=tmp_path, env=env)
     assert f"after seq {lost - 1} comes seq {lost + 1} (1 event missing)" in status.stdout, status.stdout
     resumed = agent("resume", "latest", cwd=tmp_path, env=env, timeout=240)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
@@ -85,14 +85,14 @@ def test_a_sequence_gap_is_reported_by_status_and_resume(tmp_path, sglang_wheel_
 
 def test_a_run_killed_before_its_first_trace_event_is_resumed_from_the_start(tmp_path, sglang_wheel_root):
     run = _killed_run(tmp_path, sglang_wheel_root)
-    stopped = agent("jobs", "latest", "--stop", "all", cwd=tmp_path, env=campaign_env(tmp_path))
+    stopped = run_cli("jobs", "latest", "--stop", "all", cwd=tmp_path, env=campaign_env(tmp_path))
     assert stopped.returncode == 0, stopped.stderr
     # What a kill in the instant after config.json (and before trace.jsonl) leaves: config.json and the lock.
     for item in run.iterdir():
         if item.name not in ("config.json", ".lock"):
             shutil.rmtree(item) if item.is_dir() else item.unlink()
     env = campaign_env(tmp_path, unit_s=0.05)
-    status = agent("status", "latest", cwd=tmp_path, env=env)
+    status = run_cli("status", "latest", cwd=tmp_path, env=env)
     assert status.returncode == 0 and "(not finished)" in status.stdout, status.stdout + status.stderr
     resumed = agent("resume", "latest", cwd=tmp_path, env=env, timeout=240)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
@@ -117,7 +117,7 @@ def test_a_kill_between_run_finished_and_result_json_is_completed_by_resume(tmp_
     after = json.loads((run / "result.json").read_text())
     assert {k: after[k] for k in ("status", "summary", "steps")} == {k: before[k] for k in ("status", "summary", "steps")}
     assert _events(run) == events_before  # nothing ran again
-    replayed = agent("replay", str(run), cwd=tmp_path, env=env, timeout=240)
+    replayed = run_cli("replay", str(run), cwd=tmp_path, env=env)
     assert replayed.returncode == 0, replayed.stdout + replayed.stderr
 
 
