@@ -15,7 +15,7 @@ import pytest
 from agent.report.timeline import build_timeline
 from agent.trace import read_trace
 from tests.campaign_fixtures import campaign_args, campaign_env
-from tests.cli_helpers import agent, only_run, start_agent, wait_for
+from tests.cli_helpers import agent, only_run, run_cli, start_agent, wait_for
 
 
 def events_of(run: Path) -> list[dict]:
@@ -131,7 +131,7 @@ def test_interrupt_records_interrupted_and_resume_finishes(tmp_path, sglang_whee
 
 
 def test_no_gpu_ends_planned_with_scripts_and_the_next_command(tmp_path):
-    out = agent("enable MTP and tune kernels", cwd=tmp_path, env={"PATH": "/usr/bin:/bin"}, timeout=240)
+    out = run_cli("enable MTP and tune kernels", cwd=tmp_path, env={"PATH": "/usr/bin:/bin"})
     assert out.returncode == 0, out.stdout + out.stderr
     run = only_run(tmp_path)
     result = json.loads((run / "result.json").read_text())

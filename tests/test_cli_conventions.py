@@ -47,7 +47,7 @@ def valid(data, name: str) -> None:
 def planned_run(tmp_path_factory) -> Path:
     """A real planned campaign (no GPU here), made by the installed console script."""
     root = tmp_path_factory.mktemp("planned")
-    done = agent("enable MTP", "--json", cwd=root)
+    done = run_cli("enable MTP", "--json", cwd=root)
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)  # stdout is only the result; progress went to stderr
     valid(result, "result")
@@ -85,7 +85,7 @@ def test_every_setting_option_sets_a_real_setting():
 
 
 def test_a_typo_gets_a_suggestion_and_starts_nothing(tmp_path):
-    done = agent("stauts", "latest", cwd=tmp_path)
+    done = run_cli("stauts", "latest", cwd=tmp_path)
     assert done.returncode == 2 and not (tmp_path / "runs").exists()
     assert done.stderr.startswith("dsv4-agent: no command 'stauts'; did you mean 'status'?")
     assert len(done.stderr.strip().splitlines()) == 1
@@ -106,24 +106,24 @@ def test_cli_beats_environment_beats_config_file(tmp_path):
     (tmp_path / "dsv4-agent.toml").write_text('runs-dir = "from-file"\nexecutor = "carrier-pigeon"\n'
                                               'nvidia-smi = "file-smi"\n')
     env = {"DSV4_RUNS_DIR": "from-env", "DSV4_EXECUTOR": "local"}
-    done = agent("enable MTP", "--runs-dir", "from-cli", cwd=tmp_path, env=env)
+    done = run_cli("enable MTP", "--runs-dir", "from-cli", cwd=tmp_path, env=env)
     assert done.returncode == 0, done.stderr  # the environment's executor beat the file's bad one
     recorded = json.loads(next((tmp_path / "from-cli").glob("*/config.json")).read_text())["settings"]
     assert recorded["runs_dir"] == "from-cli"      # command line > environment
     assert recorded["executor"] == "local"         # environment > file
     assert recorded["nvidia_smi"] == "file-smi"    # file > defaults
     assert not (tmp_path / "from-env").exists() and not (tmp_path / "from-file").exists()
-    refused = agent("enable MTP", cwd=tmp_path, env={"DSV4_RUNS_DIR": "from-env"})
+    refused = run_cli("enable MTP", cwd=tmp_path, env={"DSV4_RUNS_DIR": "from-env"})
     assert refused.returncode == 2 and "carrier-pigeon" in refused.stderr  # the file's value, with no env above it
 
 
 def test_config_option_reads_the_named_file_and_refuses_a_missing_one(tmp_path):
     cfg = tmp_path / "elsewhere.toml"
     cfg.write_text('runs-dir = "cfg-runs"\n')
-    done = agent("enable MTP", "--config", str(cfg), cwd=tmp_path)
+    done = run_cli("enable MTP", "--config", str(cfg), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert list((tmp_path / "cfg-runs").glob("*/result.json"))
-    missing = agent("enable MTP", "--config", "nope.toml", cwd=tmp_path)
+    missing = run_cli("enable MTP", "--config", "nope.toml", cwd=tmp_path)
     assert missing.returncode == 2 and "config file" in missing.stderr and "nope.toml does not exist" in missing.stderr
     assert len(list((tmp_path / "cfg-runs").iterdir())) == 1  # the refused run made no folder
 

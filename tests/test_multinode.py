@@ -150,10 +150,10 @@ def test_bad_input_is_refused_before_anything_is_written(tmp_path, bad, message)
 def test_campaign_with_nodes_writes_reviewable_multinode_scripts(tmp_path):
     """``--nodes 2``: write_scripts renders per-node scripts and the sbatch script for every variant
     into the run folder, and the plan says so (no GPU here: the run ends planned)."""
-    from tests.cli_helpers import agent, only_run
+    from tests.cli_helpers import only_run, run_cli
 
-    out = agent("benchmark", "--nodes", "2", "--tp", "16", "--dist-init-addr", "10.0.0.1:5000",
-                cwd=tmp_path, env={"PATH": "/usr/bin:/bin"}, timeout=240)
+    out = run_cli("benchmark", "--nodes", "2", "--tp", "16", "--dist-init-addr", "10.0.0.1:5000",
+                  cwd=tmp_path, env={"PATH": "/usr/bin:/bin"})
     assert out.returncode == 0, out.stdout + out.stderr
     run = only_run(tmp_path)
     assert "2 nodes: write_scripts also writes per-node serve scripts" in (run / "plan.md").read_text()

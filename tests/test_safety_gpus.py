@@ -2,7 +2,9 @@
 ``nvidia-smi`` double (tests/doubles/nvidia_smi: GPUs, memory used and compute processes in the
 real tool's CSV format): CUDA_VISIBLE_DEVICES is honoured, busy GPUs are named with who holds them,
 bad --gpus / --tp are usage errors naming the GPUs that exist, and a plan made without GPUs says
-which TP it assumed. The generated scripts take TP and GPUS from the environment."""
+which TP it assumed. The generated scripts take TP and GPUS from the environment. The campaigns here
+plan or refuse before any job starts, so the CLI runs in this process (tests/cli_helpers.run_cli):
+GPU detection still runs the double as a subprocess."""
 from __future__ import annotations
 
 import json
@@ -14,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.campaign_fixtures import DOUBLES, campaign_env
-from tests.cli_helpers import agent, only_run, run_cli
+from tests.cli_helpers import only_run, run_cli
 
 GOAL = "enable MTP"
 
@@ -29,7 +31,7 @@ def _runs(tmp_path: Path) -> list[Path]:
 
 
 def test_cuda_visible_devices_is_honoured(tmp_path):
-    out = agent(GOAL, "--plan-only", cwd=tmp_path, env=_env(tmp_path, 4, CUDA_VISIBLE_DEVICES="2"), timeout=240)
+    out = run_cli(GOAL, "--plan-only", cwd=tmp_path, env=_env(tmp_path, 4, CUDA_VISIBLE_DEVICES="2"))
     assert out.returncode == 0, out.stdout + out.stderr
     run = only_run(tmp_path)
     preflight = json.loads((run / "preflight.json").read_text())
@@ -42,15 +44,15 @@ def test_cuda_visible_devices_is_honoured(tmp_path):
 
 def test_a_busy_gpu_is_refused_naming_who_holds_it(tmp_path):
     busy = {"DSV4_FAKE_GPU_APPS": "1:4242:/usr/bin/python3:70000"}
-    out = agent(GOAL, cwd=tmp_path, env=_env(tmp_path, 2, **busy), timeout=120)
+    out = run_cli(GOAL, cwd=tmp_path, env=_env(tmp_path, 2, **busy))
     assert out.returncode == 2, out.stdout + out.stderr
     assert "GPU 1 (NVIDIA A100-SXM4-80GB) is busy: pid 4242 /usr/bin/python3 (70000 MiB)" in out.stderr
     assert "--gpus 0" in out.stderr and "--allow-busy-gpus" in out.stderr
     assert _runs(tmp_path) == []  # nothing half-made
     hidden = {"DSV4_FAKE_GPU_MEMORY": "0:30000"}  # a process nvidia-smi cannot list (another container)
-    out = agent(GOAL, "--gpus", "0", cwd=tmp_path, env=_env(tmp_path, 2, **hidden), timeout=120)
+    out = run_cli(GOAL, "--gpus", "0", cwd=tmp_path, env=_env(tmp_path, 2, **hidden))
     assert out.returncode == 2 and "30001 MiB in use by a process nvidia-smi does not list" in out.stderr, out.stderr
-    allowed = agent(GOAL, "--plan-only", "--allow-busy-gpus", cwd=tmp_path, env=_env(tmp_path, 2, **busy), timeout=240)
+    allowed = run_cli(GOAL, "--plan-only", "--allow-busy-gpus", cwd=tmp_path, env=_env(tmp_path, 2, **busy))
     assert allowed.returncode == 0, allowed.stdout + allowed.stderr
 
 
@@ -72,15 +74,15 @@ def test_a_gpu_request_that_cannot_be_met_is_a_usage_error(tmp_path, request_arg
 
 def test_a_plan_without_gpus_says_which_tp_it_assumed(tmp_path):
     env = {"PATH": "/usr/bin:/bin"}  # no nvidia-smi
-    out = agent(GOAL, cwd=tmp_path, env=env, timeout=240)
+    out = run_cli(GOAL, cwd=tmp_path, env=env)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "assumed TP 8" in out.stdout and "--target-gpus N" in out.stdout
     serve = (only_run(tmp_path) / "serve_baseline.sh").read_text()
     assert "TP=${TP:-8}" in serve and "--tp-size 1" not in serve
-    four = agent(GOAL, "--target-gpus", "4", "--runs-dir", "four", cwd=tmp_path, env=env, timeout=240)
+    four = run_cli(GOAL, "--target-gpus", "4", "--runs-dir", "four", cwd=tmp_path, env=env)
     assert four.returncode == 0, four.stdout + four.stderr
     assert "TP=${TP:-4}" in next((tmp_path / "four").glob("*/serve_baseline.sh")).read_text()
-    bad = agent(GOAL, "--target-gpus", "2", "--tp", "4", "--runs-dir", "bad", cwd=tmp_path, env=env)
+    bad = run_cli(GOAL, "--target-gpus", "2", "--tp", "4", "--runs-dir", "bad", cwd=tmp_path, env=env)
     assert bad.returncode == 2 and "the target has 2" in bad.stderr, bad.stderr
 
 
@@ -95,7 +97,7 @@ def _serve(script: Path, tmp_path: Path, **env: str) -> tuple[subprocess.Complet
 
 
 def test_scripts_take_tp_and_gpus_from_the_environment(tmp_path):
-    out = agent(GOAL, "--plan-only", cwd=tmp_path, env=_env(tmp_path, 2), timeout=240)
+    out = run_cli(GOAL, "--plan-only", cwd=tmp_path, env=_env(tmp_path, 2))
     assert out.returncode == 0, out.stdout + out.stderr
     script = only_run(tmp_path) / "serve_baseline.sh"
     done, seen = _serve(script, tmp_path)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from agent.steps.base import PlanStep
 from agent.steps.tune_kernels import run
-from tests.cli_helpers import agent, only_run
+from tests.cli_helpers import only_run, run_cli
 from tests.test_tuning_step import _context
 from tests.tuning_fixtures import V4_FLASH_LIKE, make_checkout, triton_config
 from tools.tuning.configs import config_file_name
@@ -17,7 +17,7 @@ def _step(**params) -> PlanStep:
 
 
 def test_default_campaign_on_a_laptop_plans_tuning_for_the_gpu_host(tmp_path):
-    done = agent("enable MTP and tune kernels", cwd=tmp_path, timeout=240)
+    done = run_cli("enable MTP and tune kernels", cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
     outcome = json.loads((only_run(tmp_path) / "steps/tune_kernels.json").read_text())
     assert outcome["status"] == "planned" and outcome["reason"] == "no_shapes", outcome["summary"]
