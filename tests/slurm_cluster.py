@@ -45,8 +45,6 @@ class Slurm:
         subprocess.run(["slurmd", "-f", str(self.base / "slurm.conf")], env=self.env, check=True, timeout=60)
 
 
-
-
 @pytest.fixture(scope="session")
 def slurm(tmp_path_factory) -> Slurm:
     from tests.conftest import require_binary, service_running  # conftest imports this module

@@ -30,13 +30,17 @@ EAGLE_314 = {"--speculative-algorithm": "EAGLE", "--speculative-num-steps": "3",
              "--speculative-num-draft-tokens": "4"}
 
 
-@pytest.fixture
-def checkpoint(tmp_path) -> Path:
+def _checkpoint_in(parent: Path) -> Path:
     """A DeepSeek-V4 checkpoint folder holding only config.json: SGLang reads that and nothing else."""
-    folder = tmp_path / "DeepSeek-V4-Flash"
+    folder = parent / "DeepSeek-V4-Flash"
     folder.mkdir()
     (folder / "config.json").write_text(CONFIG.read_text())
     return folder
+
+
+@pytest.fixture
+def checkpoint(tmp_path) -> Path:
+    return _checkpoint_in(tmp_path)
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
@@ -73,9 +77,7 @@ NEXTN = {"--speculative-algorithm": "NEXTN"}
 def resolved_together(sglang_python, tmp_path_factory) -> tuple[Path, list]:
     """Three requests resolved by one SGLang process, as a campaign resolves its variants: one SGLang
     adjusts, one it refuses, then the flagship, which must come out as it does alone."""
-    folder = tmp_path_factory.mktemp("checkpoint") / "DeepSeek-V4-Flash"
-    folder.mkdir()
-    (folder / "config.json").write_text(CONFIG.read_text())
+    folder = _checkpoint_in(tmp_path_factory.mktemp("checkpoint"))
     requests = [VerifyArgs(sglang_python=str(sglang_python), model_path=str(folder), flags=flags)
                 for flags in (ADJUSTED, NEXTN, EAGLE_314)]
     started = []

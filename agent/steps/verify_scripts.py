@@ -59,10 +59,10 @@ def verify_plan(ctx: StepContext, plan: MeasurePlan) -> tuple[MeasurePlan, list[
     for variant in plan.variants:
         flags, rest = _split(variant, plan.port)
         if flags:
-            speculative[variant.name] = (flags, VerifyArgs(
+            speculative[variant.name] = VerifyArgs(
                 sglang_python=ctx.settings.sglang_python, flags=flags, model_path=_checkpoint(ctx, variant),
-                extra_argv=rest, script_dir=str(ctx.run.file(VERIFY_DIR))))
-    verdicts = dict(zip(speculative, verify_many([args for _, args in speculative.values()]), strict=True))
+                extra_argv=rest, script_dir=str(ctx.run.file(VERIFY_DIR)))
+    verdicts = dict(zip(speculative, verify_many(list(speculative.values())), strict=True))
     kept, notes = [], []
     for variant in plan.variants:
         if variant.name not in speculative:
@@ -79,6 +79,6 @@ def verify_plan(ctx: StepContext, plan: MeasurePlan) -> tuple[MeasurePlan, list[
             notes.append(f"{variant.name}: {verification.line()}; left out of the scripts")
             continue
         notes.append(f"{variant.name}: {verification.line()}")
-        flags = speculative[variant.name][0]
+        flags = speculative[variant.name].flags
         kept.append(_adjusted(variant, verification, flags) if verification.status == "adjusted" else variant)
     return plan.model_copy(update={"variants": kept}), notes

@@ -104,7 +104,7 @@ def verify_many(requests: list[VerifyArgs]) -> list[Verification]:
         for (at, argv), result in zip(items, results, strict=True):
             verdicts[at] = (_not_verified(result, python, argv) if isinstance(result, str)
                             else _compare(result, requests[at].flags, argv, python))
-    return [v for v in verdicts if v is not None]
+    return [v for v in verdicts if v is not None]  # every one is set by now
 
 
 def _run(python: str, script: Path, argvs: list[list[str]], timeout: float, cwd: Path) -> list[dict | str]:
