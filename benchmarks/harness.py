@@ -41,7 +41,10 @@ class Row:
 
 
 def clean_env(extra: dict | None = None) -> dict:
+    """The user's environment without the agent's settings, and with the research cache off: each
+    process reads the SGLang tree as a first run does (mtp_inference.py times the cached case)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DSV4_", "OPENAI_"))}
+    env["DSV4_RESEARCH_CACHE"] = "off"
     env.update(extra or {})
     return env
 

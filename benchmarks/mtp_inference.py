@@ -4,14 +4,15 @@ Trees: the sglang 0.5.23 wheel; the corpus checkout (`../shared/corpus/build-che
 wheel with upstream registered tests, fixtures and runners); and that checkout at 2x and 4x (the
 files the inference reads - registered tests, argument hooks, the test package - copied in once
 and three more times, each copy's bytes made distinct, so it reads and parses 2x / 4x as much). Each process is cold: a fresh interpreter
-with nothing cached (the OS file cache is warm after the first round, as on any machine that has
-the tree). Medians of 5 rounds with min-max spread, interleaved so machine load hits every tree
+with nothing cached, the research cache off (the OS file cache is warm after the first round, as
+on any machine that has the tree). Each round also times one process on the checkout with the
+research cache (tools/source/research_cache.py) holding that tree, as a second run meets it. Medians of 5 rounds with min-max spread, interleaved so machine load hits every tree
 alike, with two references measured in the same rounds: a bare `python -c pass` (interpreter
 start) and `rg -l speculative` over the same tree (the floor of any search). Also the in-process
 warm/cold ratio on the 2x tree (the parse cache must hold it) and the largest resident size.
 
 Goals (exit 1 on a miss): checkout and wheel median < 2 s; 4x tree < 4x the checkout (linear or
-better); warm inference on the 2x tree cheaper than cold. Standalone: `python benchmarks/mtp_inference.py
+better); warm inference on the 2x tree cheaper than cold; a research-cached process < 0.6x a cold one. Standalone: `python benchmarks/mtp_inference.py
 [--rounds N]`; benchmarks/run_all.py collects its rows (benchmarks/harness.py).
 """
 from __future__ import annotations
@@ -29,12 +30,15 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.harness import AGENT, finish, row  # noqa: E402
+from tools.source.research_cache import OFF_ENV  # noqa: E402
 from tools.source.resolve import ensure_wheel_source  # noqa: E402
 from tools.source.search import find_rg  # noqa: E402
 
 ROUNDS = 5
 MODEL = "deepseek-ai/DeepSeek-V4-Flash"
 GOAL_S = 2.0
+CACHED_GOAL = 0.6  # a research-cached process ÷ a cold one on the checkout
+COLD = {**os.environ, OFF_ENV: "off"}  # nothing from tools/source/research_cache.py: every tree read anew
 COPIED = ("test/registered", "python/sglang/srt/arg_groups", "python/sglang/test")
 
 
@@ -70,11 +74,11 @@ def build_trees(work: Path, wheel: Path) -> dict[str, Path]:
     return trees
 
 
-def timed(cmd: list[str], cwd: Path | None = None) -> tuple[float, int, float]:
+def timed(cmd: list[str], cwd: Path | None = None, env: dict[str, str] | None = None) -> tuple[float, int, float]:
     """Wall seconds, peak resident KiB and CPU seconds (user + system) of one whole process (its own
     rusage, via wait4: the CPU figure shows what the process needs when others load the machine)."""
     start = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(proc.pid, 0)
     elapsed = time.perf_counter() - start
     stderr = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
@@ -89,7 +93,7 @@ def warm_ratio(tree: Path) -> float:
             f"a=InferMtpArgs(sglang={str(tree)!r}, model={MODEL!r})\n"
             "t=time.perf_counter(); infer_mtp(a); c=time.perf_counter()-t\n"
             "t=time.perf_counter(); infer_mtp(a); w=time.perf_counter()-t\nprint(w/c)")
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True, env=COLD)
     return float(out.stdout.strip().splitlines()[-1])
 
 
@@ -106,15 +110,19 @@ def main() -> int:
         runs: dict[str, list[float]] = {name: [] for name in trees}
         rss: dict[str, int] = {name: 0 for name in trees}
         cpu: dict[str, list[float]] = {name: [] for name in trees}
-        bare, floor = [], {name: [] for name in trees}
+        bare, floor, cached = [], {name: [] for name in trees}, []
+        reference = trees.get("checkout", trees["wheel"])
+        mtp = [AGENT, "mtp", "--model", MODEL, "--json", "--sglang"]
         for _ in range(rounds):
             bare.append(timed([sys.executable, "-c", "pass"])[0])
             for name, tree in trees.items():
-                seconds, peak, used = timed([AGENT, "mtp", "--sglang", str(tree), "--model", MODEL, "--json"])
+                seconds, peak, used = timed([*mtp, str(tree)], env=COLD)
                 runs[name].append(seconds)
                 cpu[name].append(used)
                 rss[name] = max(rss[name], peak)
                 floor[name].append(timed([rg, "-l", "speculative", "--", "."], cwd=tree)[0])
+            timed([*mtp, str(reference)])  # stores the research (the tree is seconds old by now)
+            cached.append(timed([*mtp, str(reference)])[0])
         ratio = warm_ratio(trees["checkout x2"]) if "checkout x2" in trees else None
     bench = "mtp_inference"
     python = f"bare python {statistics.median(bare):.2f} s"
@@ -125,6 +133,11 @@ def main() -> int:
                         f"{python}; rg -l {statistics.median(floor[name]):.3f} s; CPU {statistics.median(cpu[name]):.2f} s;"
                         f" peak RSS {rss[name] / 1024:.0f} MiB",
                         f"< {GOAL_S:.0f} s" if goal else "", GOAL_S if goal else None))
+    ref = "checkout" if "checkout" in trees else "wheel"
+    rows.append(row(bench, f"mtp --json on the {ref}, research cached ÷ cold (same rounds)",
+                    [c / r for c, r in zip(cached, runs[ref], strict=True)], "x",
+                    f"cached {statistics.median(cached):.2f} s (tools/source/research_cache.py)",
+                    f"< {CACHED_GOAL}", CACHED_GOAL))
     if "checkout x4" in runs:
         scale = [x / c for x, c in zip(runs["checkout x4"], runs["checkout"], strict=True)]
         rows.append(row(bench, "4x tree ÷ checkout (same rounds)", scale, "x", "linear would be 4", "<= 4", 4.0))

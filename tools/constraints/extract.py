@@ -19,6 +19,7 @@ from tools.constraints.context import algorithm_dispatch
 from tools.constraints.rules import Rule, RuleKind
 from tools.constraints.walker import Scope, Walker
 from tools.source.pysource import gc_paused, parse_file
+from tools.source.research_cache import ResearchScope
 from tools.source.search import SearchArgs, search
 
 HOOK_DIRS = ("srt/arg_groups",)
@@ -42,8 +43,14 @@ class ConstraintsResult(BaseModel):
     warnings: list[str] = Field(default_factory=list)
 
 
-def extract_constraints(args: ExtractConstraintsArgs) -> ConstraintsResult:
-    with gc_paused():  # parse-heavy: see tools/source/pysource.py
+def extract_constraints(args: ExtractConstraintsArgs, scope: ResearchScope | None = None) -> ConstraintsResult:
+    """``scope``: the tree's research cache entry point, when the caller asks more of the same tree."""
+    scope = scope or ResearchScope(args.root, args.package_dir)
+    return scope.cached("constraints", args, ConstraintsResult, lambda: _parse_heavy(args))
+
+
+def _parse_heavy(args: ExtractConstraintsArgs) -> ConstraintsResult:
+    with gc_paused():  # see tools/source/pysource.py
         return _extract_constraints(args)
 
 

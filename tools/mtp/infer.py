@@ -25,6 +25,7 @@ from tools.mtp.pick import Judge
 from tools.recipes import ExtractRecipesArgs, Recipe, extract_recipes
 from tools.source.fields import FieldCatalog, read_fields
 from tools.source.pysource import gc_paused
+from tools.source.research_cache import ResearchScope
 from tools.source.resolve import ResolveSourceArgs, SourceInfo, resolve_source
 
 __all__ = ["InferMtpArgs", "MtpAnswer", "Recommendation", "Candidate", "Constraint", "SourceRef", "Verification",
@@ -124,11 +125,12 @@ def _infer_mtp(args: InferMtpArgs) -> MtpAnswer:
     notes: list[str] = []
     unknowns: list[str] = [f"source lacks {', '.join(info.lacks)}: recipes there were not read"] if info.lacks else []
     fields = _fields(info, unknowns)
-    constraint_result = extract_constraints(ExtractConstraintsArgs(root=info.root, package_dir=info.package_dir))
+    scope = ResearchScope(info.root, info.package_dir)  # the tree is read (hashed) once for both
+    constraint_result = extract_constraints(ExtractConstraintsArgs(root=info.root, package_dir=info.package_dir), scope)
     rules = constraint_result.rules
     unknowns += constraint_result.warnings
     recipes = extract_recipes(ExtractRecipesArgs(root=info.root, package_dir=info.package_dir,
-                                                 speculative_only=True, max_recipes=5000))
+                                                 speculative_only=True, max_recipes=5000), scope)
     unknowns += recipes.warnings
     arch = _architecture(args, info, notes)
     exact = [r for r in recipes.recipes if _matches_model(r, args.model)]

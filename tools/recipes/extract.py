@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field
 from tools.base import Tool, ToolError
 from tools.source.confine import inside_root
 from tools.source.pysource import gc_paused
+from tools.source.research_cache import ResearchScope
 from tools.recipes.launches import RecipeBuilder
 from tools.recipes.model import Recipe
 from tools.recipes.modules import ModuleIndex
@@ -65,8 +66,16 @@ def _files(folders: list[Path], pattern: str) -> list[Path]:
     return found
 
 
-def extract_recipes(args: ExtractRecipesArgs) -> RecipesResult:
-    with gc_paused():  # parse-heavy: see tools/source/pysource.py
+def extract_recipes(args: ExtractRecipesArgs, scope: ResearchScope | None = None) -> RecipesResult:
+    """``scope``: the tree's research cache entry point, when the caller asks more of the same tree."""
+    scope = scope or ResearchScope(args.root, args.package_dir)
+    if any(not scope.covers(Path(args.root) / p) for p in args.paths):
+        return _parse_heavy(args)  # a folder outside what the cache's digest reads
+    return scope.cached("recipes", args, RecipesResult, lambda: _parse_heavy(args))
+
+
+def _parse_heavy(args: ExtractRecipesArgs) -> RecipesResult:
+    with gc_paused():  # see tools/source/pysource.py
         return _extract_recipes(args)
 
 

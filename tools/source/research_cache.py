@@ -1,0 +1,225 @@
+"""Research results kept between runs, addressed by the content of the source they were read from.
+
+Reading SGLang's argument hooks and registered tests (``extract_constraints``, ``extract_recipes``)
+parses a few hundred files: about 1.2 s of CPU per inference on 2 cores. A campaign, its resume,
+``dsv4-agent mtp`` and the next campaign on the same commit read the same bytes again. Here a result
+is stored under a key made of:
+
+- the Python version (``ast`` changes between versions) and a digest of the ``tools`` package's own
+  source, so an edited extractor never meets a result of the old code;
+- the tool's name and its arguments, paths made relative to the source root (a copy of the tree
+  elsewhere is the same question);
+- a digest of the *content* of every ``.py`` file the work can read: the import root (the folder
+  holding ``sglang/``, where imports are resolved) and the root's ``test/`` folder. Content, not
+  file times: hard-linked copies, ``cp -p`` and unpacked archives keep times and sizes while the
+  bytes differ.
+
+A result is stored only when it is exact for its key:
+- the import root holds no Python code but ``sglang`` (a checkout's ``python/``, the unpacked wheel).
+  In a ``site-packages`` folder imports reach other packages, which the digest does not read;
+- no symlink inside the scope (what it points at is outside the digest);
+- no file was written during the work or within ``RACY_S`` before it was read (its bytes may be
+  half-written, or rewritten within one tick of the file clock, which stat data cannot tell).
+
+``DSV4_RESEARCH_CACHE=off`` turns it off (the ``mtp_inference`` benchmark times cold runs so).
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import os
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from tools.source.resolve import cache_dir
+
+R = TypeVar("R", bound=BaseModel)
+
+OFF_ENV = "DSV4_RESEARCH_CACHE"
+RACY_S = 2.0          # file clocks tick coarsely (ext4: a few ms); a generous margin costs only a miss
+MAX_ENTRIES = 256     # entries are 20-100 kB: the folder stays under ~25 MB
+TOOLS_DIR = Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True, order=True)
+class Stamp:
+    rel: str
+    ino: int
+    size: int
+    mtime_ns: int
+
+
+@dataclass
+class CacheStats:
+    """What this process's research asked of the cache (tests and the mtp benchmark read it)."""
+
+    hits: int = 0
+    misses: int = 0
+    stored: int = 0
+    not_cacheable: int = 0
+    last_reason: str = ""  # why the last one that could not be cached could not
+
+
+stats = CacheStats()
+
+
+def enabled() -> bool:
+    return os.environ.get(OFF_ENV, "").strip().lower() not in ("off", "0", "false", "no")
+
+
+def folder() -> Path:
+    return cache_dir() / "research"
+
+
+@functools.lru_cache(maxsize=1)
+def code_digest() -> str:
+    h = hashlib.blake2b(sys.version.encode(), digest_size=20)
+    for path in sorted(TOOLS_DIR.rglob("*.py")):
+        h.update(path.relative_to(TOOLS_DIR).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+class _Scope:
+    """The files one piece of research can read, and what stat said of them when they were hashed."""
+
+    def __init__(self, root: Path, package_dir: Path):
+        self.root, self.package_dir = root.resolve(), package_dir.resolve()
+        self.import_root = self.package_dir.parent
+        tests = self.root / "test"
+        self.folders = [self.import_root] + ([tests] if tests.is_dir() and not _within(tests, self.import_root) else [])
+        self._digest: str | None = None
+        self._stamps: list[Stamp] = []
+        self._read_at = 0.0
+
+    def reason_not_cacheable(self) -> str | None:
+        for entry in os.scandir(self.import_root):
+            name = entry.name
+            if entry.path == str(self.package_dir) or name.endswith((".dist-info", ".egg-info")):
+                continue
+            if name.endswith(".py") or (entry.is_dir() and any(Path(entry.path).rglob("*.py"))):
+                return f"{self.import_root} holds Python code besides {self.package_dir.name}/ ({name})"
+        return None
+
+    def digest(self) -> str | None:
+        """Digest of every .py file in the scope; None when the scope holds a symlink. Hashing 66 MB
+        (the 0.5.23 wheel) is ~0.2 s: a second ask in this process whose stat data show no file
+        written since the first (nor within RACY_S before it) takes the first one's digest."""
+        if self._digest is None:
+            read_at, stamps = time.time(), self._walk()
+            if stamps is None:
+                return None
+            known = _hashed.get(self.folders[0])
+            if known is not None and known[0] == stamps and _settled(stamps, known[2]):
+                self._stamps, self._digest, self._read_at = known
+                return self._digest
+            h = hashlib.blake2b(digest_size=20)
+            for stamp in stamps:
+                h.update(stamp.rel.encode() + b"\0" + hashlib.blake2b((self.root / stamp.rel).read_bytes(),
+                                                                      digest_size=20).digest())
+            self._stamps, self._digest, self._read_at = stamps, h.hexdigest(), read_at
+            _hashed[self.folders[0]] = (stamps, self._digest, read_at)
+        return self._digest
+
+    def unchanged_since_read(self) -> bool:
+        """Nothing written during the work, nor within RACY_S before the files were read."""
+        return self._walk() == self._stamps and _settled(self._stamps, self._read_at)
+
+    def _walk(self) -> list[Stamp] | None:
+        stamps: list[Stamp] = []
+        pending = list(self.folders)
+        while pending:
+            with os.scandir(pending.pop()) as entries:
+                for entry in entries:
+                    if entry.is_symlink():
+                        return None
+                    if entry.is_dir():
+                        if entry.name not in ("__pycache__", ".git"):
+                            pending.append(Path(entry.path))
+                    elif entry.name.endswith(".py"):
+                        st = entry.stat()
+                        stamps.append(Stamp(Path(entry.path).relative_to(self.root).as_posix(), st.st_ino,
+                                            st.st_size, st.st_mtime_ns))
+        return sorted(stamps)
+
+
+# this process's digests: import root -> (stat data when hashed, digest, when)
+_hashed: dict[Path, tuple[list[Stamp], str, float]] = {}
+
+
+def _settled(stamps: list[Stamp], read_at: float) -> bool:
+    oldest_trusted = (read_at - RACY_S) * 1e9
+    return all(s.mtime_ns < oldest_trusted for s in stamps)
+
+
+def _within(path: Path, folder_: Path) -> bool:
+    return path == folder_ or folder_ in path.parents
+
+
+class ResearchScope:
+    """One source tree's research, asked once or several times (``infer_mtp`` asks twice)."""
+
+    def __init__(self, root: str | Path, package_dir: str | Path):
+        self._scope = _Scope(Path(root), Path(package_dir))
+
+    def covers(self, path: Path) -> bool:
+        return any(_within(path.resolve(), f) for f in self._scope.folders)
+
+    def cached(self, tool: str, args: BaseModel, result_type: type[R], compute: Callable[[], R]) -> R:
+        scope = self._scope
+        if not enabled():
+            return compute()
+        try:
+            why_not = scope.reason_not_cacheable()
+            digest = None if why_not else scope.digest()
+        except OSError:
+            return compute()  # a missing or unreadable tree: the work itself says so, as it would uncached
+        if digest is None:
+            stats.not_cacheable += 1
+            stats.last_reason = why_not or f"a symlink inside the scope of {scope.root}"
+            return compute()
+        path = folder() / f"{tool}-{_key(tool, args, scope, digest)}.json"
+        with contextlib.suppress(OSError, ValidationError, ValueError):
+            result = result_type.model_validate_json(path.read_bytes())
+            stats.hits += 1
+            return result
+        stats.misses += 1
+        result = compute()
+        if scope.unchanged_since_read():
+            _store(path, result.model_dump_json())
+            stats.stored += 1
+        return result
+
+
+def _key(tool: str, args: BaseModel, scope: _Scope, digest: str) -> str:
+    fields = args.model_dump(mode="json")
+    fields.pop("root", None)
+    fields["package_dir"] = os.path.relpath(scope.package_dir, scope.root)
+    h = hashlib.blake2b(digest_size=20)
+    for part in (code_digest(), tool, repr(sorted(fields.items())), digest):
+        h.update(part.encode() + b"\0")
+    return h.hexdigest()
+
+
+def _store(path: Path, text: str) -> None:
+    """Write whole or not at all (temp file + rename), then keep the newest MAX_ENTRIES."""
+    with contextlib.suppress(OSError):  # a read-only or full cache costs only the next run's time
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+        try:
+            with os.fdopen(fd, "w") as out:
+                out.write(text)
+            os.replace(tmp, path)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+        entries = sorted(path.parent.glob("*.json"), key=lambda p: p.stat().st_mtime_ns, reverse=True)
+        for old in entries[MAX_ENTRIES:]:
+            with contextlib.suppress(FileNotFoundError):
+                old.unlink()
