@@ -50,6 +50,8 @@ TOOLS_DIR = Path(__file__).resolve().parents[1]
 
 @dataclass(frozen=True, order=True)
 class Stamp:
+    """What stat says of one file: equal stamps on a settled file mean the bytes hashed are still there."""
+
     rel: str
     ino: int
     size: int
@@ -58,13 +60,13 @@ class Stamp:
 
 @dataclass
 class CacheStats:
-    """What this process's research asked of the cache (tests and the mtp benchmark read it)."""
+    """What this process's research asked of the cache (tests read it)."""
 
     hits: int = 0
     misses: int = 0
     stored: int = 0
     not_cacheable: int = 0
-    last_reason: str = ""  # why the last one that could not be cached could not
+    last_reason: str = ""  # why the latest uncacheable scope was not cached
 
 
 stats = CacheStats()
