@@ -45,6 +45,7 @@ R = TypeVar("R", bound=BaseModel)
 OFF_ENV = "DSV4_RESEARCH_CACHE"
 RACY_S = 2.0          # file clocks tick coarsely (ext4: a few ms); a generous margin costs only a miss
 MAX_ENTRIES = 256     # entries are 20-100 kB: the folder stays under ~25 MB
+HASHED_TREES = 8      # digests this process remembers (a tree's stat data: ~1 MB per 5k files)
 TOOLS_DIR = Path(__file__).resolve().parents[1]
 
 
@@ -88,19 +89,48 @@ def code_digest() -> str:
     return h.hexdigest()
 
 
-class _Scope:
-    """The files one piece of research can read, and what stat said of them when they were hashed."""
+class ResearchScope:
+    """The files one source tree's research can read, asked once or several times (``infer_mtp``
+    asks twice), and what stat said of them when they were hashed."""
 
-    def __init__(self, root: Path, package_dir: Path):
-        self.root, self.package_dir = root.resolve(), package_dir.resolve()
+    def __init__(self, root: str | Path, package_dir: str | Path):
+        self.root, self.package_dir = Path(root).resolve(), Path(package_dir).resolve()
         self.import_root = self.package_dir.parent
         tests = self.root / "test"
-        self.folders = [self.import_root] + ([tests] if tests.is_dir() and not _within(tests, self.import_root) else [])
+        self.folders = [self.import_root] + ([tests] if tests.is_dir() and not tests.is_relative_to(self.import_root)
+                                             else [])
         self._digest: str | None = None
         self._stamps: list[Stamp] = []
         self._read_at = 0.0
 
-    def reason_not_cacheable(self) -> str | None:
+    def covers(self, path: Path) -> bool:
+        return any(path.resolve().is_relative_to(f) for f in self.folders)
+
+    def cached(self, tool: str, args: BaseModel, result_type: type[R], compute: Callable[[], R]) -> R:
+        if not enabled():
+            return compute()
+        try:
+            why_not = self._reason_not_cacheable()
+            digest = None if why_not else self._digest_once()
+        except OSError:
+            return compute()  # a missing or unreadable tree: the work itself says so, as it would uncached
+        if digest is None:
+            stats.not_cacheable += 1
+            stats.last_reason = why_not or f"a symlink inside the scope of {self.root}"
+            return compute()
+        path = folder() / f"{tool}-{_key(tool, args, self, digest)}.json"
+        with contextlib.suppress(OSError, ValidationError, ValueError):
+            result = result_type.model_validate_json(path.read_bytes())
+            stats.hits += 1
+            return result
+        stats.misses += 1
+        result = compute()
+        if self._unchanged_since_read():
+            _store(path, result.model_dump_json())
+            stats.stored += 1
+        return result
+
+    def _reason_not_cacheable(self) -> str | None:
         for entry in os.scandir(self.import_root):
             name = entry.name
             if entry.path == str(self.package_dir) or name.endswith((".dist-info", ".egg-info")):
@@ -109,7 +139,7 @@ class _Scope:
                 return f"{self.import_root} holds Python code besides {self.package_dir.name}/ ({name})"
         return None
 
-    def digest(self) -> str | None:
+    def _digest_once(self) -> str | None:
         """Digest of every .py file in the scope; None when the scope holds a symlink. Hashing 66 MB
         (the 0.5.23 wheel) is ~0.2 s: a second ask in this process whose stat data show no file
         written since the first (nor within RACY_S before it) takes the first one's digest."""
@@ -117,7 +147,7 @@ class _Scope:
             read_at, stamps = time.time(), self._walk()
             if stamps is None:
                 return None
-            known = _hashed.get(self.folders[0])
+            known = _hashed.get(self.import_root)
             if known is not None and known[0] == stamps and _settled(stamps, known[2]):
                 self._stamps, self._digest, self._read_at = known
                 return self._digest
@@ -126,10 +156,13 @@ class _Scope:
                 h.update(stamp.rel.encode() + b"\0" + hashlib.blake2b((self.root / stamp.rel).read_bytes(),
                                                                       digest_size=20).digest())
             self._stamps, self._digest, self._read_at = stamps, h.hexdigest(), read_at
-            _hashed[self.folders[0]] = (stamps, self._digest, read_at)
+            _hashed.pop(self.import_root, None)
+            _hashed[self.import_root] = (stamps, self._digest, read_at)
+            while len(_hashed) > HASHED_TREES:  # a long-lived process (a test worker) meets many trees
+                del _hashed[next(iter(_hashed))]
         return self._digest
 
-    def unchanged_since_read(self) -> bool:
+    def _unchanged_since_read(self) -> bool:
         """Nothing written during the work, nor within RACY_S before the files were read."""
         return self._walk() == self._stamps and _settled(self._stamps, self._read_at)
 
@@ -151,7 +184,7 @@ class _Scope:
         return sorted(stamps)
 
 
-# this process's digests: import root -> (stat data when hashed, digest, when)
+# this process's latest digests: import root -> (stat data when hashed, digest, when)
 _hashed: dict[Path, tuple[list[Stamp], str, float]] = {}
 
 
@@ -160,46 +193,7 @@ def _settled(stamps: list[Stamp], read_at: float) -> bool:
     return all(s.mtime_ns < oldest_trusted for s in stamps)
 
 
-def _within(path: Path, folder_: Path) -> bool:
-    return path == folder_ or folder_ in path.parents
-
-
-class ResearchScope:
-    """One source tree's research, asked once or several times (``infer_mtp`` asks twice)."""
-
-    def __init__(self, root: str | Path, package_dir: str | Path):
-        self._scope = _Scope(Path(root), Path(package_dir))
-
-    def covers(self, path: Path) -> bool:
-        return any(_within(path.resolve(), f) for f in self._scope.folders)
-
-    def cached(self, tool: str, args: BaseModel, result_type: type[R], compute: Callable[[], R]) -> R:
-        scope = self._scope
-        if not enabled():
-            return compute()
-        try:
-            why_not = scope.reason_not_cacheable()
-            digest = None if why_not else scope.digest()
-        except OSError:
-            return compute()  # a missing or unreadable tree: the work itself says so, as it would uncached
-        if digest is None:
-            stats.not_cacheable += 1
-            stats.last_reason = why_not or f"a symlink inside the scope of {scope.root}"
-            return compute()
-        path = folder() / f"{tool}-{_key(tool, args, scope, digest)}.json"
-        with contextlib.suppress(OSError, ValidationError, ValueError):
-            result = result_type.model_validate_json(path.read_bytes())
-            stats.hits += 1
-            return result
-        stats.misses += 1
-        result = compute()
-        if scope.unchanged_since_read():
-            _store(path, result.model_dump_json())
-            stats.stored += 1
-        return result
-
-
-def _key(tool: str, args: BaseModel, scope: _Scope, digest: str) -> str:
+def _key(tool: str, args: BaseModel, scope: ResearchScope, digest: str) -> str:
     fields = args.model_dump(mode="json")
     fields.pop("root", None)
     fields["package_dir"] = os.path.relpath(scope.package_dir, scope.root)
