@@ -1,8 +1,8 @@
 """The research cache (tools/source/research_cache.py) on real SGLang source: a second process answers
 from it, and nothing but the same bytes, the same code and a closed scope gets a stored result.
 
-Trees are plain copies (``copy2``: the files keep the wheel's old times, as a checkout does some
-seconds after ``git checkout``) in a cache folder of the test's own."""
+Trees are plain copies whose files carry settled (old) times, as a checkout does some seconds after
+``git checkout``, with a cache folder of the test's own."""
 from __future__ import annotations
 
 import json
@@ -26,7 +26,7 @@ def wheel_copy(tmp_path_factory, sglang_wheel_root) -> Path:
     """The whole 0.5.23 package, copied (not linked: tests here rewrite files in place)."""
     root = tmp_path_factory.mktemp("wheel-copy")
     shutil.copytree(sglang_wheel_root / "sglang", root / "sglang")
-    return root
+    return _settled(root)
 
 
 @pytest.fixture
@@ -37,7 +37,15 @@ def hooks_tree(tmp_path, sglang_wheel_root) -> Path:
         source, target = sglang_wheel_root / "sglang" / rel, package / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copytree(source, target) if source.is_dir() else shutil.copy2(source, target)
-    return package.parent
+    return _settled(package.parent)
+
+
+def _settled(tree: Path) -> Path:
+    """Files an hour old, however recently the wheel was unpacked (CI unpacks it at the session's start)."""
+    then = time.time() - 3600
+    for path in tree.rglob("*.py"):
+        os.utime(path, (then, then))
+    return tree
 
 
 @pytest.fixture
