@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import socket
 import subprocess
@@ -67,8 +68,24 @@ def sshd(tmp_path_factory) -> Sshd:
     subprocess.run([str(SERVICES / "stop_sshd.sh")], env=env, check=True, capture_output=True, timeout=60)
 
 
+_MADE: list[tuple[Sshd, SshExecutor]] = []
+
+
 def _executor(sshd: Sshd, jobs_root: Path) -> SshExecutor:
-    return SshExecutor("ssh://dsv4-test", jobs_root, ssh_options=sshd.options)
+    executor = SshExecutor("ssh://dsv4-test", jobs_root, ssh_options=sshd.options)
+    _MADE.append((sshd, executor))
+    return executor
+
+
+@pytest.fixture(autouse=True)
+def remote_runs_removed():
+    """The "host" is this machine as this user: each run's folder there (``~/.dsv4-agent/runs/...``)
+    is removed after the test, as the user's home is not the suite's to fill."""
+    yield
+    while _MADE:
+        sshd, executor = _MADE.pop()
+        assert executor.remote_run.startswith(".dsv4-agent/runs/run-"), executor.remote_run
+        sshd.ssh(f"rm -rf -- {shlex.quote(executor.remote_run)}")
 
 
 def _wait(executor, key: str, until, timeout_s: float = 30.0):
