@@ -29,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.harness import AGENT, finish, row  # noqa: E402
+from benchmarks.harness import AGENT, clean_env, finish, row  # noqa: E402
 from tools.source.research_cache import OFF_ENV  # noqa: E402
 from tools.source.resolve import ensure_wheel_source  # noqa: E402
 from tools.source.search import find_rg  # noqa: E402
@@ -38,7 +38,8 @@ ROUNDS = 5
 MODEL = "deepseek-ai/DeepSeek-V4-Flash"
 GOAL_S = 2.0
 CACHED_GOAL = 0.6  # a research-cached process ÷ a cold one on the checkout
-COLD = {**os.environ, OFF_ENV: "off"}  # nothing from tools/source/research_cache.py: every tree read anew
+COLD = clean_env()  # the harness turns tools/source/research_cache.py off: every tree read anew
+CACHED = {k: v for k, v in COLD.items() if k != OFF_ENV}  # on, whatever the caller's environment says
 COPIED = ("test/registered", "python/sglang/srt/arg_groups", "python/sglang/test")
 
 
@@ -121,8 +122,8 @@ def main() -> int:
                 cpu[name].append(used)
                 rss[name] = max(rss[name], peak)
                 floor[name].append(timed([rg, "-l", "speculative", "--", "."], cwd=tree)[0])
-            timed([*mtp, str(reference)])  # stores the research (the tree is seconds old by now)
-            cached.append(timed([*mtp, str(reference)])[0])
+            timed([*mtp, str(reference)], env=CACHED)  # stores the research (the tree is seconds old by now)
+            cached.append(timed([*mtp, str(reference)], env=CACHED)[0])
         ratio = warm_ratio(trees["checkout x2"]) if "checkout x2" in trees else None
     bench = "mtp_inference"
     python = f"bare python {statistics.median(bare):.2f} s"
