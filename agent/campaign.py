@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import shlex
 import sqlite3
 import sys
 import threading
@@ -23,8 +22,8 @@ from agent.interrupts import Interrupted, SignalWatch, invoke_responsively
 from agent.live import LiveView
 from agent.runfolder import EXIT_CODES, RunFolder, RunFolderError
 from agent.record_source import LiveSource
+from agent.recorded_settings import CampaignError, endpoint_with_credentials, ssh_options_for
 from agent.runtime import Runtime
-from agent.secrets import MARK
 from agent.trace import TraceError, TraceWriter, read_trace
 from tools.base import ToolError
 from tools.jobs import attempts as attempts_lib
@@ -32,40 +31,6 @@ from tools.stop import wait_for_side_effects
 
 INSTALL_WAIT_S = 60.0  # an install in progress when Ctrl-C came is let finish (it takes seconds)
 JOBS_WAIT_S = 15.0  # listing the jobs (over SSH, say) for the summary
-
-
-class CampaignError(Exception):
-    """A campaign could not start or resume; the message says why and what to do."""
-
-
-def ssh_options_for(recorded: dict, given: list[str] | None) -> list[str]:
-    """The ssh options for a run read back from its folder: only what the user gives now.
-
-    Options recorded in config.json are never used on their own: an option such as
-    ``-oProxyCommand=...`` runs a command on this machine, and a run folder is data anyone may
-    have written. A run recorded with options needs them passed again (``--ssh-option``).
-    """
-    if given is not None:
-        return list(given)
-    kept = list(recorded.get("ssh_options") or [])
-    if kept and str(recorded.get("executor", "")).startswith("ssh://"):
-        shown = " ".join(f"--ssh-option={shlex.quote(o)}" for o in kept)
-        raise CampaignError(f"this run was made with ssh options {kept}; options are never taken from a run folder "
-                            f"(they can run commands here). If they are yours, pass them again: {shown}")
-    return []
-
-
-def _endpoint_with_credentials(recorded: dict) -> dict:
-    """The LLM endpoint for a resumed run: config.json holds it with its password redacted, so the
-    full URL comes from the environment again (like the API key, it is never recorded)."""
-    url = recorded.get("llm_base_url")
-    if not url or MARK not in url:
-        return {}
-    again = os.environ.get("DSV4_LLM_BASE_URL") or os.environ.get("OPENAI_BASE_URL")
-    if not again:
-        raise CampaignError(f"this run's LLM endpoint {url} had a password, which is never recorded; set "
-                            "DSV4_LLM_BASE_URL to the full URL to resume")
-    return {"llm_base_url": again}
 
 
 def _open_runtime(run: RunFolder, settings: Settings, goal: str, view: LiveView) -> Runtime:
@@ -192,8 +157,7 @@ def start(settings: Settings, goal: str, view: LiveView | None = None) -> int:
         raise
     rt.trace.emit("run_started", "control", goal=goal, run=run.path.name, argv=sys.argv[1:])
     rt.say(f"[control] run folder: {run.path}")
-    with view:
-        return _drive(rt, "attempt-1", fresh=True)
+    return _drive_and_let_go(rt, "attempt-1", True, view)
 
 
 def resume(ref: str, runs_dir: str, overrides: dict, view: LiveView | None = None, retry_failed: bool = False) -> int:
@@ -243,8 +207,19 @@ def resume(ref: str, runs_dir: str, overrides: dict, view: LiveView | None = Non
     for problem in ([f"cut off what the crash left at the end of the trace: {dropped.describe()}"] if dropped else []) \
             + [f"the trace has a sequence gap: {g.describe()}" for g in rt.trace.gaps]:
         rt.say(f"[control] note: {problem}")
-    with view:
-        return _drive(rt, thread, fresh=result is not None)
+    return _drive_and_let_go(rt, thread, result is not None, view)
+
+
+def _drive_and_let_go(rt: Runtime, thread_id: str, fresh: bool, view: LiveView) -> int:
+    """Drive the run, then let go of its lock and trace once ``result.json`` is written. The console
+    script ends right after; a caller that goes on (a test running the CLI in its own process) would
+    otherwise keep the run locked against the ``resume`` that follows."""
+    try:
+        with view:
+            return _drive(rt, thread_id, fresh)
+    finally:
+        rt.trace.close()
+        rt.run.unlock()
 
 
 def _resume_settings(run: RunFolder, recorded: dict, overrides: dict) -> Settings:
@@ -253,7 +228,7 @@ def _resume_settings(run: RunFolder, recorded: dict, overrides: dict) -> Setting
     given = {k: v for k, v in overrides.items() if v is not None}
     try:
         # Run now: --plan-only held the GPU jobs of the attempt that wrote the scripts for review.
-        fixed = {"plan_only": False, "llm_api_key": key, **_endpoint_with_credentials(recorded["settings"]),
+        fixed = {"plan_only": False, "llm_api_key": key, **endpoint_with_credentials(recorded["settings"]),
                  "ssh_options": ssh_options_for(recorded["settings"], overrides.get("ssh_options"))}
         settings = Settings.model_validate({**recorded["settings"], **fixed, **given})
     except (ValidationError, CampaignError) as err:
@@ -285,8 +260,7 @@ def _start_over(rt: Runtime, goal: str, view: LiveView) -> int:
     rt.trace.emit("run_started", "control", goal=goal, run=rt.run.path.name, argv=sys.argv[1:],
                   started_over="the previous agent died before writing its first trace event")
     rt.say(f"[control] resuming {rt.run.path}: nothing was recorded yet, so the run starts from the beginning")
-    with view:
-        return _drive(rt, "attempt-1", fresh=True)
+    return _drive_and_let_go(rt, "attempt-1", True, view)
 
 
 def load_run(ref: str, runs_dir: str) -> RunFolder:

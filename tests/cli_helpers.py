@@ -22,7 +22,7 @@ def run_cli(*args: str, cwd: Path, env: dict | None = None) -> subprocess.Comple
 
     from agent.cli import app
 
-    leaked = {k: None for k in os.environ if k.startswith(("DSV4_", "OPENAI_"))}  # as clean_env drops them
+    leaked = {k: None for k in os.environ if k not in clean_env()}  # the settings clean_env drops
     old = os.getcwd()
     os.chdir(cwd)
     try:

@@ -95,7 +95,7 @@ def test_kill_9_mid_campaign_then_resume_launches_nothing_twice(tmp_path, sglang
     run = only_run(tmp_path)
     assert not (run / "result.json").exists()  # a killed run is not finished
     before = events_of(run)
-    out = agent("resume", "latest", cwd=tmp_path, env=campaign_env(tmp_path, unit_s=0.4), timeout=240)
+    out = run_cli("resume", "latest", cwd=tmp_path, env=campaign_env(tmp_path, unit_s=0.4))
     assert out.returncode == 0, out.stdout + out.stderr
     result = json.loads((run / "result.json").read_text())
     assert result["status"] == "finished"
@@ -124,7 +124,7 @@ def test_interrupt_records_interrupted_and_resume_finishes(tmp_path, sglang_whee
     result = json.loads((run / "result.json").read_text())
     assert result["status"] == "interrupted" and "dsv4-agent resume" in result["summary"]
     assert "tune-gpu" in result["summary"]  # it says which jobs it left running
-    out = agent("resume", run.name, cwd=tmp_path, env=campaign_env(tmp_path, unit_s=0.4), timeout=240)
+    out = run_cli("resume", run.name, cwd=tmp_path, env=campaign_env(tmp_path, unit_s=0.4))
     assert out.returncode == 0, out.stdout + out.stderr
     assert json.loads((run / "result.json").read_text())["status"] == "finished"
     assert (run / "result.attempt-1.json").exists()  # the interrupted attempt's result is kept
@@ -146,7 +146,7 @@ def test_no_gpu_ends_planned_with_scripts_and_the_next_command(tmp_path):
 def test_a_failed_step_ends_the_run_failed(tmp_path):
     not_a_checkout = tmp_path / "plain"
     not_a_checkout.mkdir()
-    out = agent("sync upstream", "--sglang", str(not_a_checkout), cwd=tmp_path, env={"PATH": "/usr/bin:/bin"})
+    out = run_cli("sync upstream", "--sglang", str(not_a_checkout), cwd=tmp_path, env={"PATH": "/usr/bin:/bin"})
     assert out.returncode == 1, out.stdout + out.stderr
     result = json.loads((only_run(tmp_path) / "result.json").read_text())
     assert result["status"] == "failed" and result["steps"] == {"sync": "failed"}

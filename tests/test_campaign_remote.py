@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.campaign_fixtures import DOUBLES, GPU_NAME, campaign_args
-from tests.cli_helpers import agent, only_run
+from tests.cli_helpers import only_run, run_cli
 from tests.conftest import require_binary
 from tools.base import ToolError
 from tools.jobs.factory import make_executor
@@ -91,17 +91,16 @@ def _assert_tuned_on_the_host(run: Path, calls: Path) -> Path:
 def test_tune_kernels_campaign_through_ssh(gpu_host, tmp_path, sglang_wheel_root):
     config, calls = gpu_host
     calls.unlink(missing_ok=True)
-    out = agent(*campaign_args(tmp_path, sglang_wheel_root, goal="tune kernels"), *_ssh_args(config),
-                cwd=tmp_path, env=LOCAL_ENV, timeout=240)
+    out = run_cli(*campaign_args(tmp_path, sglang_wheel_root, goal="tune kernels"), *_ssh_args(config),
+                  cwd=tmp_path, env=LOCAL_ENV)
     assert out.returncode == 0, out.stdout + out.stderr
     run = only_run(tmp_path)
     remote_run = _assert_tuned_on_the_host(run, calls)
     assert any("GPU jobs run through ssh://dsv4-test" in n for n in json.loads((run / "preflight.json").read_text())["notes"])
     # `jobs` never runs ssh options read back from the run folder: they must be given again
-    refused = agent("jobs", "latest", cwd=tmp_path, env=LOCAL_ENV, timeout=60)
+    refused = run_cli("jobs", "latest", cwd=tmp_path, env=LOCAL_ENV)
     assert refused.returncode == 2 and f"--ssh-option={config}" in refused.stderr, refused.stderr
-    listed = agent("jobs", "latest", "--ssh-option=-F", f"--ssh-option={config}", cwd=tmp_path, env=LOCAL_ENV,
-                   timeout=60)
+    listed = run_cli("jobs", "latest", "--ssh-option=-F", f"--ssh-option={config}", cwd=tmp_path, env=LOCAL_ENV)
     assert listed.returncode == 0, listed.stderr
     assert "tune-gpu0" in listed.stdout and "succeeded" in listed.stdout
     shutil.rmtree(remote_run)  # the host's copy of the run (under this user's ~/.dsv4-agent)
@@ -110,13 +109,12 @@ def test_tune_kernels_campaign_through_ssh(gpu_host, tmp_path, sglang_wheel_root
 def test_planned_run_resumed_with_an_ssh_executor(gpu_host, tmp_path, sglang_wheel_root):
     config, calls = gpu_host
     calls.unlink(missing_ok=True)
-    planned = agent(*campaign_args(tmp_path, sglang_wheel_root, goal="tune kernels"), cwd=tmp_path, env=LOCAL_ENV,
-                    timeout=240)
+    planned = run_cli(*campaign_args(tmp_path, sglang_wheel_root, goal="tune kernels"), cwd=tmp_path, env=LOCAL_ENV)
     assert planned.returncode == 0, planned.stdout + planned.stderr
     run = only_run(tmp_path)
     assert json.loads((run / "result.json").read_text())["status"] == "planned"
     assert not calls.exists()  # nothing ran here
-    resumed = agent("resume", "latest", *_ssh_args(config), cwd=tmp_path, env=LOCAL_ENV, timeout=240)
+    resumed = run_cli("resume", "latest", *_ssh_args(config), cwd=tmp_path, env=LOCAL_ENV)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     remote_run = _assert_tuned_on_the_host(run, calls)
     assert json.loads((run / "config.json").read_text())["settings"]["executor"] == "ssh://dsv4-test"

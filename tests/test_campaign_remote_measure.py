@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from tests.campaign_fixtures import DOUBLES, GPU_NAME, campaign_args
-from tests.cli_helpers import agent, only_run
+from tests.cli_helpers import only_run, run_cli
 from tests.conftest import require_binary
 from tools.measure.bench import run_sweep
 from tools.jobs.factory import make_executor
@@ -93,8 +93,7 @@ def test_mtp_and_tuning_campaign_through_ssh_measures_and_installs_on_the_host(g
     config, site = gpu_host
     host_configs = site / GEMM / "configs"
     before_host = {p.name: p.read_bytes() for p in host_configs.glob("*.json")}
-    out = agent(*campaign_args(tmp_path, sglang_wheel_root, concurrency="1,2"), *_ssh_args(config), cwd=tmp_path, env=LOCAL_ENV,
-                timeout=400)
+    out = run_cli(*campaign_args(tmp_path, sglang_wheel_root, concurrency="1,2"), *_ssh_args(config), cwd=tmp_path, env=LOCAL_ENV)
     assert out.returncode == 0, out.stdout + out.stderr
     run = only_run(tmp_path)
     result = json.loads((run / "result.json").read_text())
@@ -146,10 +145,10 @@ def test_mtp_and_tuning_campaign_through_ssh_measures_and_installs_on_the_host(g
     # Uninstall acts on the host too, and puts its folder back exactly (the ssh options given again:
     # a run folder's are never used).
     ssh = ["--ssh-option=-F", f"--ssh-option={config}"]
-    undone = agent("tuning", "uninstall", "latest", *ssh, cwd=tmp_path, env=LOCAL_ENV, timeout=120)
+    undone = run_cli("tuning", "uninstall", "latest", *ssh, cwd=tmp_path, env=LOCAL_ENV)
     assert undone.returncode == 0, undone.stdout + undone.stderr
     assert {p.name: p.read_bytes() for p in host_configs.glob("*.json")} == before_host
     assert json.loads((run / "tuning" / "manifest.json").read_text())["state"] == "uninstalled"
-    again = agent("tuning", "uninstall", "latest", *ssh, cwd=tmp_path, env=LOCAL_ENV, timeout=120)
+    again = run_cli("tuning", "uninstall", "latest", *ssh, cwd=tmp_path, env=LOCAL_ENV)
     assert again.returncode == 0 and "nothing to do" in again.stdout, again.stdout + again.stderr
     shutil.rmtree(remote_run)

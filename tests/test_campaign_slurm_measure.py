@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.campaign_fixtures import DOUBLES, MODEL, campaign_args
-from tests.cli_helpers import agent, only_run
+from tests.cli_helpers import only_run, run_cli
 from tools.measure.bench import run_sweep
 from tools.jobs.slurm.executor import SlurmExecutor
 from tools.measure.results import parse_jsonl
@@ -36,8 +36,8 @@ def _node_address(slurm_env: dict[str, str]) -> str:
 def test_mtp_campaign_through_slurm_measures_every_point_with_jobs_on_the_node(slurm, tmp_path,
                                                                               sglang_wheel_root):
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "SLURM_CONF": slurm.env["SLURM_CONF"]}  # no nvidia-smi here
-    out = agent(*campaign_args(tmp_path, sglang_wheel_root, goal="enable MTP", concurrency="1,2"), "--executor", "slurm:debug",
-                cwd=tmp_path, env=env, timeout=400)
+    out = run_cli(*campaign_args(tmp_path, sglang_wheel_root, goal="enable MTP", concurrency="1,2"), "--executor", "slurm:debug",
+                  cwd=tmp_path, env=env)
     assert out.returncode == 0, out.stdout + out.stderr
     run = only_run(tmp_path)
     result = json.loads((run / "result.json").read_text())

@@ -11,7 +11,7 @@ import subprocess
 import pytest
 
 from tests.campaign_fixtures import DOUBLES, MODEL, campaign_args, campaign_env
-from tests.cli_helpers import agent, only_run
+from tests.cli_helpers import only_run, run_cli
 from tests.conftest import require_binary
 from tests.decision_fixtures import upstream_checkout, write_gsm8k
 from tests.doubles.tokenizer import build_tokenizer
@@ -26,11 +26,11 @@ def decided(tmp_path_factory, sglang_wheel_root):
     tok = build_tokenizer(root / "tok")
     data = write_gsm8k(root / "gsm8k.jsonl")
     env = {**campaign_env(root, gpus=1), "DSV4_DOUBLE_GSM8K": str(data), "DSV4_DOUBLE_GSM8K_DEGRADED": "2/1/3"}
-    out = agent("enable MTP", "--sglang", str(checkout), "--sglang-python", str(DOUBLES / "sglang_python"),
-                "--model", MODEL, "--model-path", str(tok), "--tokenizer", str(tok), "--concurrency", "1,4",
-                "--input-len", "8", "--output-len", "24", "--prompts-per-concurrency", "2", "--min-prompts", "4",
-                "--mtp-steps", "2", "--accuracy-data", str(data), "--accuracy-questions", "12", "--repeats", "2",
-                cwd=root, env=env, timeout=600)
+    out = run_cli("enable MTP", "--sglang", str(checkout), "--sglang-python", str(DOUBLES / "sglang_python"),
+                  "--model", MODEL, "--model-path", str(tok), "--tokenizer", str(tok), "--concurrency", "1,4",
+                  "--input-len", "8", "--output-len", "24", "--prompts-per-concurrency", "2", "--min-prompts", "4",
+                  "--mtp-steps", "2", "--accuracy-data", str(data), "--accuracy-questions", "12", "--repeats", "2",
+                  cwd=root, env=env)
     return root, out
 
 
@@ -132,8 +132,8 @@ def unmet_slo(tmp_path_factory, sglang_wheel_root):
     root = tmp_path_factory.mktemp("slo")
     env = {**campaign_env(root, gpus=1), "DSV4_DOUBLE_SPEC_PROFILE": json.dumps({"3/1/4": {"accept": 1, "cost": 0}}),
            "DSV4_DOUBLE_NOISE": "0.4|2.5"}
-    out = agent(*campaign_args(root, sglang_wheel_root, goal="enable MTP"), "--repeats", "3", "--concurrency", "1",
-                "--max-tpot-ms", "0.001", cwd=root, env=env, timeout=600)
+    out = run_cli(*campaign_args(root, sglang_wheel_root, goal="enable MTP"), "--repeats", "3", "--concurrency", "1",
+                  "--max-tpot-ms", "0.001", cwd=root, env=env)
     return root, out
 
 

@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 from tests.campaign_fixtures import DOUBLES
-from tests.cli_helpers import agent
+from tests.cli_helpers import run_cli
 from tests.decision_fixtures import write_gsm8k
 from tests.doubles.tokenizer import build_tokenizer
 from tools.measure.accuracy import AccuracyPlan
@@ -43,7 +43,7 @@ def test_run_measure_repeats_points_gates_accuracy_and_the_report_decides(tmp_pa
     acc = {v.name: json.loads((run / "bench" / "accuracy" / f"{v.name}.json").read_text()) for v in plan.variants}
     assert (acc["baseline"]["accuracy"], acc["mtp-1-1-2"]["accuracy"], acc["mtp-2-1-3"]["accuracy"]) == (1.0, 1.0, 0.5)
     assert not list(run.glob("tmp_output_gsm8k.txt"))  # SGLang's check writes its dump in bench/accuracy/, not here
-    out = agent("report", str(run), cwd=tmp_path)
+    out = run_cli("report", str(run), cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     md = (run / "report.md").read_text()
     assert "mtp-2-1-3 is never recommended: accuracy 0.500 is below" in md

@@ -207,13 +207,13 @@ def test_tune_kernels_campaign_runs_its_units_as_one_job_array(slurm, tmp_path, 
     from collections import Counter
 
     from tests.campaign_fixtures import campaign_args
-    from tests.cli_helpers import agent, only_run
+    from tests.cli_helpers import only_run, run_cli
 
     calls = tmp_path / "tune_calls.txt"
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "SLURM_CONF": slurm.env["SLURM_CONF"],  # no nvidia-smi here
            "DSV4_DOUBLE_UNIT_S": "0.05", "DSV4_DOUBLE_CALLS": str(calls)}
-    out = agent(*campaign_args(tmp_path, sglang_wheel_root, goal="tune kernels"), "--executor", "slurm:debug",
-                cwd=tmp_path, env=env, timeout=300)
+    out = run_cli(*campaign_args(tmp_path, sglang_wheel_root, goal="tune kernels"), "--executor", "slurm:debug",
+                  cwd=tmp_path, env=env)
     assert out.returncode == 0, out.stdout + out.stderr
     run = only_run(tmp_path)
     result = json.loads((run / "result.json").read_text())

@@ -12,7 +12,7 @@ import pytest
 
 from agent.trace import read_trace
 from tests.campaign_fixtures import campaign_args, campaign_env
-from tests.cli_helpers import agent, only_run, start_agent, wait_for
+from tests.cli_helpers import only_run, run_cli, start_agent, wait_for
 
 
 def _trace_text(root: Path) -> str:
@@ -63,7 +63,7 @@ def test_ctrl_c_twice_while_tuning_stops_now_and_installs_nothing(tmp_path, sgla
     assert not (run / "tuning" / "manifest.json").exists()
     assert _folder_state(_config_folder(tmp_path)) == before
 
-    out = agent("resume", "latest", cwd=tmp_path, env=campaign_env(tmp_path), timeout=240)
+    out = run_cli("resume", "latest", cwd=tmp_path, env=campaign_env(tmp_path))
     assert out.returncode == 0, out.stdout + out.stderr  # and the run is resumable as ever
     assert json.loads((run / "result.json").read_text())["status"] == "finished"
 

@@ -21,7 +21,7 @@ from agent.replay.driver import EXIT_DIVERGED, replay_run
 from agent.replay.frontier import Frontier, ReplayCut
 from agent.replay.record import classify, load_recording
 from tests.campaign_fixtures import campaign_args, campaign_env
-from tests.cli_helpers import agent, only_run, start_agent, wait_for
+from tests.cli_helpers import only_run, run_cli, start_agent, wait_for
 
 GOLDEN = Path(__file__).parent / "golden"
 
@@ -35,7 +35,7 @@ def resumed_run(tmp_path_factory, sglang_wheel_root) -> Path:
              "the tuning jobs to run")
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=10)
-    out = agent("resume", "latest", cwd=root, env=env, timeout=300)
+    out = run_cli("resume", "latest", cwd=root, env=env)
     assert out.returncode == 0, out.stdout + out.stderr
     return only_run(root)
 

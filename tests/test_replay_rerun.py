@@ -75,14 +75,13 @@ def test_summary_says_per_metric_whether_a_change_is_noise(tmp_path):
 
 def test_rerun_of_a_measured_campaign_prints_the_summary_first(tmp_path, sglang_wheel_root):
     from tests.campaign_fixtures import campaign_args, campaign_env
-    from tests.cli_helpers import agent, only_run
+    from tests.cli_helpers import only_run, run_cli
 
     env = campaign_env(tmp_path)
-    first = agent(*campaign_args(tmp_path, sglang_wheel_root, "enable MTP"), cwd=tmp_path, env=env, timeout=300)
+    first = run_cli(*campaign_args(tmp_path, sglang_wheel_root, "enable MTP"), cwd=tmp_path, env=env)
     assert first.returncode == 0, first.stdout + first.stderr
     run = only_run(tmp_path)
-    again = agent("replay", str(run), "--rerun", "--runs-dir", str(tmp_path / "again"), cwd=tmp_path, env=env,
-                  timeout=400)
+    again = run_cli("replay", str(run), "--rerun", "--runs-dir", str(tmp_path / "again"), cwd=tmp_path, env=env)
     assert again.returncode == 0, again.stdout + again.stderr
     summary = again.stdout[again.stdout.index("re-run summary:"):]
     assert "mtp c1" in summary and "median_tpot_ms" in summary and "accept_length" in summary

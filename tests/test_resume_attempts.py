@@ -15,7 +15,7 @@ from collections import Counter
 from pathlib import Path
 
 from tests.campaign_fixtures import campaign_args, campaign_env
-from tests.cli_helpers import agent, only_run, run_cli, start_agent, wait_for
+from tests.cli_helpers import only_run, run_cli, start_agent, wait_for
 
 BENCH_GOAL = "benchmark baseline"
 TAGS = ("baseline-c1", "baseline-c2")
@@ -69,10 +69,11 @@ def _first_client_running(root: Path) -> Path:
 
 
 def _kill_job(run: Path, key: str) -> None:
-    """SIGKILL both process groups of a job (its wrapper's and its command's), as a host crash would."""
-    launch = json.loads((run / "jobs" / key / "launch.json").read_text())
+    """SIGKILL both process groups of a job (its wrapper's and its command's), as a host crash would.
+    Both are read from wrapper.json, which the wrapper itself writes: the agent's launch.json may never
+    have been written, if the crash came between starting the wrapper and recording it."""
     wrapper = json.loads((run / "jobs" / key / "wrapper.json").read_text())
-    for group in (wrapper["child_pgid"], launch["pid"]):
+    for group in (wrapper["child_pgid"], wrapper["pid"]):  # the wrapper leads its own session
         try:
             os.killpg(group, signal.SIGKILL)
         except ProcessLookupError:
@@ -81,13 +82,13 @@ def _kill_job(run: Path, key: str) -> None:
 
 def test_a_bench_client_that_crashed_once_is_measured_by_resume(tmp_path, sglang_wheel_root):
     env = _env(tmp_path, DSV4_DOUBLE_BENCH_CRASH_ONCE=str(tmp_path / "crashed"))
-    out = agent(*campaign_args(tmp_path, sglang_wheel_root, BENCH_GOAL, concurrency="1,2"), cwd=tmp_path, env=env, timeout=240)
+    out = run_cli(*campaign_args(tmp_path, sglang_wheel_root, BENCH_GOAL, concurrency="1,2"), cwd=tmp_path, env=env)
     run = only_run(tmp_path)
     assert out.returncode == 1, out.stdout + out.stderr  # a point is missing: the run is not finished
     assert _result(run)["steps"]["benchmark"] == "failed"
     assert "resume" in json.loads((run / "steps" / "benchmark.json").read_text())["summary"]
 
-    again = agent("resume", "latest", cwd=tmp_path, env=env, timeout=240)
+    again = run_cli("resume", "latest", cwd=tmp_path, env=env)
     assert again.returncode == 0, again.stdout + again.stderr
     assert _result(run)["status"] == "finished"
     assert _result_lines(run) == Counter(TAGS)  # every point measured once
@@ -109,7 +110,7 @@ def test_after_a_host_crash_resume_starts_a_fresh_server_and_measures_again(tmp_
     hold.unlink()
     old_port = json.loads((run / "jobs" / "serve-baseline" / "job.json").read_text())["argv"]
 
-    out = agent("resume", "latest", cwd=tmp_path, env=env, timeout=300)
+    out = run_cli("resume", "latest", cwd=tmp_path, env=env)
     assert out.returncode == 0, out.stdout + out.stderr
     assert _result(run)["status"] == "finished"
     assert _result_lines(run) == Counter(TAGS)
@@ -137,7 +138,7 @@ def test_resume_by_absolute_path_from_another_folder_reattaches_and_takes_the_af
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
 
-    out = agent("resume", str(run.resolve()), cwd=elsewhere, env=env, timeout=300)
+    out = run_cli("resume", str(run.resolve()), cwd=elsewhere, env=env)
     assert out.returncode == 0, out.stdout + out.stderr
     assert _result(run)["status"] == "finished"
     assert _result_lines(run) == Counter(TAGS)
@@ -159,16 +160,16 @@ def _broken_tuner(root: Path) -> Path:
 def test_tuning_that_failed_twice_is_tried_again_by_resume_then_only_on_request(tmp_path, sglang_wheel_root):
     args = campaign_args(tmp_path, sglang_wheel_root, "tune kernels")
     script = _broken_tuner(tmp_path)
-    out = agent(*args, cwd=tmp_path, env=_env(tmp_path), timeout=240)
+    out = run_cli(*args, cwd=tmp_path, env=_env(tmp_path))
     run = only_run(tmp_path)
     assert out.returncode == 1, out.stdout + out.stderr
     assert _attempt_folders(run, "tune-gpu0") == ["tune-gpu0", "tune-gpu0-a2"]  # one retry per agent run
 
-    third = agent("resume", "latest", cwd=tmp_path, env=_env(tmp_path), timeout=240)
+    third = run_cli("resume", "latest", cwd=tmp_path, env=_env(tmp_path))
     assert third.returncode == 1
     assert _attempt_folders(run, "tune-gpu0") == ["tune-gpu0", "tune-gpu0-a2", "tune-gpu0-a3"]
 
-    fourth = agent("resume", "latest", cwd=tmp_path, env=_env(tmp_path), timeout=240)
+    fourth = run_cli("resume", "latest", cwd=tmp_path, env=_env(tmp_path))
     assert fourth.returncode == 1
     assert _attempt_folders(run, "tune-gpu0") == ["tune-gpu0", "tune-gpu0-a2", "tune-gpu0-a3"]  # bounded
     summary = json.loads((run / "steps" / "tune_kernels.json").read_text())["summary"]
@@ -176,7 +177,7 @@ def test_tuning_that_failed_twice_is_tried_again_by_resume_then_only_on_request(
 
     script.write_text(script.read_text().replace("    raise RuntimeError('CUDA out of memory (double)')\n",
                                                  "    _maybe_crash()\n"))
-    fixed = agent("resume", "latest", "--retry-failed", cwd=tmp_path, env=_env(tmp_path), timeout=240)
+    fixed = run_cli("resume", "latest", "--retry-failed", cwd=tmp_path, env=_env(tmp_path))
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr
     assert _result(run)["status"] == "finished"
     assert _attempt_folders(run, "tune-gpu0")[-1] == "tune-gpu0-a4"
@@ -194,14 +195,14 @@ def test_a_stopped_job_is_retried_only_on_request(tmp_path, sglang_wheel_root):
     output, _ = proc.communicate(timeout=240)
     assert proc.returncode == 1, output
 
-    again = agent("resume", "latest", cwd=tmp_path, env=env, timeout=240)
+    again = run_cli("resume", "latest", cwd=tmp_path, env=env)
     assert again.returncode == 1
     assert "--retry tune-gpu0" in json.loads((run / "steps" / "tune_kernels.json").read_text())["summary"]
     assert _attempt_folders(run, "tune-gpu0") == ["tune-gpu0"]
 
     asked = run_cli("jobs", "latest", "--retry", "tune-gpu0", cwd=tmp_path, env=env)
     assert asked.returncode == 0 and "retry requested" in asked.stdout, asked.stdout + asked.stderr
-    done = agent("resume", "latest", cwd=tmp_path, env=env, timeout=240)
+    done = run_cli("resume", "latest", cwd=tmp_path, env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     assert _attempt_folders(run, "tune-gpu0") == ["tune-gpu0", "tune-gpu0-a2"]
     assert _result(run)["status"] == "finished"
@@ -210,8 +211,7 @@ def test_a_stopped_job_is_retried_only_on_request(tmp_path, sglang_wheel_root):
 
 
 def test_jobs_retry_refuses_running_and_succeeded_jobs(tmp_path, sglang_wheel_root):
-    out = agent(*campaign_args(tmp_path, sglang_wheel_root, "tune kernels"), cwd=tmp_path, env=_env(tmp_path),
-                timeout=240)
+    out = run_cli(*campaign_args(tmp_path, sglang_wheel_root, "tune kernels"), cwd=tmp_path, env=_env(tmp_path))
     assert out.returncode == 0, out.stdout + out.stderr
     refused = run_cli("jobs", "latest", "--retry", "tune-gpu0", cwd=tmp_path, env=_env(tmp_path))
     assert refused.returncode == 2 and "succeeded; finished work is not redone" in refused.stderr

@@ -9,7 +9,7 @@ import base64
 import json
 from pathlib import Path
 
-from tests.cli_helpers import agent, only_run
+from tests.cli_helpers import only_run, run_cli
 from tests.doubles.openai_server import Reply, ScriptedOpenAI, ToolCall
 
 PASSWORD = "hunter2-" + "correct-horse-battery"  # built here: no secret-shaped literal sits in the repo
@@ -35,8 +35,8 @@ def _turns() -> list:
 
 
 def _campaign(tmp_path: Path, url: str, *more: str):
-    return agent("run", "enable MTP", "--llm-base-url", url, "--llm-model", "scripted-model", *more, cwd=tmp_path,
-                 env={"PATH": "/usr/bin:/bin"}, timeout=240)
+    return run_cli("run", "enable MTP", "--llm-base-url", url, "--llm-model", "scripted-model", *more, cwd=tmp_path,
+                   env={"PATH": "/usr/bin:/bin"})
 
 
 def _with_password(url: str) -> str:
@@ -86,7 +86,7 @@ def test_allow_flag_lets_a_trust_widening_flag_through(tmp_path):
     # redaction is by value: a draft-token count is a number, not a secret
     trace = (run / "trace.jsonl").read_text()
     assert '"--speculative-num-draft-tokens": "4"' in trace and '"tokens": "[redacted]"' not in trace
-    bad = agent("run", "enable MTP", "--allow-flag=--speculative-num-steps", cwd=tmp_path, env={"PATH": "/usr/bin:/bin"})
+    bad = run_cli("run", "enable MTP", "--allow-flag=--speculative-num-steps", cwd=tmp_path, env={"PATH": "/usr/bin:/bin"})
     assert bad.returncode == 2 and "needs no permission" in bad.stderr, bad.stderr
 
 
@@ -101,11 +101,11 @@ def test_resume_takes_the_endpoints_password_from_the_environment(tmp_path):
     lines = (run / "trace.jsonl").read_text().splitlines(keepends=True)
     assert json.loads(lines[-1])["type"] == "run_finished"
     (run / "trace.jsonl").write_text("".join(lines[:-1]))
-    refused = agent("resume", str(run), cwd=tmp_path, env={"PATH": "/usr/bin:/bin"})
+    refused = run_cli("resume", str(run), cwd=tmp_path, env={"PATH": "/usr/bin:/bin"})
     assert refused.returncode == 2 and "DSV4_LLM_BASE_URL" in refused.stderr, refused.stderr
     with ScriptedOpenAI([]) as again_server:  # answers 500: the resumed run reaches the endpoint, then fails
-        again = agent("resume", str(run), cwd=tmp_path, timeout=240,
-                      env={"PATH": "/usr/bin:/bin", "DSV4_LLM_BASE_URL": _with_password(again_server.base_url)})
+        again = run_cli("resume", str(run), cwd=tmp_path,
+                        env={"PATH": "/usr/bin:/bin", "DSV4_LLM_BASE_URL": _with_password(again_server.base_url)})
     assert again.returncode != 2, again.stdout + again.stderr
     sent = base64.b64encode(f"dsv4:{PASSWORD}".encode()).decode()
     assert again_server.headers and all(h.get("Authorization") == f"Basic {sent}" for h in again_server.headers)

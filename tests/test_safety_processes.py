@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.campaign_fixtures import campaign_args, campaign_env
-from tests.cli_helpers import agent, only_run, run_cli, start_agent, wait_for
+from tests.cli_helpers import only_run, run_cli, start_agent, wait_for
 from tools.jobs import processes
 
 
@@ -99,7 +99,7 @@ def test_kill_9_of_the_wrapper_mid_job_then_resume_runs_the_job_once(tmp_path, s
     status = run_cli("jobs", str(run), cwd=tmp_path, env=env)
     assert "tune-gpu0" in status.stdout and "its wrapper died" in status.stdout, status.stdout
 
-    out = agent("resume", str(run), cwd=tmp_path, env=env, timeout=300)
+    out = run_cli("resume", str(run), cwd=tmp_path, env=env)
     assert out.returncode == 0, out.stdout + out.stderr
     assert json.loads((run / "result.json").read_text())["status"] == "finished"
     calls = Counter((tmp_path / "tune_calls.txt").read_text().splitlines())

@@ -8,13 +8,13 @@ import json
 import pytest
 
 from tests.campaign_fixtures import campaign_args, campaign_env
-from tests.cli_helpers import agent, only_run
+from tests.cli_helpers import only_run, run_cli
 
 
 @pytest.mark.parametrize("flag", ["--plan-only", "--dry-run"])
 def test_plan_only_writes_every_script_and_starts_no_gpu_job(tmp_path, sglang_wheel_root, flag):
     env = campaign_env(tmp_path)
-    out = agent(*campaign_args(tmp_path, sglang_wheel_root), flag, cwd=tmp_path, env=env, timeout=300)
+    out = run_cli(*campaign_args(tmp_path, sglang_wheel_root), flag, cwd=tmp_path, env=env)
     assert out.returncode == 0, out.stdout + out.stderr
     run = only_run(tmp_path)
     result = json.loads((run / "result.json").read_text())
@@ -28,7 +28,7 @@ def test_plan_only_writes_every_script_and_starts_no_gpu_job(tmp_path, sglang_wh
         assert (run / script).exists(), script
     assert "--plan-only: no GPU job will start" in out.stdout
     if flag == "--plan-only":
-        resumed = agent("resume", str(run), cwd=tmp_path, env=env, timeout=300)
+        resumed = run_cli("resume", str(run), cwd=tmp_path, env=env)
         assert resumed.returncode == 0, resumed.stdout + resumed.stderr
         assert json.loads((run / "result.json").read_text())["status"] == "finished"
         lines = resumed.stdout.splitlines()

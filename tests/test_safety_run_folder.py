@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli_helpers import agent
+from tests.cli_helpers import run_cli
 
 NAME = "N=512,K=1024,device_name=NVIDIA_H200,dtype=fp8_w8a8,block_shape=[128, 128].json"
 
@@ -27,12 +27,12 @@ def _ssh_run(tmp_path: Path, marker: Path) -> Path:
 def test_jobs_never_runs_ssh_options_read_from_the_run_folder(tmp_path):
     marker = tmp_path / "proxy-command-ran"
     run = _ssh_run(tmp_path, marker)
-    out = agent("jobs", str(run), cwd=tmp_path)
+    out = run_cli("jobs", str(run), cwd=tmp_path)
     assert out.returncode == 2, out.stdout + out.stderr
     assert "never taken from a run folder" in out.stderr and "--ssh-option=" in out.stderr
     assert not marker.exists()
     # Options the user gives are used instead (here: nothing reaches the host, and nothing runs here).
-    given = agent("jobs", str(run), "--ssh-option=-oConnectTimeout=2", cwd=tmp_path, timeout=60)
+    given = run_cli("jobs", str(run), "--ssh-option=-oConnectTimeout=2", cwd=tmp_path)
     assert given.returncode == 2 and "ssh to ssh://gpu-box.invalid failed" in given.stderr, given.stderr
     assert not marker.exists()
 
@@ -41,7 +41,7 @@ def test_resume_never_runs_ssh_options_read_from_the_run_folder(tmp_path):
     marker = tmp_path / "proxy-command-ran"
     run = _ssh_run(tmp_path, marker)
     (run / "trace.jsonl").write_text("")
-    out = agent("resume", str(run), cwd=tmp_path)
+    out = run_cli("resume", str(run), cwd=tmp_path)
     assert out.returncode == 2 and "never taken from a run folder" in out.stderr, out.stdout + out.stderr
     assert not marker.exists()
 
@@ -76,7 +76,7 @@ def test_uninstall_refuses_a_manifest_naming_a_folder_that_is_not_sglangs(tmp_pa
     (victim / NAME).write_text("{}")  # even a file with a kernel config's name
     run = _manifest_run(tmp_path, victim, [_entry(victim / "authorized_keys"), _entry(victim / NAME)])
     before = {p.name: p.read_bytes() for p in victim.iterdir()}
-    out = agent("tuning", "uninstall", str(run), "--force", cwd=tmp_path)
+    out = run_cli("tuning", "uninstall", str(run), "--force", cwd=tmp_path)
     assert out.returncode == 1 and "not one of SGLang's kernel-config folders" in out.stderr, out.stdout + out.stderr
     assert {p.name: p.read_bytes() for p in victim.iterdir()} == before
 
@@ -95,7 +95,7 @@ def test_uninstall_leaves_entries_outside_the_config_folder_or_its_backups_alone
     (configs / "unrelated.json").write_text("{}")
     run = _manifest_run(tmp_path, configs, entries)
     before = {p: p.read_bytes() for p in [outside, configs / NAME, configs / "unrelated.json"]}
-    out = agent("tuning", "uninstall", str(run), "--force", cwd=tmp_path)  # --force: even files that changed
+    out = run_cli("tuning", "uninstall", str(run), "--force", cwd=tmp_path)  # --force: even files that changed
     assert out.returncode == 1 and "left alone" in out.stdout, out.stdout + out.stderr
     assert {p: p.read_bytes() for p in before} == before  # an entry the manifest may not name is never touched
 
@@ -104,6 +104,6 @@ def test_uninstall_touches_only_files_whose_checksum_the_manifest_matches(tmp_pa
     configs = _sglang_site(tmp_path)
     (configs / NAME).write_text('{"someone": "else"}')  # not what the manifest says was installed
     run = _manifest_run(tmp_path, configs, [_entry(configs / NAME, sha="1" * 64)])
-    out = agent("tuning", "uninstall", str(run), cwd=tmp_path)
+    out = run_cli("tuning", "uninstall", str(run), cwd=tmp_path)
     assert out.returncode == 1 and "left alone" in out.stdout, out.stdout + out.stderr
     assert (configs / NAME).read_text() == '{"someone": "else"}'

@@ -9,7 +9,7 @@ import stat
 import subprocess
 from pathlib import Path
 
-from tests.cli_helpers import agent, only_run, run_cli
+from tests.cli_helpers import only_run, run_cli
 
 
 def _stub(folder: Path, name: str, body: str) -> None:
@@ -21,8 +21,7 @@ def _stub(folder: Path, name: str, body: str) -> None:
 def test_a_newline_in_the_run_folder_path_runs_nothing_from_the_sbatch_script(tmp_path):
     marker = tmp_path / "injected"
     runs = tmp_path / f"runs\ntouch {marker}\n"
-    out = agent("benchmark", "--nodes", "2", "--runs-dir", str(runs), cwd=tmp_path, env={"PATH": "/usr/bin:/bin"},
-                timeout=240)
+    out = run_cli("benchmark", "--nodes", "2", "--runs-dir", str(runs), cwd=tmp_path, env={"PATH": "/usr/bin:/bin"})
     assert out.returncode == 0, out.stdout + out.stderr
     run = next(p for p in runs.iterdir() if p.is_dir())
     sbatch = run / "multinode" / "baseline" / "serve-multinode.sbatch"
@@ -38,7 +37,7 @@ def test_a_newline_in_the_run_folder_path_runs_nothing_from_the_sbatch_script(tm
 
 
 def test_an_interpreter_named_like_an_option_is_refused(tmp_path):
-    out = agent("enable MTP", "--sglang-python=-a", cwd=tmp_path, env={"PATH": "/usr/bin:/bin"})
+    out = run_cli("enable MTP", "--sglang-python=-a", cwd=tmp_path, env={"PATH": "/usr/bin:/bin"})
     assert out.returncode == 2 and "--sglang-python must be the path of the python" in out.stderr, out.stderr
     assert not (tmp_path / "runs").exists() or not list((tmp_path / "runs").iterdir())
 
@@ -70,6 +69,6 @@ def test_the_live_view_escapes_what_it_quotes(tmp_path):
     source = tmp_path / "sglang\x1b[31m"
     (source / "sglang").mkdir(parents=True)
     (source / "sglang" / "__init__.py").write_text("")
-    out = agent("enable MTP", "--sglang", str(source), cwd=tmp_path, env={"PATH": "/usr/bin:/bin"}, timeout=240)
+    out = run_cli("enable MTP", "--sglang", str(source), cwd=tmp_path, env={"PATH": "/usr/bin:/bin"})
     assert "\x1b" not in out.stdout and "sglang\\x1b[31m" in out.stdout, out.stdout
     assert only_run(tmp_path).exists()

@@ -17,7 +17,7 @@ import pytest
 
 from agent.trace import read_trace
 from tests.campaign_fixtures import campaign_args, campaign_env
-from tests.cli_helpers import agent, only_run, run_cli, start_agent, wait_for
+from tests.cli_helpers import only_run, run_cli, start_agent, wait_for
 
 GOAL = "tune kernels"
 
@@ -55,7 +55,7 @@ def test_a_bad_tail_is_named_by_every_command_and_resume_records_cutting_it(tmp_
     assert replay.returncode == 3, replay.stdout + replay.stderr  # cut short, reproduced up to there
     assert why in replay.stdout and "Traceback" not in replay.stderr
 
-    resumed = agent("resume", "latest", cwd=tmp_path, env=env, timeout=240)
+    resumed = run_cli("resume", "latest", cwd=tmp_path, env=env)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert "cut off what the crash left at the end of the trace" in resumed.stdout
     after = _events(run)
@@ -76,7 +76,7 @@ def test_a_sequence_gap_is_reported_by_status_and_resume(tmp_path, sglang_wheel_
     env = campaign_env(tmp_path, unit_s=0.4)
     status = run_cli("status", "latest", cwd=tmp_path, env=env)
     assert f"after seq {lost - 1} comes seq {lost + 1} (1 event missing)" in status.stdout, status.stdout
-    resumed = agent("resume", "latest", cwd=tmp_path, env=env, timeout=240)
+    resumed = run_cli("resume", "latest", cwd=tmp_path, env=env)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert "sequence gap" in resumed.stdout
     note = next(e for e in _events(run) if e["type"] == "run_resumed")
@@ -94,7 +94,7 @@ def test_a_run_killed_before_its_first_trace_event_is_resumed_from_the_start(tmp
     env = campaign_env(tmp_path, unit_s=0.05)
     status = run_cli("status", "latest", cwd=tmp_path, env=env)
     assert status.returncode == 0 and "(not finished)" in status.stdout, status.stdout + status.stderr
-    resumed = agent("resume", "latest", cwd=tmp_path, env=env, timeout=240)
+    resumed = run_cli("resume", "latest", cwd=tmp_path, env=env)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert "starts from the beginning" in resumed.stdout
     events = _events(run)
@@ -107,12 +107,12 @@ def test_a_kill_between_run_finished_and_result_json_is_completed_by_resume(tmp_
     dying agent would have) instead of running the attempt again, so the run replays as recorded."""
     run = _killed_run(tmp_path, sglang_wheel_root)
     env = campaign_env(tmp_path, unit_s=0.05)
-    finished = agent("resume", "latest", cwd=tmp_path, env=env, timeout=240)
+    finished = run_cli("resume", "latest", cwd=tmp_path, env=env)
     assert finished.returncode == 0, finished.stdout + finished.stderr
     before = json.loads((run / "result.json").read_text())
     (run / "result.json").unlink()
     events_before = _events(run)
-    again = agent("resume", "latest", cwd=tmp_path, env=env, timeout=60)
+    again = run_cli("resume", "latest", cwd=tmp_path, env=env)
     assert again.returncode == 2 and "already finished" in again.stderr, again.stdout + again.stderr
     after = json.loads((run / "result.json").read_text())
     assert {k: after[k] for k in ("status", "summary", "steps")} == {k: before[k] for k in ("status", "summary", "steps")}
@@ -142,7 +142,7 @@ def test_a_lane_that_finished_before_the_kill_runs_again_on_resume(tmp_path, sgl
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=10)
     run = only_run(tmp_path)
-    resumed = agent("resume", str(run), cwd=tmp_path, env=campaign_env(tmp_path, unit_s=0.4), timeout=240)
+    resumed = run_cli("resume", str(run), cwd=tmp_path, env=campaign_env(tmp_path, unit_s=0.4))
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     after = _events(run)
     start = next(i for i, e in enumerate(after) if e["type"] == "run_resumed")

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from agent.steps.base import PlanStep
 from agent.steps.tune_kernels import run
-from tests.cli_helpers import agent
+from tests.cli_helpers import run_cli
 from tests.test_tuning_step import _context, _double_env, _fake_gpus
 from tests.tuning_fixtures import config_dir, make_checkout, triton_config
 from tools.jobs import LocalExecutor
@@ -107,7 +107,7 @@ def test_proof_counts_only_servers_started_after_the_install_and_names_what_was_
     _model_env(monkeypatch, checkout, shapes="4096,7168;7168,2048")
     ctx = _context(tmp_path, _fake_gpus(1), checkout, shapes=[], sglang_python=SGLANG_PYTHON)
     assert prove_run(ctx.run.path) is None  # nothing installed yet
-    nothing = agent("tuning", "prove", str(ctx.run.path), cwd=tmp_path)
+    nothing = run_cli("tuning", "prove", str(ctx.run.path), cwd=tmp_path)
     assert nothing.returncode == 0 and "installed no kernel configs" in nothing.stdout
     assert run(ctx, _step()).status == "done"
     discovery_log = str(ctx.executor.job_dir("discovery") / "log.txt")
@@ -123,7 +123,7 @@ def test_proof_counts_only_servers_started_after_the_install_and_names_what_was_
     assert "Not loaded: " + config_file_name(7168, 2048, "NVIDIA H200") in md
     assert "- baseline: started before the install" in md  # its 'default config' lines predate our files
     assert "- mtp: partly loaded (1/2 loaded" in md
-    cli = agent("tuning", "prove", str(ctx.run.path), cwd=tmp_path)
+    cli = run_cli("tuning", "prove", str(ctx.run.path), cwd=tmp_path)
     assert cli.returncode == 1 and cli.stdout.startswith("1 of 2 installed kernel configs were loaded"), cli.stderr
 
 

@@ -132,7 +132,7 @@ CAMPAIGN_KILLS = [("replace", 2), ("save", 2)]  # between the two configs; after
 def test_a_campaign_killed_mid_install_is_finished_by_resume_and_uninstalled_exactly(tmp_path, sglang_wheel_root,
                                                                                      kill):
     from tests.campaign_fixtures import campaign_args, campaign_env
-    from tests.cli_helpers import agent, clean_env, only_run
+    from tests.cli_helpers import clean_env, only_run, run_cli
 
     args = campaign_args(tmp_path, sglang_wheel_root, "tune kernels")
     folder = tmp_path / "sglang-checkout" / "python" / "sglang" / "kernels" / "ops" / "gemm" / "configs"
@@ -145,7 +145,7 @@ def test_a_campaign_killed_mid_install_is_finished_by_resume_and_uninstalled_exa
     run = only_run(tmp_path)
     assert _manifest(run)["state"] == "installing" and _state(folder) != original
 
-    resumed = agent("resume", "latest", cwd=tmp_path, env=env, timeout=240)
+    resumed = run_cli("resume", "latest", cwd=tmp_path, env=env)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     outcome = json.loads((run / "steps" / "tune_kernels.json").read_text())
     assert outcome["status"] == "done" and "finished the install a crash had interrupted" in outcome["summary"]
@@ -153,6 +153,6 @@ def test_a_campaign_killed_mid_install_is_finished_by_resume_and_uninstalled_exa
     assert manifest["state"] == "installed" and len(manifest["entries"]) == 2
     assert all(e["backup"] is None for e in manifest["entries"])  # both files are new: neither is an "original"
 
-    undone = agent("tuning", "uninstall", str(run), cwd=tmp_path, env=env)
+    undone = run_cli("tuning", "uninstall", str(run), cwd=tmp_path, env=env)
     assert undone.returncode == 0, undone.stdout + undone.stderr
     assert _state(folder) == original
