@@ -39,6 +39,7 @@ class TraceWriter:
         self.path = Path(path)
         self._lock = threading.Lock()
         self._seq = 0
+        self._attempt_ended = False  # after run_finished, until the next attempt opens (see emit)
         self.dropped: TraceTail | None = None  # what a crash left after the last good event, cut off here
         self.gaps: list[SeqGap] = []
         if self.path.exists():
@@ -55,8 +56,12 @@ class TraceWriter:
         self.listeners: list = []  # callables taking each event after it is on disk (live view)
         self.gates: list = []  # callables taking each event (no envelope yet) before it is written; may raise
 
-    def emit(self, type: str, lane: Lane = "control", **data: Any) -> dict:
-        """Write one event; it must match its model (agent/trace_schema.py), else ``EventError``."""
+    def emit(self, type: str, lane: Lane = "control", **data: Any) -> dict | None:
+        """Write one event; it must match its model (agent/trace_schema.py), else ``EventError``.
+
+        ``run_finished`` is an attempt's last event: a lane still winding down after it (an interrupt
+        records the end while a GPU lane reports its jobs' progress) is not recorded, and None is
+        returned. The next attempt (``run_started``/``run_resumed``) opens the trace again."""
         from agent.trace_schema import validate_event  # the schema module imports this one
 
         if type not in EVENT_TYPES:
@@ -64,6 +69,8 @@ class TraceWriter:
         for gate in self.gates:  # outside the lock: a gate may hold the calling thread (replay's frontier)
             gate({"lane": lane, "type": type, **data})
         with self._lock:
+            if self._attempt_ended and type not in ("run_started", "run_resumed"):
+                return None
             event = {"v": SCHEMA_VERSION, "seq": self._seq, "t": time.time(), "mono": time.monotonic(),
                      "pid": os.getpid(), "lane": lane, "type": type, **redact(data)}
             line = json.dumps(event, default=str, ensure_ascii=False) + "\n"
@@ -73,6 +80,7 @@ class TraceWriter:
             self._file.flush()
             os.fsync(self._file.fileno())
             self._seq += 1
+            self._attempt_ended = type == "run_finished"
         for listener in self.listeners:
             listener(event)
         return event

@@ -21,6 +21,21 @@ def test_events_carry_the_schema_fields_and_a_gap_free_sequence(tmp_path: Path):
     assert events[1]["lane"] == "gpu" and events[1]["gpus"] == [0]
 
 
+def test_nothing_is_recorded_after_an_attempt_ends_until_the_next_one_opens(tmp_path: Path):
+    """An interrupt records run_finished while a GPU lane may still report its jobs' progress: the
+    attempt's record ends there, and the next attempt's run_resumed opens it again, gap-free."""
+    w = TraceWriter(tmp_path / "trace.jsonl")
+    w.emit("run_started", "control", goal="g", run="r")
+    w.emit("run_finished", "control", status="interrupted", summary="interrupted by SIGINT")
+    assert w.emit("progress", "gpu", message="GPU 0: 1/18 units tuned") is None
+    w.emit("run_resumed", "control", run="r", thread="attempt-2")
+    w.emit("progress", "gpu", message="GPU 0: 2/18 units tuned")
+    events = read_trace(tmp_path / "trace.jsonl").events
+    assert [(e["seq"], e["type"]) for e in events] == [(0, "run_started"), (1, "run_finished"), (2, "run_resumed"),
+                                                      (3, "progress")]
+    assert events[3]["message"] == "GPU 0: 2/18 units tuned"
+
+
 def test_unknown_event_type_is_a_programming_error(tmp_path: Path):
     with pytest.raises(ValueError, match="unknown trace event type"):
         TraceWriter(tmp_path / "t.jsonl").emit("made_up")
