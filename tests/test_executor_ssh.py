@@ -26,7 +26,7 @@ from tools.base import ToolError
 from tools.jobs.factory import make_executor
 from tools.jobs.local import LocalExecutor
 from tools.jobs.spec import JobSpec
-from tools.jobs.ssh.executor import SshExecutor
+from tools.jobs.ssh.executor import POLL_WAIT_S, SshExecutor
 
 SERVICES = Path(__file__).parent / "services"
 REPO = Path(__file__).parent.parent
@@ -121,6 +121,21 @@ def test_job_runs_detached_and_its_log_and_results_come_back(sshd, tmp_path):
     assert sshd.ssh(f"test -f {ex.remote_root}/tune-gpu0/exit.json").returncode == 0
 
 
+def test_a_poll_watches_a_running_job_on_the_host_instead_of_calling_again(sshd, tmp_path):
+    """Every caller polls in a loop; each ssh call is a connection, a login shell and a Python on both
+    ends. A poll of a job that plainly runs is one call that watches the host's ledger for the poll's
+    wait; a listing (``jobs``) and a log read answer at once; a job that ends is still seen ending."""
+    ex = _executor(sshd, tmp_path / "run-w" / "jobs")
+    ex.launch(JobSpec(key="watched", argv=["bash", "-c", "while [ ! -e go ]; do sleep 0.05; done"]))
+    _wait(ex, "watched", lambda s: s.status == "running")
+    began = time.monotonic()
+    assert ex.poll("watched").status == "running"
+    assert time.monotonic() - began >= POLL_WAIT_S  # watched on the host, not answered and asked again
+    assert [s.status for s in ex.jobs()] == ["running"] and ex.read_log("watched") == ""
+    assert sshd.ssh(f"touch {ex.remote_root}/watched/go").returncode == 0
+    assert _wait(ex, "watched", lambda s: s.done).status == "succeeded"
+
+
 def test_failing_job_reports_its_exit_code(sshd, tmp_path):
     ex = _executor(sshd, tmp_path / "run-b" / "jobs")
     ex.launch(JobSpec(key="bad", argv=["bash", "-c", "echo broken >&2; exit 3"]))
@@ -155,7 +170,7 @@ def test_agent_killed_and_restarted_reattaches_instead_of_starting_again(sshd, t
     marker = "job-start-marker"
     agent_code = textwrap.dedent(f"""
         import json, sys, time
-        from tools.jobs.ssh.executor import SshExecutor
+        from tools.jobs.ssh.executor import POLL_WAIT_S, SshExecutor
         from tools.jobs.spec import JobSpec
         ex = SshExecutor("ssh://dsv4-test", {str(jobs_root)!r}, ssh_options={sshd.options!r})
         state = ex.launch(JobSpec(key="long", argv=["bash", "-c", "echo {marker}; sleep 3; echo finished"]))

@@ -38,6 +38,9 @@ from tools.jobs.ssh.forward import PortForward
 from tools.jobs.ssh.paths import RunPathMap
 from tools.jobs.ssh.transport import PROCESSES_SOURCE, OP_TIMEOUT_S, WRAPPER_SOURCE, SshTransport, parse_ssh_target
 
+POLL_WAIT_S = 1.0  # a poll of a running job answers within this (sooner when the job ends or its wrapper dies)
+
+
 class SshExecutor(SshTransport):
     name = "ssh"
     capabilities = Capabilities(remote_host=True, gpus_from_elsewhere=True)
@@ -137,11 +140,14 @@ class SshExecutor(SshTransport):
         return [self.launch(spec) for spec in specs]
 
     def poll(self, key: str) -> JobState:
-        return self._poll_many([key])[0]
+        """The job's state, after watching it on the host for up to ``POLL_WAIT_S`` while it plainly
+        runs: every caller polls in a loop, and an ssh call costs a connection, a login shell and a
+        Python start on both ends (about a third of a core-second here), while the watch is file reads."""
+        return self._poll_many([key], wait_s=POLL_WAIT_S)[0]
 
-    def _poll_many(self, keys: list[str]) -> list[JobState]:
+    def _poll_many(self, keys: list[str], wait_s: float = 0.0) -> list[JobState]:
         offsets = {k: self._local_log_size(k) for k in keys}
-        answer = self._call("poll", {"keys": offsets})
+        answer = self._call("poll", {"keys": offsets, "wait_s": wait_s})
         states = []
         for key in keys:
             entry = answer["jobs"][key]
@@ -201,7 +207,7 @@ class SshExecutor(SshTransport):
         return relative
 
     def read_log(self, key: str, max_chars: int = 4000) -> str:
-        self.poll(key)  # brings the local mirror up to date
+        self._poll_many([key])  # brings the local mirror up to date, now
         with open(self.job_dir(key) / "log.txt", "rb") as f:
             size = f.seek(0, os.SEEK_END)
             f.seek(max(0, size - max_chars))
@@ -257,7 +263,7 @@ class SshExecutor(SshTransport):
     def stop(self, key: str, grace_s: float | None = None) -> JobState:
         """SIGTERM the remote wrapper (it ends the command's group), SIGKILL after the grace."""
         self.close_forward(key)
-        state = self.poll(key)
+        state = self._poll_many([key])[0]  # no watch: the stop goes out now
         if state.done and state.status != "lost":  # a lost job may still name a process we cannot vouch for
             return state
         grace = self._last_job.get(key, {}).get("grace_s", 10.0) if grace_s is None else grace_s

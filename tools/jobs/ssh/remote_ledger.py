@@ -7,7 +7,9 @@ with a JSON request on stdin, so the remote host needs nothing but ``python3``. 
 
   launch  write job.json (intent) then start ``wrapper.py JOB_DIR`` in a new session; a key that
           is already in the ledger is re-attached, never started twice
-  poll    ledger snapshot of some keys (+ new log bytes from a given offset)
+  poll    ledger snapshot of some keys (+ new log bytes from a given offset); with ``wait_s``, answers
+          once a job is no longer plainly running (ended, its wrapper gone, stopping) or after
+          ``wait_s``, whichever is first: one ssh call watches the jobs for that long
   stop    stop.json, SIGTERM to the wrapper, SIGKILL to the job's group after the grace (only
           processes whose start time the ledger recorded; else it answers why it refused)
   list    keys in the ledger
@@ -39,6 +41,8 @@ except ImportError:  # on the host: bundled into this call by SshExecutor
 
 SPAWN_WAIT_S = job_folder.SPAWN_WAIT_S
 MAX_LOG_CHUNK = 4 * 1024 * 1024  # bytes of log sent back per poll; the rest comes next poll
+MAX_POLL_WAIT_S = 10.0  # the longest a poll watches the jobs before it answers
+POLL_WATCH_STEP_S = 0.1  # how often a waiting poll reads the ledger (file reads and /proc, no ssh)
 _read_json, _write_json, _snapshot = job_folder.read_json, job_folder.write_json, job_folder.snapshot
 
 
@@ -159,11 +163,21 @@ def op_launch(req):
     return {"attached": False, "snapshot": _snapshot(job_dir)}
 
 
+def _plainly_running(snap):
+    return snap["exit"] is None and snap["alive"] and not snap["stop"]
+
+
 def op_poll(req):
+    folders = {key: os.path.join(req["root"], key) for key in req["keys"]}
+    deadline = time.monotonic() + min(float(req.get("wait_s") or 0), MAX_POLL_WAIT_S)
+    snapshots = {key: _snapshot(folder) for key, folder in folders.items()}
+    while time.monotonic() < deadline and all(_plainly_running(s) for s in snapshots.values()):
+        time.sleep(POLL_WATCH_STEP_S)
+        snapshots = {key: _snapshot(folder) for key, folder in folders.items()}
     out = {}
     for key, offset in req["keys"].items():
-        job_dir = os.path.join(req["root"], key)
-        entry = {"snapshot": _snapshot(job_dir), "log": "", "log_offset": 0}
+        job_dir = folders[key]
+        entry = {"snapshot": snapshots[key], "log": "", "log_offset": 0}
         if offset is not None:
             try:
                 with open(os.path.join(job_dir, "log.txt"), "rb") as f:
