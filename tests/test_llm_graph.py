@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -20,7 +19,7 @@ from agent.llm.conversation import CONVERSATION_FILE, Conversation
 from agent.runfolder import RunFolder
 from agent.runtime import Runtime
 from agent.trace import TraceWriter, read_trace
-from tests.cli_helpers import AGENT, clean_env, start_agent, wait_for
+from tests.cli_helpers import run_cli, start_agent, wait_for
 from tests.doubles.openai_server import Reply, ScriptedOpenAI, ToolCall
 from tests.test_llm_campaign import poisoned_source  # noqa: F401  (fixture: wheel flag definitions + poisoned README)
 from tools.jobs.local import LocalExecutor
@@ -60,8 +59,7 @@ def test_kill_9_mid_plan_then_resume_continues_from_the_last_committed_turn(tmp_
         assert [e["kind"] for e in recorded.entries] == ["prompt", "reply", "observations", "reply", "observations"]
         before = _events(run)
 
-        done = subprocess.run([AGENT, "resume", "latest", "--runs-dir", str(runs)], cwd=tmp_path, env=clean_env(),
-                              capture_output=True, text=True, timeout=120)
+        done = run_cli("resume", "latest", "--runs-dir", str(runs), cwd=tmp_path)
         assert done.returncode == 0, done.stdout + done.stderr
         # answered turns were not asked again: one more request, identical to the one the kill cut off
         assert len(server.requests) == 4
@@ -147,17 +145,14 @@ def test_token_budget_ends_the_run_and_resume_with_a_larger_budget_continues(tmp
     turns = [search, search, Reply(tool_calls=[ToolCall("submit_plan", PLAN, id="p")])]
     runs = tmp_path / "runs"
     with ScriptedOpenAI(turns) as server:
-        first = subprocess.run([AGENT, "run", "write scripts", "--llm-base-url", server.base_url, "--llm-model",
-                                "scripted-model", "--sglang", str(poisoned_source), "--runs-dir", str(runs),
-                                "--llm-max-tokens", "200"], cwd=tmp_path, env=clean_env(), capture_output=True, text=True,
-                               timeout=120)
+        first = run_cli("run", "write scripts", "--llm-base-url", server.base_url, "--llm-model", "scripted-model",
+                        "--sglang", str(poisoned_source), "--runs-dir", str(runs), "--llm-max-tokens", "200", cwd=tmp_path)
         assert first.returncode == 3, first.stdout + first.stderr
         run = _only_run(runs)
         result = json.loads((run / "result.json").read_text())
         assert result["status"] == "budget_exhausted" and "200 tokens (limit 200)" in result["summary"]
         assert "--llm-max-tokens" in result["summary"] and len(server.requests) == 2
-        again = subprocess.run([AGENT, "resume", run.name, "--runs-dir", str(runs), "--llm-max-tokens", "1000"],
-                               cwd=tmp_path, env=clean_env(), capture_output=True, text=True, timeout=120)
+        again = run_cli("resume", run.name, "--runs-dir", str(runs), "--llm-max-tokens", "1000", cwd=tmp_path)
         assert again.returncode == 0, again.stdout + again.stderr
         assert len(server.requests) == 3  # the two answered turns were not asked again
     assert json.loads((run / "result.json").read_text())["status"] == "finished"

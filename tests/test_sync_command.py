@@ -1,10 +1,8 @@
-"""`dsv4-agent sync` end to end (real CLI process, real git repos) and the campaign step adapter."""
+"""`dsv4-agent sync` end to end (the real CLI, run in this process; real git repos) and the campaign step adapter."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,15 +12,13 @@ from agent.runfolder import RunFolder
 from agent.steps.base import PlanStep, StepContext
 from agent.steps.sync import previous_answer, run as run_sync_step
 from agent.trace import TraceWriter, iter_events
+from tests.cli_helpers import run_cli
 from tests.sync_gitrepos import PYPROJECT, Upstream, git, snapshot, write
 from tools.jobs.local import LocalExecutor
 
-CLI = [str(Path(sys.executable).parent / "dsv4-agent")]
-
 
 def dsv4(cwd: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DSV4_")}
-    return subprocess.run([*CLI, *args], cwd=cwd, capture_output=True, text=True, env=env, timeout=120)
+    return run_cli(*args, cwd=cwd)
 
 
 @pytest.fixture
