@@ -1,7 +1,7 @@
 """SshExecutor: jobs on another host through the system ``ssh``, ledger kept on that host.
 
 Every operation is one ``ssh HOST python3 -c <remote_ledger.py> OP`` call with a JSON request on
-stdin (see ``remote_ledger.py``). ``launch`` copies the job spec and the standalone ``wrapper.py``
+stdin (see ``remote_ledger.py``), on a connection the calls share (``multiplex.py``). ``launch`` copies the job spec and the standalone ``wrapper.py``
 into ``<remote_root>/<key>/`` and starts it detached there (new session, SIGHUP ignored), so the
 job outlives both the agent and the SSH connection. The remote ledger is the truth: a restarted
 agent (or one on another laptop holding the same run folder) re-attaches by key and never starts
@@ -229,7 +229,8 @@ class SshExecutor(SshTransport):
         if current is not None and current.alive() and (current.remote_host, current.remote_port) == (host, port):
             return current.url
         self.close_forward(key)
-        self._forwards[key] = PortForward(self._ssh_prefix(), self.destination, host, port, self.job_dir(key))
+        self._forwards[key] = PortForward(self._ssh_prefix(shared=False), self.destination, host, port,
+                                          self.job_dir(key))
         return self._forwards[key].url
 
     def close_forward(self, key: str) -> None:

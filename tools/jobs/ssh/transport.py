@@ -1,5 +1,6 @@
 """The SSH executor's transport: one ``ssh HOST python3 -I -c PROGRAM OP`` call per ledger
-operation, a JSON request on stdin and a JSON answer on stdout, with ssh's own failures named.
+operation, a JSON request on stdin and a JSON answer on stdout, with ssh's own failures named. The
+calls share one connection to the host (multiplex.py).
 
 PROGRAM is ``remote_ledger.py`` preceded by the standalone modules it imports (``processes.py``,
 ``job_folder.py``), so the host needs nothing but ``python3``; ``-I`` keeps the remote working
@@ -14,6 +15,7 @@ from pathlib import Path
 
 from tools.base import ToolError
 from tools.jobs.executor_spec import ExecutorSpec, ExecutorSpecError
+from tools.jobs.ssh.multiplex import NOT_SHARED, shared_options
 
 HERE = Path(__file__).parent
 WRAPPER_SOURCE = (HERE.parent / "wrapper.py").read_text()
@@ -78,9 +80,14 @@ class SshTransport:
     remote_root: str
 
     # -- transport -------------------------------------------------------------------------
-    def _ssh_prefix(self) -> list[str]:
-        argv = ["ssh", *self.ssh_options, "-o", "BatchMode=yes",
-                "-o", f"ConnectTimeout={self.connect_timeout_s}"]
+    def _ssh_prefix(self, shared: bool = True) -> list[str]:
+        """ssh and its options; ``shared``: on the host's shared connection (multiplex.py), else on a
+        connection of its own (ssh keeps the first value it reads, so NOT_SHARED goes first)."""
+        if shared:
+            argv = ["ssh", *self.ssh_options, *shared_options(self.destination, self.port, self.ssh_options)]
+        else:
+            argv = ["ssh", *NOT_SHARED, *self.ssh_options]
+        argv += ["-o", "BatchMode=yes", "-o", f"ConnectTimeout={self.connect_timeout_s}"]
         return argv + (["-p", str(self.port)] if self.port is not None else [])
 
     def _ssh_argv(self, remote_command: str) -> list[str]:
