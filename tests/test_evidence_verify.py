@@ -1,11 +1,13 @@
 """SGLang itself resolves the recommended flags: the real sglang 0.5.23 from PyPI in its own venv
 (``sglang_python``: made by .ci/run; skipped locally when absent, a failure under CI=true), run on
 this CPU machine with a small, complete DeepSeek-V4 config.json the test writes (no weights).
-The "not verified" paths need no SGLang."""
+The "not verified" paths need no SGLang. Two SGLang processes in all (each imports SGLang and
+torch: about 14 s of CPU here): the CLI's, and the campaign's, which resolves more than its own argv."""
 from __future__ import annotations
 
 import json
 import subprocess
+from dataclasses import dataclass
 import sys
 from pathlib import Path
 
@@ -15,13 +17,15 @@ from rich.console import Console
 from agent.commands.mtp_table import print_answer
 from agent.config import load_settings
 from agent.runfolder import RunFolder
+from agent.steps import verify_scripts
 from agent.steps.base import PlanStep, StepContext
 from agent.steps.infer_mtp import run as run_infer
 from agent.steps.write_scripts import run as run_write_scripts
 from agent.trace import TraceWriter
 from tools.jobs.factory import make_executor
 from tools.mtp.infer import InferMtpArgs, MtpAnswer, infer_mtp
-from tools.mtp.verify import VerifyArgs, apply_verification, verify_flags, verify_many
+from tools.mtp.answer import Verification
+from tools.mtp.verify import VerifyArgs, apply_verification, verify_flags
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIG = Path(__file__).parent / "fixtures" / "verify" / "deepseek_v4_config.json"
@@ -73,63 +77,6 @@ ADJUSTED = {**EAGLE_314, "--speculative-num-steps": "2", "--speculative-num-draf
 NEXTN = {"--speculative-algorithm": "NEXTN"}
 
 
-@pytest.fixture(scope="module")
-def resolved_together(sglang_python, tmp_path_factory) -> tuple[Path, list]:
-    """Three requests resolved by one SGLang process, as a campaign resolves its variants: one SGLang
-    adjusts, one it refuses, then the flagship, which must come out as it does alone."""
-    folder = _checkpoint_in(tmp_path_factory.mktemp("checkpoint"))
-    requests = [VerifyArgs(sglang_python=str(sglang_python), model_path=str(folder), flags=flags)
-                for flags in (ADJUSTED, NEXTN, EAGLE_314)]
-    started = []
-    real_run = subprocess.run
-
-    def counted(argv, **kwargs):
-        started.append(argv)
-        return real_run(argv, **kwargs)
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr("tools.mtp.verify.subprocess.run", counted)
-        verdicts = verify_many(requests)
-    assert [argv[0] for argv in started].count(str(sglang_python)) == 1  # one SGLang process for the three
-    return folder, verdicts
-
-
-def test_a_value_sglang_resolves_differently_is_flagged_and_the_resolved_one_used(resolved_together):
-    checkpoint, verdicts = resolved_together
-    verification = verdicts[0]
-    assert verification.status == "adjusted"
-    assert verification.mismatches == ["--speculative-num-draft-tokens: 5 -> 3"]  # topk 1: steps + 1
-    answer = infer_mtp(InferMtpArgs(sglang=None, model=DSV4, model_path=str(checkpoint)))
-    answer.recommended.flags = dict(ADJUSTED)
-    applied = apply_verification(answer, verification).recommended
-    assert applied.flags["--speculative-num-draft-tokens"] == "3"
-    assert "static reading had 5" in applied.resolved_by["--speculative-num-draft-tokens"]
-
-
-def test_sglang_refuses_what_static_reading_lets_through(resolved_together):
-    """Static reading resolves NEXTN to EAGLE before the DeepSeek-V4 check; SGLang 0.5.23 checks first."""
-    checkpoint, verdicts = resolved_together
-    verification = verdicts[1]
-    answer = infer_mtp(InferMtpArgs(sglang=None, model=DSV4, model_path=str(checkpoint)))
-    answer.recommended.flags = dict(NEXTN)
-    assert verification.status == "rejected"
-    assert "Only EAGLE and DSPARK speculative algorithms are supported" in verification.reason
-    applied = apply_verification(answer, verification)
-    assert applied.recommended is None and any("rejected by SGLang 0.5.23" in u for u in applied.unknowns)
-
-
-def test_requests_resolved_together_do_not_reach_each_other(resolved_together):
-    """The flagship after an adjusted and a refused request gets the verdict it gets alone (the CLI
-    test above)."""
-    checkpoint, verdicts = resolved_together
-    flagship = verdicts[2]
-    assert flagship.status == "verified" and flagship.mismatches == []
-    assert flagship.resolved.model_dump() == {"speculative_algorithm": "EAGLE", "speculative_num_steps": 3,
-                                              "speculative_eagle_topk": 1, "speculative_num_draft_tokens": 4,
-                                              "speculative_draft_model_path": str(checkpoint)}
-    assert [v.argv[:2] for v in verdicts] == [["--model-path", str(checkpoint)]] * 3
-
-
 def _context(tmp_path: Path, checkpoint: Path, python: str, sglang_src: Path) -> StepContext:
     settings = load_settings({"model": DSV4, "sglang_src": str(sglang_src), "model_path": str(checkpoint),
                               "sglang_python": python}, cwd=tmp_path, environ={})
@@ -143,17 +90,85 @@ def _campaign_steps(ctx: StepContext):
     return run_write_scripts(ctx, PlanStep(kind="write_scripts", lane="research", why="scripts"))
 
 
-def test_the_campaign_verifies_the_exact_serve_argv_before_writing_scripts(sglang_python, sglang_wheel_root,
-                                                                           checkpoint, tmp_path):
-    ctx = _context(tmp_path, checkpoint, str(sglang_python), sglang_wheel_root)
-    outcome = _campaign_steps(ctx)
-    run = ctx.run.path
-    assert "mtp: flags verified by SGLang 0.5.23" in outcome.summary
+@dataclass
+class VerifiedCampaign:
+    checkpoint: Path
+    ctx: StepContext
+    summary: str
+    others: list  # the verdicts of ADJUSTED and NEXTN, resolved first in the campaign's SGLang process
+
+
+@pytest.fixture(scope="module")
+def verified_campaign(sglang_python, sglang_wheel_root, tmp_path_factory) -> VerifiedCampaign:
+    """The campaign's research steps with the real SGLang. Its one SGLang process also resolves, before
+    the campaign's own argv, a request SGLang adjusts and one it refuses, as a campaign resolves its
+    variants together: the campaign's verdict must come out as it does alone (the CLI test above)."""
+    root = tmp_path_factory.mktemp("verify")
+    checkpoint = _checkpoint_in(root)
+    ctx = _context(root, checkpoint, str(sglang_python), sglang_wheel_root)
+    real_verify_many, real_run = verify_scripts.verify_many, subprocess.run
+    others, started = [], []
+
+    def with_two_more_first(requests):
+        more = [requests[0].model_copy(update={"flags": dict(flags)}) for flags in (ADJUSTED, NEXTN)]
+        verdicts = real_verify_many(more + requests)
+        others.extend(verdicts[:2])
+        return verdicts[2:]
+
+    def counted(argv, **kwargs):
+        started.append(argv)
+        return real_run(argv, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(verify_scripts, "verify_many", with_two_more_first)
+        patch.setattr("tools.mtp.verify.subprocess.run", counted)
+        outcome = _campaign_steps(ctx)
+    assert [argv[0] for argv in started].count(str(sglang_python)) == 1  # one SGLang process for all of them
+    return VerifiedCampaign(checkpoint, ctx, outcome.summary, others)
+
+
+def test_the_campaign_verifies_the_exact_serve_argv_before_writing_scripts(verified_campaign):
+    run = verified_campaign.ctx.run.path
+    assert "mtp: flags verified by SGLang 0.5.23" in verified_campaign.summary
     recorded = json.loads((run / "verify" / "mtp.json").read_text())
     assert recorded["status"] == "verified" and "--tp-size" in recorded["argv"] and "--enable-metrics" in recorded["argv"]
     assert (run / "verify" / "verify_flags.py").read_text() == (REPO / "tools/mtp/verify_flags.py").read_text()
     script = (run / "serve_mtp.sh").read_text()
     assert "args+=(--speculative-num-draft-tokens 4)" in script
+
+
+def test_a_value_sglang_resolves_differently_is_flagged_and_the_resolved_one_used(verified_campaign):
+    verification = verified_campaign.others[0]
+    assert verification.status == "adjusted"
+    assert verification.mismatches == ["--speculative-num-draft-tokens: 5 -> 3"]  # topk 1: steps + 1
+    answer = infer_mtp(InferMtpArgs(sglang=None, model=DSV4, model_path=str(verified_campaign.checkpoint)))
+    answer.recommended.flags = dict(ADJUSTED)
+    applied = apply_verification(answer, verification).recommended
+    assert applied.flags["--speculative-num-draft-tokens"] == "3"
+    assert "static reading had 5" in applied.resolved_by["--speculative-num-draft-tokens"]
+
+
+def test_sglang_refuses_what_static_reading_lets_through(verified_campaign):
+    """Static reading resolves NEXTN to EAGLE before the DeepSeek-V4 check; SGLang 0.5.23 checks first."""
+    verification = verified_campaign.others[1]
+    answer = infer_mtp(InferMtpArgs(sglang=None, model=DSV4, model_path=str(verified_campaign.checkpoint)))
+    answer.recommended.flags = dict(NEXTN)
+    assert verification.status == "rejected"
+    assert "Only EAGLE and DSPARK speculative algorithms are supported" in verification.reason
+    applied = apply_verification(answer, verification)
+    assert applied.recommended is None and any("rejected by SGLang 0.5.23" in u for u in applied.unknowns)
+
+
+def test_requests_resolved_together_do_not_reach_each_other(verified_campaign):
+    """The campaign's flagship, resolved after an adjusted and a refused request, gets the verdict the
+    CLI test above gets alone."""
+    checkpoint = verified_campaign.checkpoint
+    flagship = Verification.model_validate_json((verified_campaign.ctx.run.path / "verify" / "mtp.json").read_text())
+    assert flagship.status == "verified" and flagship.mismatches == []
+    assert flagship.resolved.model_dump() == {"speculative_algorithm": "EAGLE", "speculative_num_steps": 3,
+                                              "speculative_eagle_topk": 1, "speculative_num_draft_tokens": 4,
+                                              "speculative_draft_model_path": str(checkpoint)}
+    assert [v.argv[:2] for v in [*verified_campaign.others, flagship]] == [["--model-path", str(checkpoint)]] * 3
 
 
 def test_not_verified_paths_say_why(tmp_path, checkpoint, sglang_wheel_root):
