@@ -72,7 +72,7 @@ class LocalExecutor(SameHostDefaults):
         try:
             with open(folder / "wrapper.err", "ab") as wrapper_err:  # the wrapper keeps its own copy of the fd
                 proc = subprocess.Popen(
-                    [sys.executable, str(WRAPPER), str(folder.resolve())],
+                    [sys.executable, "-S", str(WRAPPER), str(folder.resolve())],  # stdlib only: no site
                     env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                     stderr=wrapper_err, start_new_session=True, close_fds=True,
                 )

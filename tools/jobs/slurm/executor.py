@@ -203,7 +203,7 @@ class SlurmExecutor(NodeServers, SameHostDefaults):
             "set -euo pipefail\n"
             f"job_dirs=({dirs})\n"
             'job_dir="${job_dirs[${SLURM_ARRAY_TASK_ID:-0}]}"\n'
-            f'exec -- {shlex.quote(self.python)} {unit} "$job_dir"\n'
+            f'exec -- {shlex.quote(self.python)} -S {unit} "$job_dir"\n'
         )
 
     # -- observing -------------------------------------------------------------------------

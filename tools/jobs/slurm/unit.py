@@ -34,7 +34,7 @@ def main(job_dir):
         with contextlib.suppress(FileNotFoundError):
             os.remove(os.path.join(job_dir, name))
     wrapper = os.path.join(os.path.dirname(os.path.abspath(__file__)), "wrapper.py")
-    os.execv(sys.executable, [sys.executable, wrapper, job_dir])
+    os.execv(sys.executable, [sys.executable, "-S", wrapper, job_dir])
 
 
 if __name__ == "__main__":

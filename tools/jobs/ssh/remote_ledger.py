@@ -151,7 +151,7 @@ def op_launch(req):
     _write_json(os.path.join(job_dir, "job.json"), job)  # intent first: a crash never double-starts
     with open(os.path.join(job_dir, "wrapper.err"), "ab") as err:
         proc = subprocess.Popen(
-            [sys.executable, wrapper_path, os.path.abspath(job_dir)], cwd=job_dir,
+            [sys.executable, "-S", wrapper_path, os.path.abspath(job_dir)], cwd=job_dir,
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
             start_new_session=True, close_fds=True,
         )

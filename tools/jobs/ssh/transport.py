@@ -1,10 +1,12 @@
-"""The SSH executor's transport: one ``ssh HOST python3 -I -c PROGRAM OP`` call per ledger
+"""The SSH executor's transport: one ``ssh HOST python3 -I -S -c PROGRAM OP`` call per ledger
 operation, a JSON request on stdin and a JSON answer on stdout, with ssh's own failures named. The
 calls share one connection to the host (multiplex.py).
 
 PROGRAM is ``remote_ledger.py`` preceded by the standalone modules it imports (``processes.py``,
 ``job_folder.py``), so the host needs nothing but ``python3``; ``-I`` keeps the remote working
-folder (``$HOME``) and ``PYTHON*`` variables from shadowing what the program imports.
+folder (``$HOME``) and ``PYTHON*`` variables from shadowing what the program imports; ``-S`` skips
+``site`` (the host's installed packages and their ``.pth`` hooks), which that standard-library
+program does not need.
 """
 from __future__ import annotations
 
@@ -95,7 +97,7 @@ class SshTransport:
 
     def _call(self, op: str, request: dict, timeout_s: float = OP_TIMEOUT_S, raw: bool = False):
         request = {"root": self.remote_root, **request}
-        remote_command = " ".join(shlex.quote(w) for w in (self.remote_python, "-I", "-c", LEDGER_SOURCE, op))
+        remote_command = " ".join(shlex.quote(w) for w in (self.remote_python, "-I", "-S", "-c", LEDGER_SOURCE, op))
         try:
             done = subprocess.run(self._ssh_argv(remote_command), input=json.dumps(request).encode(),
                                   capture_output=True, timeout=timeout_s + self.connect_timeout_s)
