@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import signal
 import socket
 import subprocess
@@ -240,3 +241,23 @@ def test_factory_names_every_accepted_form(sshd, tmp_path):
         make_executor("kubernetes", tmp_path / "k")
     with pytest.raises(ToolError, match="ssh://user@host"):
         make_executor("ssh://", tmp_path / "k")
+
+
+def test_a_python_found_by_name_is_started_by_that_name_once(sshd, tmp_path, monkeypatch):
+    """The host's ``python3`` is found through its PATH (here pyenv's shims: a chain of shell scripts)
+    once; it answers with its own path, and later calls start that path directly. Seen through an
+    ``ssh`` first on our PATH that notes each call's remote program and hands over to the real one."""
+    real_ssh = shutil.which("ssh")
+    notes = tmp_path / "remote-programs.txt"
+    ours = tmp_path / "bin"
+    ours.mkdir()
+    (ours / "ssh").write_text(f'#!/bin/bash\nfor last; do :; done\nprintf "%s\\n" "${{last%% *}}" >> {shlex.quote(str(notes))}\n'
+                              f'exec {shlex.quote(real_ssh)} "$@"\n')
+    (ours / "ssh").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{ours}{os.pathsep}{os.environ['PATH']}")
+    ex = _executor(sshd, tmp_path / "run-p" / "jobs")
+    assert ex.jobs() == [] and ex.free_port() > 0 and ex.launch(JobSpec(key="quick", argv=["true"])).key == "quick"
+    first, *later = notes.read_text().splitlines()
+    resolved = sshd.ssh("python3 -c 'import sys; print(sys.executable)'").stdout.strip()
+    assert first == "python3" and len(later) >= 2 and set(later) == {shlex.quote(resolved)}
+    assert ex.remote_python == resolved and os.path.isabs(resolved)

@@ -238,7 +238,9 @@ def main(op):
     if op in ("pack", "pack_dir"):
         (op_pack if op == "pack" else op_pack_dir)(req)
         return 0
-    json.dump(OPS[op](req), sys.stdout)
+    answer = OPS[op](req)
+    answer["python"] = sys.executable  # the caller runs later calls with it, past any shim on the PATH
+    json.dump(answer, sys.stdout)
     return 0
 
 
