@@ -4,11 +4,8 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,6 +13,7 @@ import pytest
 from agent.campaign import start
 from agent.config import Settings
 from agent.trace import read_trace
+from tests.cli_helpers import run_cli
 from tests.doubles.openai_server import Reply, ScriptedOpenAI, ToolCall
 
 REPO = Path(__file__).resolve().parent.parent
@@ -70,11 +68,9 @@ def test_poisoned_file_cannot_put_a_flag_into_the_scripts(tmp_path, poisoned_sou
     turns = [Reply(tool_calls=[ToolCall("search", {"pattern": "agents", "glob": ["*.md"]}, id="s1")]),
              plan_after_reading]
     with ScriptedOpenAI(turns) as server:
-        env = {**os.environ, "OPENAI_API_KEY": SECRET, "DSV4_RUNS_DIR": str(tmp_path / "runs")}
-        done = subprocess.run([str(Path(sys.executable).parent / "dsv4-agent"), "run", "write scripts for MTP",
-                               "--llm-base-url", server.base_url, "--llm-model", "scripted-model",
-                               "--sglang", str(poisoned_source), "--runs-dir", str(tmp_path / "runs")],
-                              cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+        env = {"OPENAI_API_KEY": SECRET, "DSV4_RUNS_DIR": str(tmp_path / "runs")}
+        done = run_cli("run", "write scripts for MTP", "--llm-base-url", server.base_url, "--llm-model", "scripted-model",
+                       "--sglang", str(poisoned_source), "--runs-dir", str(tmp_path / "runs"), cwd=tmp_path, env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     run = _run_dir(tmp_path)
     # the poison reached the model only as quoted, attributed data

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,10 +14,10 @@ from agent.replay.checker import DecisionChecker, ReplayDivergence, ReplayStop
 from agent.replay.driver import EXIT_CUT_SHORT, EXIT_DIVERGED, EXIT_REPRODUCED, replay_run
 from agent.replay.record import RecordError, classify, load_recording
 from agent.trace import TraceError, read_trace
+from tests.cli_helpers import run_cli
 
 GOLDEN = Path(__file__).parent / "golden"
 NAMES = ["playbook-mtp-tune", "llm-mtp"]
-CLI = str(Path(sys.executable).parent / "dsv4-agent")
 
 
 def _copy(name: str, tmp_path: Path) -> Path:
@@ -111,7 +109,7 @@ def test_newer_trace_version_is_refused_with_the_fix(tmp_path):
         load_recording(run)
     with pytest.raises(TraceError, match="line 1: trace format v99 .*upgrade dsv4-agent"):
         read_trace(run / "trace.jsonl")
-    done = subprocess.run([CLI, "replay", str(run)], capture_output=True, text=True, timeout=120)
+    done = run_cli("replay", str(run), cwd=tmp_path)
     assert done.returncode == 2
     assert "upgrade dsv4-agent" in done.stderr
 
@@ -146,7 +144,7 @@ def test_checker_stops_at_end_of_a_cut_record(tmp_path):
 
 def test_replay_command_with_timeline(tmp_path):
     run = _copy("playbook-mtp-tune", tmp_path)
-    done = subprocess.run([CLI, "replay", str(run), "--timeline"], capture_output=True, text=True, timeout=180)
+    done = run_cli("replay", str(run), "--timeline", cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "reproduced: all" in done.stdout
     assert "research under GPU work:" in done.stdout and "critical path: preflight" in done.stdout

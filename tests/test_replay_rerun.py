@@ -3,14 +3,12 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 from agent.replay.rerun import diff_runs, flatten
+from tests.cli_helpers import run_cli
 
 GOLDEN = Path(__file__).parent / "golden"
-CLI = str(Path(sys.executable).parent / "dsv4-agent")
 
 
 def test_flatten_and_diff_name_keys(tmp_path):
@@ -32,8 +30,7 @@ def test_rerun_golden_into_new_folder_and_diff(tmp_path):
     mtp["edited_by_test"] = "old recommendation"  # the recording now differs from what the campaign makes
     (recorded / "mtp.json").write_text(json.dumps(mtp))
     runs = tmp_path / "runs"
-    done = subprocess.run([CLI, "replay", str(recorded), "--rerun", "--raw", "--runs-dir", str(runs)],
-                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    done = run_cli("replay", str(recorded), "--rerun", "--raw", "--runs-dir", str(runs), cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     new_runs = [p for p in runs.iterdir() if (p / "result.json").exists()]
     assert len(new_runs) == 1
