@@ -6,8 +6,8 @@ Each benchmark runs as its own process (so one's imports and caches never flatte
 hands its rows back through ``$DSV4_BENCH_OUT`` (benchmarks/harness.py). ``--readme`` writes the
 table into README.md between the ``benchmarks:begin`` / ``benchmarks:end`` markers, so the
 README's figures are regenerated, never copied by hand. ``--quick`` passes fewer runs (for a
-smoke check; the README's figures come from a full run). A benchmark that needs a GPU is
-skipped, and says so, where ``nvidia-smi`` finds none. Exit 0 only when every goal holds.
+smoke check; the README's figures come from a full run). A benchmark that needs a GPU (or an OpenSSH server) is
+skipped, and says so, where ``nvidia-smi`` finds none (or there is no ``sshd``). Exit 0 only when every goal holds.
 """
 from __future__ import annotations
 
@@ -28,24 +28,27 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.harness import OUT_ENV, REPO, Row  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
-# (script, what it measures, arguments of a full run, of a quick run, needs a GPU)
+# (script, what it measures, arguments of a full run, of a quick run, what it needs that a machine may lack)
 BENCHMARKS = [
-    ("cli_startup.py", "`--help` of the tool and every subcommand (processes)", [], ["--runs", "3"], False),
-    ("planned_campaign.py", "a campaign planned without GPUs (process)", [], ["--runs", "2"], False),
-    ("overlap.py", "a campaign on the doubles, start to exit ÷ GPU critical path", [], ["--runs", "1"], False),
-    ("search_vs_rg.py", "evidence search ÷ raw `rg`, every query shape", [], ["--rounds", "3"], False),
+    ("cli_startup.py", "`--help` of the tool and every subcommand (processes)", [], ["--runs", "3"], None),
+    ("planned_campaign.py", "a campaign planned without GPUs (process)", [], ["--runs", "2"], None),
+    ("overlap.py", "a campaign on the doubles, start to exit ÷ GPU critical path", [], ["--runs", "1"], None),
+    ("search_vs_rg.py", "evidence search ÷ raw `rg`, every query shape", [], ["--rounds", "3"], None),
     ("mtp_inference.py", "`mtp --json` processes on the wheel, the corpus checkout, 2x and 4x trees", [],
-     ["--rounds", "2"], False),
-    ("replay_speed.py", "replay and timeline of a 10,000-event trace", [], ["--repeats", "2"], False),
+     ["--rounds", "2"], None),
+    ("replay_speed.py", "replay and timeline of a 10,000-event trace", [], ["--repeats", "2"], None),
     ("tuning_assignment.py", "tuning fan-out makespan on real jobs ÷ lower bound, vs SGLang's split", [],
-     ["--unit-s", "0.3", "--rounds", "1"], False),
-    ("parse_results.py", "parsing 10,000 benchmark records", [], [], False),
-    ("polling_overhead.py", "agent CPU while 8 tuning jobs run", [], ["--runs", "1"], False),
-    ("sync_commit_listing.py", "listing 300 upstream commits with their files", [], ["--repeat", "2"], False),
-    ("gpu_real_tuning.py", "real Triton FP8 tuning jobs, one per GPU", [], [], True),
+     ["--unit-s", "0.3", "--rounds", "1"], None),
+    ("parse_results.py", "parsing 10,000 benchmark records", [], [], None),
+    ("polling_overhead.py", "agent CPU while 8 tuning jobs run", [], ["--runs", "1"], None),
+    ("sync_commit_listing.py", "listing 300 upstream commits with their files", [], ["--repeat", "2"], None),
+    ("ssh_calls.py", "SSH ledger calls on the shared connection ÷ each on its own (real sshd)", [],
+     ["--rounds", "2"], "sshd"),
+    ("gpu_real_tuning.py", "real Triton FP8 tuning jobs, one per GPU", [], [], "gpu"),
 ]
 BEGIN, END = "<!-- benchmarks:begin -->", "<!-- benchmarks:end -->"
-NO_GPU = "no GPU here (nvidia-smi finds none): not run"
+SKIPPED = "not run here: "
+LACKING = {"gpu": SKIPPED + "no GPU (nvidia-smi finds none)", "sshd": SKIPPED + "no OpenSSH server (sshd)"}
 
 
 def machine() -> str:
@@ -77,7 +80,7 @@ def table(results: list[tuple[str, str, list[Row], int, str]]) -> str:
              "|---|---|---|---|---|---|"]
     for script, what, rows, code, note in results:
         if not rows:  # a GPU benchmark without a GPU, or a script that prints its own figures only
-            verdict = ("skipped" if note.startswith(NO_GPU) else "ran") if code == 0 else f"**failed** (exit {code})"
+            verdict = ("skipped" if note.startswith(SKIPPED) else "ran") if code == 0 else f"**failed** (exit {code})"
             lines.append(f"| `{script}` | {what} | {note} | | | {verdict} |")
             continue
         for i, r in enumerate(rows):
@@ -93,15 +96,15 @@ def main() -> int:
     parser.add_argument("--readme", action="store_true", help="write the table into README.md")
     parser.add_argument("--only", nargs="*", help="run only these scripts (e.g. cli_startup.py)")
     opts = parser.parse_args()
-    gpu = has_gpu()
+    present = {"gpu": has_gpu(), "sshd": bool(shutil.which("sshd") or Path("/usr/sbin/sshd").exists())}
     load_before = os.getloadavg()[0]
     results = []
-    for script, what, full, quick, needs_gpu in BENCHMARKS:
+    for script, what, full, quick, needs in BENCHMARKS:
         if opts.only and script not in opts.only:
             continue
-        if needs_gpu and not gpu:
-            results.append((script, what, [], 0, NO_GPU))
-            print(f"== {script}: skipped, no GPU here", flush=True)
+        if needs and not present[needs]:
+            results.append((script, what, [], 0, LACKING[needs]))
+            print(f"== {script}: skipped, {LACKING[needs]}", flush=True)
             continue
         print(f"== {script}", flush=True)
         rows, code, output, took = run_one(script, quick if opts.quick else full)

@@ -1,0 +1,91 @@
+"""SSH executor ledger calls on the connection they share, beside the same calls each on a connection
+of its own, against a real sshd on loopback.
+
+    .venv/bin/python benchmarks/ssh_calls.py [--rounds 5] [--calls 10]
+
+Each ledger call is one ``ssh`` process, start to exit (here: listing the run's jobs on the host).
+Rounds alternate between the executor as shipped (one shared connection per host,
+tools/jobs/ssh/multiplex.py) and the reference, the same executor told
+``--ssh-option=-oControlMaster=no``, so that load on the machine shows in both. The sshd is a
+throwaway one (tests/services/start_sshd.sh on a free port, stopped at the end). Without ``ssh`` or
+``sshd`` here nothing is measured and the exit status is 2. Goal: a call on the shared connection
+takes at most half as long as one on its own (medians per call). Over a WAN the saving is larger: a
+connection of its own costs round trips for TCP, the key exchange and the login.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.harness import REPO, finish, row  # noqa: E402
+from tools.jobs.ssh.executor import SshExecutor  # noqa: E402
+from tools.jobs.ssh.multiplex import shared_options  # noqa: E402
+
+SERVICES = REPO / "tests" / "services"
+GOAL_RATIO = 0.5
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _per_call(executor: SshExecutor, calls: int) -> float:
+    started = time.perf_counter()
+    for _ in range(calls):
+        executor.jobs()
+    return (time.perf_counter() - started) / calls
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--calls", type=int, default=10, help="ledger calls per round")
+    opts = parser.parse_args()
+    if not shutil.which("ssh") or not (shutil.which("sshd") or Path("/usr/sbin/sshd").exists()):
+        print("not run here: needs OpenSSH's ssh and sshd (Debian: openssh-client openssh-server)")
+        return 2
+    with tempfile.TemporaryDirectory(prefix="dsv4-bench-ssh-") as scratch:
+        work = Path(scratch)
+        env = {**os.environ, "DSV4_SERVICES_DIR": str(work / "services"), "DSV4_SSHD_PORT": str(_free_port())}
+        subprocess.run([str(SERVICES / "start_sshd.sh")], env=env, check=True, capture_output=True, timeout=60)
+        config = ["-F", str(work / "services" / "sshd" / "ssh_config")]
+        shared = SshExecutor("ssh://dsv4-test", work / "shared" / "jobs", ssh_options=config)
+        alone = SshExecutor("ssh://dsv4-test", work / "alone" / "jobs", ssh_options=[*config, "-oControlMaster=no"])
+        try:
+            shared.jobs(), alone.jobs()  # the first call finds the host's python and opens the shared connection
+            samples: dict[str, list[float]] = {"shared": [], "alone": []}
+            for _ in range(opts.rounds):
+                samples["shared"].append(_per_call(shared, opts.calls))
+                samples["alone"].append(_per_call(alone, opts.calls))
+        finally:
+            for executor in (shared, alone):  # the host is this machine: its run folders go
+                subprocess.run(["ssh", *config, "-oControlMaster=no", "dsv4-test",
+                                f"rm -rf -- {shlex.quote(executor.remote_run)}"], capture_output=True, timeout=30)
+            subprocess.run(["ssh", *config, *shared_options("dsv4-test", None, config), "-O", "exit", "dsv4-test"],
+                           capture_output=True, timeout=30)  # the shared connection ends now, not in a minute
+            subprocess.run([str(SERVICES / "stop_sshd.sh")], env=env, capture_output=True, timeout=60)
+    ratios = [s / a for s, a in zip(samples["shared"], samples["alone"], strict=True)]
+    alone_ms = statistics.median(samples["alone"]) * 1000
+    return finish([
+        row("ssh_calls", "ledger call on the shared connection", samples["shared"], "ms",
+            f"own connection {alone_ms:.0f} ms", scale=1000),
+        row("ssh_calls", "shared ÷ own connection, per call", ratios, "x", "same rounds", f"<= {GOAL_RATIO}",
+            GOAL_RATIO),
+    ])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
