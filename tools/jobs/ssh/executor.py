@@ -1,11 +1,11 @@
 """SshExecutor: jobs on another host through the system ``ssh``, ledger kept on that host.
 
 Every operation is one ``ssh HOST python3 -c <remote_ledger.py> OP`` call with a JSON request on
-stdin (see ``remote_ledger.py``), on a connection the calls share (``multiplex.py``). ``launch`` copies the job spec and the standalone ``wrapper.py``
-into ``<remote_root>/<key>/`` and starts it detached there (new session, SIGHUP ignored), so the
-job outlives both the agent and the SSH connection. The remote ledger is the truth: a restarted
-agent (or one on another laptop holding the same run folder) re-attaches by key and never starts
-a second copy. ``poll`` mirrors ``log.txt`` into the local ``job_dir(key)`` incrementally and, once
+stdin (see ``remote_ledger.py``), on a connection the calls share (``multiplex.py``). ``launch``
+copies the job spec and the standalone ``wrapper.py`` into ``<remote_root>/<key>/`` and starts it
+detached there (new session, SIGHUP ignored), so the job outlives both the agent and the SSH
+connection. The remote ledger is the truth: a restarted agent (or one on another laptop holding the
+same run folder) re-attaches by key and never starts a second copy. ``poll`` mirrors ``log.txt`` into the local ``job_dir(key)`` incrementally and, once
 the job has ended, fetches the whole remote job folder (exit.json, result files) once.
 
 Files: the run has a folder of its own on the host (``~/.dsv4-agent/runs/<run>-<tag>``, ledger in

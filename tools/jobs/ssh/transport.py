@@ -127,8 +127,8 @@ class SshTransport:
 
     def _remember_interpreter(self, path: object) -> None:
         """Later calls run the interpreter the first one found by name, by its path: a name the host's
-        PATH resolves through a version manager's shim (pyenv: a chain of shell scripts) cost 0.1 s
-        of CPU per call here, the price of the rest of the call."""
+        PATH resolves through a version manager's shim (pyenv: a chain of shell scripts) cost 0.07 s
+        of CPU and 60 ms per call here, a third of a call on the shared connection."""
         if (os.sep not in self.remote_python and isinstance(path, str) and path.startswith("/")
                 and path.isprintable() and path.strip() == path):
             self.remote_python = path
