@@ -30,6 +30,10 @@ from tools.mtp.verify import VerifyArgs, apply_verification, verify_flags
 REPO = Path(__file__).resolve().parents[1]
 CONFIG = Path(__file__).parent / "fixtures" / "verify" / "deepseek_v4_config.json"
 DSV4 = "deepseek-ai/DeepSeek-V4-Flash"
+# SGLang's import reads about 2 GB of the venv (torch's and CUDA's libraries, some 5,500 modules). With the
+# files cold (after a reboot, or once the kernel reclaimed them) that took 83 s alone here and over 300 s
+# beside the rest of the suite, pytest-timeout's default: the tests that start SGLang get longer.
+COLD_SGLANG = pytest.mark.timeout(900)
 EAGLE_314 = {"--speculative-algorithm": "EAGLE", "--speculative-num-steps": "3", "--speculative-eagle-topk": "1",
              "--speculative-num-draft-tokens": "4"}
 
@@ -52,6 +56,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
                           text=True)
 
 
+@COLD_SGLANG
 def test_mtp_verify_resolves_the_flagship_with_sglang(sglang_python, sglang_wheel_root, checkpoint):
     done = _cli("mtp", "--sglang", str(sglang_wheel_root), "--model", DSV4, "--model-path", str(checkpoint),
                 "--sglang-python", str(sglang_python), "--verify", "--json")
@@ -127,6 +132,7 @@ def verified_campaign(sglang_python, sglang_wheel_root, tmp_path_factory) -> Ver
     return VerifiedCampaign(checkpoint, ctx, outcome.summary, others)
 
 
+@COLD_SGLANG
 def test_the_campaign_verifies_the_exact_serve_argv_before_writing_scripts(verified_campaign):
     run = verified_campaign.ctx.run.path
     assert "mtp: flags verified by SGLang 0.5.23" in verified_campaign.summary
@@ -137,6 +143,7 @@ def test_the_campaign_verifies_the_exact_serve_argv_before_writing_scripts(verif
     assert "args+=(--speculative-num-draft-tokens 4)" in script
 
 
+@COLD_SGLANG
 def test_a_value_sglang_resolves_differently_is_flagged_and_the_resolved_one_used(verified_campaign):
     verification = verified_campaign.others[0]
     assert verification.status == "adjusted"
@@ -148,6 +155,7 @@ def test_a_value_sglang_resolves_differently_is_flagged_and_the_resolved_one_use
     assert "static reading had 5" in applied.resolved_by["--speculative-num-draft-tokens"]
 
 
+@COLD_SGLANG
 def test_sglang_refuses_what_static_reading_lets_through(verified_campaign):
     """Static reading resolves NEXTN to EAGLE before the DeepSeek-V4 check; SGLang 0.5.23 checks first."""
     verification = verified_campaign.others[1]
@@ -159,6 +167,7 @@ def test_sglang_refuses_what_static_reading_lets_through(verified_campaign):
     assert applied.recommended is None and any("rejected by SGLang 0.5.23" in u for u in applied.unknowns)
 
 
+@COLD_SGLANG
 def test_requests_resolved_together_do_not_reach_each_other(verified_campaign):
     """The campaign's flagship, resolved after an adjusted and a refused request, gets the verdict the
     CLI test above gets alone."""
