@@ -18,7 +18,6 @@ import argparse
 import os
 import shlex
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -29,17 +28,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.harness import REPO, finish, row  # noqa: E402
+from tools.jobs.executor import free_local_port  # noqa: E402
 from tools.jobs.ssh.executor import SshExecutor  # noqa: E402
-from tools.jobs.ssh.multiplex import shared_options  # noqa: E402
 
 SERVICES = REPO / "tests" / "services"
 GOAL_RATIO = 0.5
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _per_call(executor: SshExecutor, calls: int) -> float:
@@ -59,7 +52,7 @@ def main() -> int:
         return 2
     with tempfile.TemporaryDirectory(prefix="dsv4-bench-ssh-") as scratch:
         work = Path(scratch)
-        env = {**os.environ, "DSV4_SERVICES_DIR": str(work / "services"), "DSV4_SSHD_PORT": str(_free_port())}
+        env = {**os.environ, "DSV4_SERVICES_DIR": str(work / "services"), "DSV4_SSHD_PORT": str(free_local_port())}
         subprocess.run([str(SERVICES / "start_sshd.sh")], env=env, check=True, capture_output=True, timeout=60)
         config = ["-F", str(work / "services" / "sshd" / "ssh_config")]
         shared = SshExecutor("ssh://dsv4-test", work / "shared" / "jobs", ssh_options=config)
@@ -74,7 +67,7 @@ def main() -> int:
             for executor in (shared, alone):  # the host is this machine: its run folders go
                 subprocess.run(["ssh", *config, "-oControlMaster=no", "dsv4-test",
                                 f"rm -rf -- {shlex.quote(executor.remote_run)}"], capture_output=True, timeout=30)
-            subprocess.run(["ssh", *config, *shared_options("dsv4-test", None, config), "-O", "exit", "dsv4-test"],
+            subprocess.run(["ssh", *config, *shared.shared_connection, "-O", "exit", "dsv4-test"],
                            capture_output=True, timeout=30)  # the shared connection ends now, not in a minute
             subprocess.run([str(SERVICES / "stop_sshd.sh")], env=env, capture_output=True, timeout=60)
     ratios = [s / a for s, a in zip(samples["shared"], samples["alone"], strict=True)]

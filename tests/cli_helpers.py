@@ -22,7 +22,8 @@ def run_cli(*args: str, cwd: Path, env: dict | None = None) -> subprocess.Comple
 
     from agent.cli import app
 
-    leaked = {k: None for k in os.environ if k not in clean_env()}  # the settings clean_env drops
+    kept = clean_env()
+    leaked = {k: None for k in os.environ if k not in kept}  # the settings clean_env drops
     old = os.getcwd()
     os.chdir(cwd)
     try:

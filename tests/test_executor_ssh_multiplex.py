@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import stat
 import subprocess
 import tempfile
@@ -18,17 +17,12 @@ import pytest
 
 from tests.conftest import require_binary
 from tools.base import ToolError
+from tools.jobs.executor import free_local_port
 from tools.jobs.spec import JobSpec
 from tools.jobs.ssh.executor import SshExecutor
 from tools.jobs.ssh.multiplex import MAX_SOCKET_PATH, shared_options
 
 SERVICES = Path(__file__).parent / "services"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture
@@ -44,7 +38,7 @@ def runtime_dir(monkeypatch):
 def own_sshd(tmp_path):
     require_binary("ssh")
     require_binary("sshd")
-    env = {**os.environ, "DSV4_SERVICES_DIR": str(tmp_path / "services"), "DSV4_SSHD_PORT": str(_free_port())}
+    env = {**os.environ, "DSV4_SERVICES_DIR": str(tmp_path / "services"), "DSV4_SSHD_PORT": str(free_local_port())}
     subprocess.run([str(SERVICES / "start_sshd.sh")], env=env, check=True, capture_output=True, timeout=60)
     yield tmp_path / "services" / "sshd", env
     subprocess.run([str(SERVICES / "stop_sshd.sh")], env=env, check=True, capture_output=True, timeout=60)

@@ -35,6 +35,7 @@ from tools.jobs.executor_spec import ExecutorSpec
 from tools.jobs.ledger.state import state_from_snapshot
 from tools.jobs.spec import JobSpec, JobState
 from tools.jobs.ssh.forward import PortForward
+from tools.jobs.ssh.multiplex import shared_options
 from tools.jobs.ssh.paths import RunPathMap
 from tools.jobs.ssh.transport import PROCESSES_SOURCE, OP_TIMEOUT_S, WRAPPER_SOURCE, SshTransport, parse_ssh_target
 
@@ -53,6 +54,7 @@ class SshExecutor(SshTransport):
         self.label = self.url
         self.root = Path(jobs_root)
         self.ssh_options = list(ssh_options or [])
+        self.shared_connection = shared_options(self.destination, self.port, self.ssh_options)
         self.remote_python = self.host_python = remote_python
         self.connect_timeout_s = connect_timeout_s
         self.nvidia_smi = nvidia_smi

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from tools.base import ToolError
 from tools.jobs.executor_spec import ExecutorSpec, ExecutorSpecError
-from tools.jobs.ssh.multiplex import NOT_SHARED, shared_options
+from tools.jobs.ssh.multiplex import NOT_SHARED
 
 HERE = Path(__file__).parent
 WRAPPER_SOURCE = (HERE.parent / "wrapper.py").read_text()
@@ -72,7 +72,7 @@ def _classify_ssh_failure(where: str, stderr: str) -> ToolError:
 
 class SshTransport:
     """What ``SshExecutor`` needs to talk to its host (url, destination, port, ssh_options,
-    connect_timeout_s, remote_python, remote_root are set by it)."""
+    connect_timeout_s, remote_python, remote_root, shared_connection are set by it)."""
 
     url: str
     destination: str
@@ -81,13 +81,14 @@ class SshTransport:
     connect_timeout_s: int
     remote_python: str
     remote_root: str
+    shared_connection: list[str]  # multiplex.shared_options for this host and these options, found once
 
     # -- transport -------------------------------------------------------------------------
     def _ssh_prefix(self, shared: bool = True) -> list[str]:
         """ssh and its options; ``shared``: on the host's shared connection (multiplex.py), else on a
         connection of its own (ssh keeps the first value it reads, so NOT_SHARED goes first)."""
         if shared:
-            argv = ["ssh", *self.ssh_options, *shared_options(self.destination, self.port, self.ssh_options)]
+            argv = ["ssh", *self.ssh_options, *self.shared_connection]
         else:
             argv = ["ssh", *NOT_SHARED, *self.ssh_options]
         argv += ["-o", "BatchMode=yes", "-o", f"ConnectTimeout={self.connect_timeout_s}"]
