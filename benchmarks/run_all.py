@@ -1,12 +1,12 @@
-"""Run every benchmark and print the table the README quotes (with the date and the machine).
+"""Run every benchmark and print the table docs/benchmarks.md quotes (with the date and the machine).
 
-    .venv/bin/python benchmarks/run_all.py [--quick] [--readme] [--only NAME ...]
+    .venv/bin/python benchmarks/run_all.py [--quick] [--write-docs] [--only NAME ...]
 
 Each benchmark runs as its own process (so one's imports and caches never flatter another) and
-hands its rows back through ``$DSV4_BENCH_OUT`` (benchmarks/harness.py). ``--readme`` writes the
-table into README.md between the ``benchmarks:begin`` / ``benchmarks:end`` markers, so the
-README's figures are regenerated, never copied by hand. ``--quick`` passes fewer runs (for a
-smoke check; the README's figures come from a full run). A benchmark that needs a GPU (or an OpenSSH server) is
+hands its rows back through ``$DSV4_BENCH_OUT`` (benchmarks/harness.py). ``--write-docs`` writes
+the table into docs/benchmarks.md between the ``benchmarks:begin`` / ``benchmarks:end`` markers, so
+the figures there are regenerated, never copied by hand. ``--quick`` passes fewer runs (for a
+smoke check; the published figures come from a full run). A benchmark that needs a GPU (or an OpenSSH server) is
 skipped, and says so, where ``nvidia-smi`` finds none (or there is no ``sshd``). Exit 0 only when every goal holds.
 """
 from __future__ import annotations
@@ -93,7 +93,7 @@ def table(results: list[tuple[str, str, list[Row], int, str]]) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="fewer runs each (a smoke check)")
-    parser.add_argument("--readme", action="store_true", help="write the table into README.md")
+    parser.add_argument("--write-docs", action="store_true", help="write the table into docs/benchmarks.md")
     parser.add_argument("--only", nargs="*", help="run only these scripts (e.g. cli_startup.py)")
     opts = parser.parse_args()
     present = {"gpu": has_gpu(), "sshd": bool(shutil.which("sshd") or Path("/usr/sbin/sshd").exists())}
@@ -117,12 +117,12 @@ def main() -> int:
     text = (f"Measured {stamp} on {machine()}, {load}{' (quick runs)' if opts.quick else ''} by "
             f"`benchmarks/run_all.py`:\n\n{table(results)}\n")
     print("\n" + text)
-    if opts.readme:
-        readme = REPO / "README.md"
-        body = readme.read_text()
+    if opts.write_docs:
+        doc = REPO / "docs" / "benchmarks.md"
+        body = doc.read_text()
         head, _, rest = body.partition(BEGIN)
         _, _, tail = rest.partition(END)
-        readme.write_text(f"{head}{BEGIN}\n{text}{END}{tail}")
+        doc.write_text(f"{head}{BEGIN}\n{text}{END}{tail}")
     failed = any(code != 0 for _s, _w, _r, code, _n in results)
     return 1 if failed else 0
 

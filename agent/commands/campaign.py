@@ -109,7 +109,7 @@ def _check_mtp_steps(settings) -> None:
 
 
 def _print_result(view, as_json: bool) -> None:
-    """With --json, stdout holds only the run's result.json (docs/result.schema.json)."""
+    """With --json, stdout holds only the run's result.json (docs/cli-json.schema.json, `$defs/result`)."""
     if as_json and view.run_path is not None:
         from agent.commands.base import print_json
         from agent.runfolder import RunFolder
