@@ -121,3 +121,18 @@ def test_a_checkout_without_the_package_init_is_refused(corpus_checkouts, tmp_pa
     done = _cli("mtp", "--sglang", str(root), "--model", DSV4)
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.count("\n") == 1 and "python/sglang/__init__.py" in done.stderr and "--sglang" in done.stderr
+
+
+def test_a_fallback_whose_helper_is_missing_is_named_so(corpus_checkouts):
+    """The older hooks import the automatic-steps chooser from server_args.py, which the wheel's copy
+    no longer defines: the fallback is there, its helper is not, and the answer says exactly that."""
+    old = infer_mtp(InferMtpArgs(sglang=str(corpus_checkouts["old"]), model="tencent/Hunyuan-X", arch="HYV3ForCausalLM"))
+    assert old.recommended is None
+    why = old.unknowns[-1]
+    assert "no MTP fallback" not in why and "draft-path fallback (python/sglang/srt/arg_groups/speculative_hook.py:" in why
+    assert "auto_choose_speculative_params" in why and "python/sglang/srt/server_args.py does not define it" in why
+    line = int(why.split("(python/sglang/srt/arg_groups/speculative_hook.py:")[2].split(")")[0])
+    cited = (corpus_checkouts["old"] / "python/sglang/srt/arg_groups/speculative_hook.py").read_text().splitlines()
+    assert "import auto_choose_speculative_params" in cited[line - 1]
+    new = infer_mtp(InferMtpArgs(sglang=str(corpus_checkouts["new"]), model="tencent/Hunyuan-X", arch="HYV3ForCausalLM"))
+    assert new.recommended is not None and new.recommended.flags == EAGLE_314  # one commit: the helper is there

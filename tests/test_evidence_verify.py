@@ -25,6 +25,7 @@ from agent.trace import TraceWriter
 from tools.jobs.factory import make_executor
 from tools.mtp.infer import InferMtpArgs, MtpAnswer, infer_mtp
 from tools.mtp.answer import Verification
+from tools.mtp import verify as verify_module
 from tools.mtp.verify import VerifyArgs, apply_verification, verify_flags
 
 REPO = Path(__file__).resolve().parents[1]
@@ -111,7 +112,7 @@ def verified_campaign(sglang_python, sglang_wheel_root, tmp_path_factory) -> Ver
     root = tmp_path_factory.mktemp("verify")
     checkpoint = _checkpoint_in(root)
     ctx = _context(root, checkpoint, str(sglang_python), sglang_wheel_root)
-    real_verify_many, real_run = verify_scripts.verify_many, subprocess.run
+    real_verify_many, real_run = verify_scripts.verify_many, verify_module.run_grouped
     others, started = [], []
 
     def with_two_more_first(requests):
@@ -126,7 +127,7 @@ def verified_campaign(sglang_python, sglang_wheel_root, tmp_path_factory) -> Ver
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(verify_scripts, "verify_many", with_two_more_first)
-        patch.setattr("tools.mtp.verify.subprocess.run", counted)
+        patch.setattr("tools.mtp.verify.run_grouped", counted)
         outcome = _campaign_steps(ctx)
     assert [argv[0] for argv in started].count(str(sglang_python)) == 1  # one SGLang process for all of them
     return VerifiedCampaign(checkpoint, ctx, outcome.summary, others)

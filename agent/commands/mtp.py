@@ -5,10 +5,13 @@ from typing import Annotated, Optional
 
 import typer
 
-from agent.commands.base import EXIT_FAILED, JsonFlag, end_when_written, fail
-from agent.terminal import echo
+import sys
+
+from agent.commands.base import EXIT_FAILED, PROG, JsonFlag, end_when_written, fail
+from agent.terminal import echo, printable
 
 Str = Optional[str]
+LOOKUP_TIMEOUT_S = 10.0  # find_spec in --sglang-python: no SGLang import, so a short wait is plenty
 
 
 def mtp(
@@ -30,12 +33,16 @@ def mtp(
                                                      "dsv4-agent's own version).")] = "0.5.23",
     verify: Annotated[bool, typer.Option("--verify", help=(
         "Have SGLang itself resolve the recommended flags (in --sglang-python, with --model-path's config.json; "
-        "no weights loaded) and show static vs resolved."))] = False,
+        "no weights loaded) and show static vs resolved. Exit 1 when it could not run."))] = False,
+    verify_timeout: Annotated[float, typer.Option("--verify-timeout", metavar="SECONDS", min=1, max=3600, help=(
+        "How long SGLang's resolution may take before its process group is killed (a cold import of SGLang can "
+        "take minutes); finding sglang through --sglang-python gets at most 10 s of it."))] = 600,
     as_json: JsonFlag = False,
 ) -> None:
     """Infer --speculative-* (MTP) flags from SGLang's tests, fixtures and hooks, every value cited.
 
-    Exit 0 answered, 1 nothing could be answered (no architecture and no recipe), 2 bad input.
+    Exit 0 answered, 1 nothing could be answered (no architecture and no recipe) or --verify could not
+    run (the answer is still printed), 2 bad input.
     """
     import gc
 
@@ -44,24 +51,28 @@ def mtp(
 
     try:
         answer = infer_mtp(InferMtpArgs(sglang=sglang, model=model, arch=arch, gpu=gpu, gpus=gpus,
-                                        model_path=model_path, sglang_python=sglang_python, version=sglang_version))
+                                        model_path=model_path, sglang_python=sglang_python, version=sglang_version,
+                                        lookup_timeout_s=min(LOOKUP_TIMEOUT_S, verify_timeout)))
     except ToolError as err:
         fail(str(err))
     # The parse cache holds ~100 MB of syntax trees this process is done with: keep the cyclic collector
     # from walking them again while the answer is verified and written (teardown is skipped below).
     gc.freeze()
     if verify:
-        answer = _verified(answer, sglang_python, model_path)
+        answer = _verified(answer, sglang_python, model_path, verify_timeout)
     if as_json:
         echo(answer.model_dump_json(indent=2))
     else:
         from agent.commands.mtp_table import print_answer
         print_answer(answer)
     nothing = answer.recommended is None and answer.architecture is None and not answer.candidates
-    end_when_written(EXIT_FAILED if nothing else 0)  # skips collecting the parse cache at exit
+    unverified = verify and answer.verification is not None and answer.verification.status == "not_verified"
+    if unverified:  # asked for and not done: say so on stderr too, where a script's log keeps it
+        print(f"{PROG}: --verify could not run: {printable(answer.verification.reason)}", file=sys.stderr, flush=True)
+    end_when_written(EXIT_FAILED if nothing or unverified else 0)  # skips collecting the parse cache at exit
 
 
-def _verified(answer, sglang_python: str, model_path: str | None):
+def _verified(answer, sglang_python: str, model_path: str | None, timeout: float):
     from tools.mtp.answer import Verification
     from tools.mtp.verify import VerifyArgs, apply_verification, verify_flags
 
@@ -70,5 +81,5 @@ def _verified(answer, sglang_python: str, model_path: str | None):
                                     python=sglang_python)
     else:
         verification = verify_flags(VerifyArgs(sglang_python=sglang_python, model_path=model_path,
-                                               flags=answer.recommended.flags))
+                                               flags=answer.recommended.flags, timeout_s=timeout))
     return apply_verification(answer, verification)

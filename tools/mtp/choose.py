@@ -7,13 +7,16 @@ closest to the target hardware wins, then the fewest steps (the most conservativ
 """
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass, field as dc_field
+from pathlib import Path
 
 from tools.mtp.answer import Dropped, Recommendation
 from tools.mtp.pick import ALGO, DRAFT, STEPS, Finding, Judge, Verdict, hardware_score
 from tools.recipes import Recipe
 from tools.source.fields import FieldCatalog
 from tools.source.origin import Origin
+from tools.source.pysource import parse_file
 
 
 @dataclass
@@ -99,31 +102,82 @@ def recommendation(seen: Considered) -> Recommendation:
                           origin=seen.recipe.origin, flag_origins=dict(seen.origins), dropped=list(seen.dropped))
 
 
-def from_hooks(arch: str, judge: Judge) -> tuple[Recommendation | None, list[Finding]]:
-    """No usable recipe: the architecture's MTP head is in the checkpoint and the hooks choose params."""
+def from_hooks(arch: str, judge: Judge, root: Path | None = None,
+               package_dir: Path | None = None) -> tuple[Recommendation | None, list[Finding], str]:
+    """No usable recipe: the architecture's MTP head is in the checkpoint and the hooks choose params.
+    The third value says why there is no recommendation from the hooks, when there is none."""
     undecided: list[Finding] = []
     lookup: list[Finding] = []  # rules for algorithms we do not choose: not findings about the answer
     fallback = [r for r in judge.applying({}, ("draft_path_fallback",), lookup) if r.architectures]
     if not fallback:
-        return None, undecided
+        return None, undecided, "no MTP fallback in the hooks for this architecture"
+    has = f"the hooks give {arch} the draft-path fallback ({fallback[0].origin.cite()})"
     allowed = next((r.values for r in judge.applying({}, ("allowed_algorithms", "requires"), lookup)
                     if r.literal and r.field == "speculative_algorithm"), None)
     family = fallback[0].algorithms or []
     options = [a for a in (allowed or family) if a in family and a != "None"] if family else (allowed or [])
     if not options:
-        return None, undecided
+        return None, undecided, f"{has}, but no algorithm it covers is allowed for {arch}"
     flags: dict[str, str] = {ALGO: options[0]}
     origins: dict[str, Origin] = {ALGO: fallback[0].origin}
     rationale = [f"no usable launch recipe for this model or architecture in the tree; {arch} keeps its MTP draft "
                  f"in the checkpoint ({fallback[0].origin.cite()}), so {options[0]} needs no {DRAFT}"]
     judge.fill_automatic(flags, origins, rationale, undecided)
     if STEPS not in flags:
-        return None, undecided
+        missing = missing_helper(fallback[0].origin, root, package_dir) if root and package_dir else None
+        return None, undecided, f"{has}, but " + (missing or "no automatic steps/topk/draft tokens for it could "
+                                                  "be read from the hooks")
     judge.repair(flags, origins, rationale, undecided)
     verdict = judge.check(flags)
     if verdict.problems:
-        return None, undecided + verdict.undecided
+        text, rule = verdict.problems[0]
+        return None, undecided + verdict.undecided, f"{has}, but its automatic choice breaks a rule: {text} " \
+                                                    f"({rule.origin.cite()})"
     rationale += [f"holds: {r.rule} ({r.origin.cite()})" for r in verdict.holds]
     auto_origin = origins.get(STEPS, fallback[0].origin)
     return Recommendation(flags=flags, env={}, rationale=rationale, origin=auto_origin, flag_origins=origins), \
-        undecided + verdict.undecided
+        undecided + verdict.undecided, ""
+
+
+def missing_helper(at: Origin, root: Path, package_dir: Path) -> str | None:
+    """Where the hook file imports the function that chooses the automatic steps (``steps, topk,
+    tokens = helper(server_args)``) from a module of the tree that does not define it: a tree whose
+    files come from different commits. The words for that, or None."""
+    path = root / at.path
+    try:
+        tree = parse_file(path)[0]
+    except (OSError, SyntaxError, ValueError):
+        return None
+    imported: dict[str, tuple[str, int]] = {}
+    chooser: str | None = None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for alias in node.names:
+                imported[alias.asname or alias.name] = (node.module, node.lineno)
+        elif isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Tuple) \
+                and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name) \
+                and "speculative_num_steps" in ast.unparse(node.targets[0]):
+            chooser = node.value.func.id
+    if chooser is None or chooser not in imported:
+        return None
+    module, line = imported[chooser]
+    parts = module.split(".")
+    if parts[0] != package_dir.name:
+        return None
+    target = package_dir.joinpath(*parts[1:])
+    source = next((c for c in (target.with_suffix(".py"), target / "__init__.py") if c.is_file()), None)
+    where = f"{at.path}:{line}"
+    if source is None:
+        return f"the helper that chooses them, {chooser}, is imported from {module} ({where}), which is not in this tree"
+    try:
+        defined = {n.name for n in parse_file(source)[0].body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        defined |= {a.asname or a.name for n in parse_file(source)[0].body if isinstance(n, ast.ImportFrom)
+                    for a in n.names}
+    except (OSError, SyntaxError, ValueError):
+        return None
+    if chooser in defined:
+        return None
+    rel = source.relative_to(root).as_posix()
+    return (f"the helper that chooses its automatic steps/topk/draft tokens, {chooser}, is imported from {module} "
+            f"({where}) and {rel} does not define it: the tree's files come from different commits (the fallback "
+            f"is there, its helper is not); use a checkout whose files come from one commit")

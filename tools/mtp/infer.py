@@ -43,6 +43,7 @@ class InferMtpArgs(BaseModel):
     model_path: str | None = Field(None, description="Local checkpoint folder holding config.json")
     sglang_python: str = Field("python3", description="Interpreter that has SGLang installed")
     version: str = Field("0.5.23", description="PyPI version used when the source must be downloaded")
+    lookup_timeout_s: float = Field(10, gt=0, description="How long --sglang-python may take to say where sglang is")
 
 
 def _matches_model(recipe: Recipe, model: str) -> bool:
@@ -121,9 +122,11 @@ def infer_mtp(args: InferMtpArgs) -> MtpAnswer:
 
 
 def _infer_mtp(args: InferMtpArgs) -> MtpAnswer:
-    info = resolve_source(ResolveSourceArgs(path=args.sglang, sglang_python=args.sglang_python, version=args.version))
+    info = resolve_source(ResolveSourceArgs(path=args.sglang, sglang_python=args.sglang_python, version=args.version,
+                                            lookup_timeout_s=args.lookup_timeout_s))
     notes: list[str] = []
-    unknowns: list[str] = [f"source lacks {', '.join(info.lacks)}: recipes there were not read"] if info.lacks else []
+    unknowns: list[str] = list(info.notes)
+    unknowns += [f"source lacks {', '.join(info.lacks)}: recipes there were not read"] if info.lacks else []
     fields = _fields(info, unknowns)
     scope = ResearchScope(info.root, info.package_dir)  # the tree is read (hashed) once for both
     constraint_result = extract_constraints(ExtractConstraintsArgs(root=info.root, package_dir=info.package_dir), scope)
@@ -141,7 +144,7 @@ def _infer_mtp(args: InferMtpArgs) -> MtpAnswer:
     vetted = [_candidate(c, vetter, bool(exact)) for c in considered]
     applicable = [r for r in rules if r.applies(arch, None)] if arch else [r for r in rules if r.architectures is None]
     constraints = [Constraint(rule=r.rule, origin=r.origin) for r in applicable if r.kind != "default"]
-    recommended, findings = None, []
+    recommended, findings, no_hooks = None, [], "no MTP fallback in the hooks"
     if arch is None:
         scoped = [r for r in rules if r.needs_architecture()]
         unknowns.append(f"architecture of {args.model} unknown: {len(scoped)} rules in SGLang's hooks depend on it, "
@@ -154,7 +157,7 @@ def _infer_mtp(args: InferMtpArgs) -> MtpAnswer:
             _with_env(recommended, candidate, chosen.recipe, bool(exact))
             recommended.dropped += env_dropped
         else:
-            recommended, findings = from_hooks(arch, judge)
+            recommended, findings, no_hooks = from_hooks(arch, judge, Path(info.root), Path(info.package_dir))
     unknowns += list(dict.fromkeys(f.note() for f in findings))
     if recommended is not None:
         recommended.rationale = notes + recommended.rationale
@@ -163,7 +166,7 @@ def _infer_mtp(args: InferMtpArgs) -> MtpAnswer:
         unknowns.append(f"no evidence for a speculative configuration of {args.model} ({arch}): "
                         + (f"every recipe found breaks a rule ({len(rejected)} rejected, see candidates)"
                            if rejected and len(rejected) == len(considered) else
-                           "no usable recipe in the tree and no MTP fallback in the hooks"))
+                           f"no usable recipe in the tree, and {no_hooks}"))
     return MtpAnswer(model=args.model, architecture=arch,
                      source=SourceRef(kind=info.kind, root=info.root, version=info.version, commit=info.commit),
                      candidates=[c for c, _ in vetted], constraints=constraints,

@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field
 
 from tools.mtp.answer import MtpAnswer, Resolved, Verification
 from tools.mtp.pick import ALGO, DRAFT, STEPS, TOKENS, TOPK
+from tools.source.group_run import run_grouped
 
 SCRIPT = Path(__file__).with_name("verify_flags.py")
 MARKER = "DSV4_VERIFY "
@@ -62,8 +63,18 @@ def _not_verified(reason: str, python: str, argv: list[str] | None = None) -> Ve
 
 
 def _python_missing(python: str) -> str | None:
-    found = shutil.which(python) if os.sep not in python else (python if os.access(python, os.X_OK) else None)
-    return None if found else f"the SGLang interpreter {python!r} was not found (pass --sglang-python PATH)"
+    """Why ``python`` cannot be started, told apart: not there, or there but not a program."""
+    if os.sep not in python:
+        return None if shutil.which(python) else (f"the SGLang interpreter {python!r} was not found on PATH "
+                                                  "(pass --sglang-python PATH)")
+    path = Path(python)
+    if not path.exists():
+        return f"the SGLang interpreter {python!r} was not found (pass --sglang-python PATH)"
+    if path.is_dir() or not os.access(path, os.X_OK):
+        what = "a folder" if path.is_dir() else "not executable"
+        return (f"the SGLang interpreter {python!r} is {what} (chmod +x it, or pass --sglang-python PATH to the "
+                "venv's bin/python)")
+    return None
 
 
 def verify_flags(args: VerifyArgs) -> Verification:
@@ -112,12 +123,12 @@ def _run(python: str, script: Path, argvs: list[list[str]], timeout: float, cwd:
     env = {**os.environ, **OFFLINE, "PYTHONDONTWRITEBYTECODE": "1"}
     request = argvs[0] if len(argvs) == 1 else argvs  # one argv is passed as it always was
     try:
-        done = subprocess.run([python, str(script), json.dumps(request)], capture_output=True, text=True,
-                              timeout=timeout, env=env, cwd=cwd, stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired:
-        return [f"SGLang's resolution did not finish within {timeout:.0f} s"] * len(argvs)
+        done = run_grouped([python, str(script), json.dumps(request)], timeout=timeout, env=env, cwd=cwd)
     except OSError as err:
         return [f"the SGLang interpreter {python!r} could not be started ({err.strerror})"] * len(argvs)
+    if done.timed_out:
+        return [f"SGLang's resolution did not finish within {timeout:g} s (its process group was killed; "
+                "a cold import of SGLang can take minutes: raise --verify-timeout)"] * len(argvs)
     found: dict[int, dict | str] = {}
     for raw in done.stdout.splitlines():
         if raw.startswith(MARKER):

@@ -29,6 +29,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from tools.base import Tool, ToolError
+from tools.source.group_run import run_grouped
 
 # Folders a full checkout has and a wheel lacks; reported so readers know what evidence is missing.
 CHECKOUT_ONLY = ("test/registered", "benchmark/kernels", "docs")
@@ -78,6 +79,8 @@ class ResolveSourceArgs(BaseModel):
                                                 "None = SGLANG_SRC, then the SGLang python, then the wheel")
     sglang_python: str = Field("python3", description="Interpreter that has SGLang installed")
     version: str = Field("0.5.23", description="PyPI version to download when nothing else is found")
+    lookup_timeout_s: float = Field(10, gt=0, description="How long the SGLang interpreter may take to say where "
+                                                         "sglang is (find_spec only: no import)")
 
 
 class SourceInfo(BaseModel):
@@ -88,6 +91,8 @@ class SourceInfo(BaseModel):
     commit: str | None = None
     lacks: list[str] = Field(default_factory=list, description="Evidence folders this source does not have")
     how: str = Field("", description="Which resolution rule picked this source")
+    notes: list[str] = Field(default_factory=list, description="What went wrong on the way (an interpreter "
+                                                               "that did not answer)")
 
 
 def _layout(path: Path) -> tuple[Path, Path] | None:
@@ -147,14 +152,18 @@ def _describe(path: Path, kind_hint: str, how: str) -> SourceInfo:
                       commit=_git_commit(root) if is_checkout else None, lacks=lacks, how=how)
 
 
-def _from_python(python: str) -> Path | None:
+def _from_python(python: str, timeout: float, notes: list[str]) -> Path | None:
     """The folder holding sglang/ for that interpreter, without importing sglang."""
     probe = ("import importlib.util, json; s = importlib.util.find_spec('sglang'); "
              "print(json.dumps(list(s.submodule_search_locations or []) if s else []))")
     try:
-        done = subprocess.run([python, "-c", probe], capture_output=True, text=True, timeout=30)
-    except (FileNotFoundError, PermissionError, subprocess.TimeoutExpired):
+        done = run_grouped([python, "-c", probe], timeout=timeout)
+    except OSError:
         return None  # no such interpreter: fall through to the wheel, as documented
+    if done.timed_out:
+        notes.append(f"the SGLang interpreter {python} did not say where sglang is within {timeout:g} s "
+                     "(its process group was killed); pass --sglang PATH")
+        return None
     if done.returncode != 0:
         return None
     try:
@@ -177,11 +186,14 @@ def resolve_source(args: ResolveSourceArgs) -> SourceInfo:
         if not path.exists():
             raise ToolError(f"SGLANG_SRC={env} does not exist; fix or unset it")
         return _describe(path.resolve(), "package", "env SGLANG_SRC")
-    installed = _from_python(args.sglang_python)
+    notes: list[str] = []
+    installed = _from_python(args.sglang_python, args.lookup_timeout_s, notes)
     if installed is not None:
         return _describe(installed, "package", f"sglang importable by {args.sglang_python}")
     root = ensure_wheel_source(args.version)
-    return _describe(root, "wheel", f"PyPI wheel sglang=={args.version} (cached)")
+    info = _describe(root, "wheel", f"PyPI wheel sglang=={args.version} (cached)")
+    info.notes = notes
+    return info
 
 
 RESOLVE_SOURCE = Tool(name="resolve_source", args=ResolveSourceArgs, run=resolve_source)

@@ -1,0 +1,123 @@
+"""``mtp --verify`` when SGLang's interpreter cannot do its part: it hangs (and has started a child of its
+own), it is not executable, it is not there. Each ends with exit 1 and one line on stderr naming the
+problem, the static answer still printed with ``--json``, and nothing of the interpreter left running.
+The interpreter here is a double: a shell script named as the stand-in it is."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+FIXTURE = Path(__file__).parent / "fixtures" / "evidence" / "checkout"
+CONFIG = Path(__file__).parent / "fixtures" / "verify" / "deepseek_v4_config.json"
+REPO = Path(__file__).resolve().parents[1]
+MODEL = "acme/Moe-Mtp-7B"
+
+
+def _cli(*args: str, timeout: float = 120, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([str(Path(sys.executable).parent / "dsv4-agent"), *args], cwd=REPO, capture_output=True,
+                          text=True, timeout=timeout, env=env)
+
+
+def _checkpoint(tmp_path: Path) -> Path:
+    folder = tmp_path / "checkpoint"
+    folder.mkdir()
+    (folder / "config.json").write_text(CONFIG.read_text())
+    return folder
+
+
+def _hanging_interpreter(tmp_path: Path) -> Path:
+    """Stand-in for --sglang-python that starts a child, records both pids, and never answers."""
+    double = tmp_path / "hanging-sglang-python"
+    double.write_text("#!/bin/sh\n"
+                      f"echo $$ > '{tmp_path}/leader.pid'\n"
+                      "sleep 1000 &\n"
+                      f"echo $! > '{tmp_path}/child.pid'\n"
+                      "wait\n")
+    double.chmod(0o755)
+    return double
+
+
+def _alive_in_group(pgid: int) -> list[int]:
+    """Processes of the group that are still running (a zombie waiting for its reaper is not)."""
+    alive = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            alive.append(int(entry.name))
+    return alive
+
+
+def test_a_hanging_interpreter_is_killed_with_its_children_and_the_run_exits_1(tmp_path):
+    python = _hanging_interpreter(tmp_path)
+    try:
+        # the 60 s bound is a guard against the default 600 s wait: --verify-timeout 5 must be what ends it
+        done = _cli("mtp", "--sglang", str(FIXTURE), "--model", MODEL, "--model-path", str(_checkpoint(tmp_path)),
+                    "--sglang-python", str(python), "--verify", "--verify-timeout", "5", "--json", timeout=60)
+        leader = int((tmp_path / "leader.pid").read_text())
+        assert (tmp_path / "child.pid").exists()  # the double did start its child before it was killed
+        assert _alive_in_group(leader) == [], "the interpreter's group outlived the timeout"
+    finally:
+        if (tmp_path / "leader.pid").exists():  # a failure above must not leave our double running
+            try:
+                os.killpg(int((tmp_path / "leader.pid").read_text()), 9)
+            except ProcessLookupError:
+                pass
+    assert done.returncode == 1, done.stderr
+    answer = json.loads(done.stdout)  # the static answer is still there
+    assert answer["recommended"]["flags"]["--speculative-algorithm"] == "EAGLE"
+    assert answer["verification"]["status"] == "not_verified"
+    assert "did not finish within 5 s" in answer["verification"]["reason"]
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith("dsv4-agent: --verify could not run: ")
+    assert "--verify-timeout" in done.stderr
+
+
+def test_the_source_lookup_through_a_hanging_interpreter_is_bounded_too(tmp_path, sglang_wheel_root):
+    """No --sglang: the hanging interpreter is first asked where sglang is; that ask is cut short,
+    said in the answer, and the wheel is read instead."""
+    python = _hanging_interpreter(tmp_path)
+    env = {k: v for k, v in os.environ.items() if k != "SGLANG_SRC"}
+    try:
+        done = _cli("mtp", "--model", "deepseek-ai/DeepSeek-V4-Flash", "--sglang-python", str(python),
+                    "--model-path", str(_checkpoint(tmp_path)), "--verify", "--verify-timeout", "3", "--json",
+                    timeout=60, env=env)
+        leader = int((tmp_path / "leader.pid").read_text())  # the later (verify) run's leader
+        assert _alive_in_group(leader) == []
+    finally:
+        if (tmp_path / "leader.pid").exists():
+            try:
+                os.killpg(int((tmp_path / "leader.pid").read_text()), 9)
+            except ProcessLookupError:
+                pass
+    assert done.returncode == 1, done.stderr
+    answer = json.loads(done.stdout)
+    assert answer["source"]["kind"] == "wheel"
+    assert any("did not say where sglang is within 3 s" in u for u in answer["unknowns"]), answer["unknowns"]
+
+
+def test_an_interpreter_that_is_not_executable_is_called_so(tmp_path):
+    python = tmp_path / "sglang-python"
+    python.write_text("#!/bin/sh\nexit 0\n")
+    python.chmod(0o644)
+    checkpoint = _checkpoint(tmp_path)
+    done = _cli("mtp", "--sglang", str(FIXTURE), "--model", MODEL, "--model-path", str(checkpoint),
+                "--sglang-python", str(python), "--verify", "--json")
+    assert done.returncode == 1
+    reason = json.loads(done.stdout)["verification"]["reason"]
+    assert "is not executable" in reason and "not found" not in reason and "chmod +x" in reason
+    missing = _cli("mtp", "--sglang", str(FIXTURE), "--model", MODEL, "--model-path", str(checkpoint),
+                   "--sglang-python", str(tmp_path / "nope" / "python"), "--verify", "--json")
+    assert missing.returncode == 1 and "was not found" in missing.stderr and missing.stderr.count("\n") == 1
+
+
+def test_bad_verify_timeouts_are_refused(tmp_path):
+    for value in ("0", "-1", "abc", "99999"):
+        done = _cli("mtp", "--sglang", str(FIXTURE), "--model", MODEL, "--verify", "--verify-timeout", value)
+        assert done.returncode == 2 and done.stdout == "" and "--verify-timeout" in done.stderr, (value, done.stderr)
