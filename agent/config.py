@@ -10,6 +10,7 @@ written: ``public_dump`` redacts them for ``config.json``.
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -26,6 +27,7 @@ from tools.scripts.models import ConcurrencyLevels
 from tools.scripts.trust import check_allowed_flags
 
 CONFIG_FILE = "dsv4-agent.toml"
+_SHAPE = re.compile(r"^0*[1-9][0-9]*\s*[,x]\s*0*[1-9][0-9]*$")
 ENV_PREFIX = "DSV4_"
 CONFIG_ENV = "DSV4_CONFIG"  # names the config file, like --config; not a setting itself
 
@@ -46,6 +48,8 @@ class Settings(BaseSettings):
 
     model: str = Field("deepseek-ai/DeepSeek-V4-Flash", description="HF id or local path of the served model")
     model_path: str | None = Field(None, description="Local checkpoint folder (config.json, tokenizer)")
+    arch: str | None = Field(None, description="Model architecture class (e.g. DeepseekV4ForCausalLM) when no "
+                             "config.json is given; else read from it or matched from the model id")
     sglang_src: str | None = Field(None, description="SGLang checkout or package dir; else auto-resolved")
     sglang_version: str = Field("0.5.23", description="PyPI version used when the source must be downloaded")
     sglang_python: str = Field("python3", description="Interpreter that has SGLang installed")
@@ -127,14 +131,27 @@ class Settings(BaseSettings):
     @classmethod
     def _integer_list(cls, raw: Any) -> Any:
         words = _split_words(raw)
-        if isinstance(words, list) and any(isinstance(w, str) and not w.strip().lstrip("-").isdigit() for w in words):
-            raise ValueError(f"takes integers separated by commas, e.g. 0,1,2,3 (got {raw!r})")
+        bad = [w for w in words if isinstance(w, str) and not w.strip().isdigit()] if isinstance(words, list) else []
+        if bad:
+            raise ValueError(f"takes concurrency levels (whole numbers of 1 or more) separated by commas, e.g. 1,8,16; "
+                             f"{_entry(bad[0])} is not one")
         return words
 
-    @field_validator("ssh_options", "shapes", "mtp_steps", mode="before")
+    @field_validator("ssh_options", "mtp_steps", mode="before")
     @classmethod
     def _word_list(cls, raw: Any) -> Any:
         return _split_words(raw)
+
+    @field_validator("shapes", mode="before")
+    @classmethod
+    def _shape_list(cls, raw: Any) -> Any:
+        # One N,K per entry: a string from the environment or the file holds entries separated by spaces.
+        shapes = raw.split() if isinstance(raw, str) else raw
+        bad = [s for s in shapes or [] if isinstance(s, str) and not _SHAPE.match(s.strip())]
+        if bad:
+            raise ValueError(f"takes one GEMM shape N,K (two whole numbers of 1 or more) per entry, e.g. "
+                             f"--shapes 4096,7168 --shapes 7168,2048; {_entry(bad[0])} is not one")
+        return shapes
 
     @classmethod
     def settings_customise_sources(cls, settings_cls, init_settings, env_settings, dotenv_settings,
@@ -167,9 +184,16 @@ def parse_gpu_list(raw: str) -> list[int]:
     entries = [e.strip() for e in raw.split(",")] if "," in raw else raw.split()
     bad = [e for e in entries if not e.isdigit()]
     if bad or not entries:
-        what = "an empty entry" if "" in bad else (f"{bad[0]!r}, which is not a GPU index" if bad else "nothing")
-        raise ValueError(f"takes integers separated by commas, e.g. 0,1,2,3 (got {raw!r}: {what})")
+        what = (f"{raw!r} has an empty entry" if "" in bad else f"{_entry(bad[0])} is not one" if bad
+                else "it was given empty")
+        raise ValueError(f"takes GPU indices (0 or more, as nvidia-smi numbers them) separated by commas, "
+                         f"e.g. 0,1,2,3; {what}")
     return [int(e) for e in entries]
+
+
+def _entry(word: str) -> str:
+    """A bad list entry, named once: ``'-1'``, or ``'a'``."""
+    return repr(word.strip())
 
 
 class _Environment(EnvSettingsSource):

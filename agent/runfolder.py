@@ -10,6 +10,7 @@ import fcntl
 import json
 import os
 import re
+import shlex
 import shutil
 import time
 from datetime import datetime, timezone
@@ -69,9 +70,10 @@ class RunFolder:
         for path in candidates:
             if (path / "config.json").exists():
                 return cls(path)
+        listing = "dsv4-agent runs" + ("" if str(runs_dir) == "runs" else f" --runs-dir {shlex.quote(str(runs_dir))}")
         raise RunFolderError(f"no run {ref!r} (looked for a folder with config.json at "
                              f"{', '.join(str(c) for c in candidates) or runs_dir}); "
-                             "`ls runs/` shows the runs")
+                             f"`{listing}` lists the runs")
 
     # -- files ---------------------------------------------------------------------------------
     def file(self, relative: str) -> Path:

@@ -51,12 +51,73 @@ def test_unknown_executor_leaves_no_run_behind(tmp_path: Path):
 
 def test_bad_gpu_list(tmp_path: Path):
     out = run_cli("tune kernels", "--gpus", "zero", cwd=tmp_path)
-    assert out.returncode == 2 and "--gpus takes integers" in out.stderr
+    assert out.returncode == 2 and "--gpus takes GPU indices" in out.stderr and "'zero' is not one" in out.stderr
 
 
 def test_resume_of_a_missing_run(tmp_path: Path):
     out = run_cli("resume", "nope", cwd=tmp_path)
-    assert out.returncode == 2 and "no run 'nope'" in out.stderr
+    assert out.returncode == 2 and "no run 'nope'" in out.stderr and "`dsv4-agent runs` lists the runs" in out.stderr
+    elsewhere = run_cli("status", "nope", "--runs-dir", "old runs", cwd=tmp_path)
+    assert elsewhere.returncode == 2 and "`dsv4-agent runs --runs-dir 'old runs'`" in elsewhere.stderr
+
+
+NO_GPU = {"PATH": "/usr/bin:/bin"}  # no nvidia-smi: the campaign would plan for a target
+
+
+def _refused_before_a_run(out, tmp_path: Path, *words: str) -> str:
+    """Exit 2, one line starting with the tool's name that holds ``words``, and no run folder anywhere."""
+    assert out.returncode == 2, out.stdout[-2000:] + out.stderr
+    line = out.stderr.strip()
+    assert line.startswith("dsv4-agent: ") and len(line.splitlines()) == 1, line
+    for word in words:
+        assert word in line, (word, line)
+    runs = tmp_path / "runs"
+    assert not runs.exists() or list(runs.iterdir()) == [], list(runs.iterdir())
+    return line
+
+
+def test_an_sglang_path_that_does_not_exist_or_holds_no_sglang(tmp_path: Path):
+    out = run_cli("tune kernels", "--sglang", str(tmp_path / "nowhere"), cwd=tmp_path, env=NO_GPU)
+    _refused_before_a_run(out, tmp_path, f"--sglang {tmp_path / 'nowhere'} does not exist", "pass --sglang DIR")
+    (tmp_path / "plain").mkdir()
+    out = run_cli("enable MTP", "--sglang", str(tmp_path / "plain"), cwd=tmp_path, env=NO_GPU)
+    _refused_before_a_run(out, tmp_path, "--sglang ", "is not an SGLang source", "pass --sglang PATH")
+
+
+def test_an_mtp_goal_for_a_model_without_speculative_evidence(tmp_path: Path, sglang_wheel_root: Path):
+    tree = ["--sglang", str(sglang_wheel_root)]
+    out = run_cli("enable MTP", "--model", "nonsense/model", *tree, cwd=tmp_path, env=NO_GPU)
+    line = _refused_before_a_run(out, tmp_path, "the goal asks for MTP", "no speculative evidence for nonsense/model",
+                                 "SGLang 0.5.23", "searched its launch recipes", "--arch CLASS",
+                                 "--model-path DIR", "a goal without MTP")
+    assert str(sglang_wheel_root) in line  # the tree that was searched
+    empty = tmp_path / "ckpt"
+    empty.mkdir()
+    out = run_cli("enable MTP", "--model", "nonsense/model", "--model-path", str(empty), *tree, cwd=tmp_path,
+                  env=NO_GPU)
+    _refused_before_a_run(out, tmp_path, f"--model-path {empty} has no config.json")
+    # the fixes it names work: the architecture given, or a goal without MTP
+    arch = run_cli("enable MTP", "--model", "nonsense/model", "--arch", "DeepseekV4ForCausalLM", *tree,
+                   "--runs-dir", "arch", cwd=tmp_path, env=NO_GPU)
+    assert arch.returncode == 0, arch.stdout[-2000:] + arch.stderr
+    assert "--speculative-algorithm" in next((tmp_path / "arch").glob("*/serve_mtp.sh")).read_text()
+    other = run_cli("tune kernels", "--model", "nonsense/model", *tree, "--runs-dir", "other", cwd=tmp_path,
+                    env=NO_GPU)
+    assert other.returncode == 0, other.stdout[-2000:] + other.stderr
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--tp", "3"], ["--tp 3 does not divide the target's 8 GPUs", "(1, 2, 4, 8)", "--target-gpus N"]),
+    (["--tp", "4", "--target-gpus", "6"], ["--tp 4 does not divide the target's 6 GPUs", "(1, 2, 3, 6)"]),
+    (["--gpus", "-1"], ["--gpus takes GPU indices", "e.g. 0,1,2,3; '-1' is not one"]),
+    (["--gpus", "0,,1"], ["--gpus takes GPU indices", "'0,,1' has an empty entry"]),
+    (["--concurrency", "1,x"], ["--concurrency takes concurrency levels", "e.g. 1,8,16; 'x' is not one"]),
+    (["--concurrency", "0"], ["--concurrency takes concurrency levels of 1 or more", "0 is not one"]),
+    (["--shapes", "4096"], ["--shapes takes one GEMM shape N,K", "'4096' is not one"]),
+])
+def test_bad_gpu_layouts_and_lists_in_plain_words(tmp_path: Path, args: list[str], words: list[str]):
+    line = _refused_before_a_run(run_cli("tune kernels", *args, cwd=tmp_path, env=NO_GPU), tmp_path, *words)
+    assert "got '" not in line  # the value is named once, not echoed twice
 
 
 def _fake_run(tmp_path: Path, result: dict | None, trace: str) -> Path:

@@ -73,5 +73,5 @@ def test_bad_values_name_the_setting_and_its_source(tmp_path: Path):
         load_settings({}, cwd=tmp_path, environ={})
     with pytest.raises(SettingsError, match="concurrency"):
         load_settings({"concurrency": [0]}, cwd=tmp_path / "none", environ={})
-    with pytest.raises(SettingsError, match=r"^--gpus takes integers separated by commas"):
+    with pytest.raises(SettingsError, match=r"^--gpus takes GPU indices .* separated by commas, e\.g\. 0,1,2,3; 'x' is not one$"):
         load_settings({"gpus": "0,x"}, cwd=tmp_path / "none", environ={}, flags={"gpus": "--gpus"})

@@ -59,7 +59,8 @@ def test_a_busy_gpu_is_refused_naming_who_holds_it(tmp_path):
 @pytest.mark.parametrize("request_args, message", [
     (["--gpus", "5"], "--gpus names GPU 5, which is not a GPU here; GPUs here: 0 (NVIDIA A100-SXM4-80GB), "
                       "1 (NVIDIA A100-SXM4-80GB)"),
-    (["--gpus", "-1"], "--gpus takes integers separated by commas"),
+    (["--gpus", "-1"], "--gpus takes GPU indices (0 or more, as nvidia-smi numbers them) separated by commas"),
+    (["--tp", "2", "--gpus", "0"], "--tp 2 needs 2 GPUs, but 1 are chosen"),
     (["--gpus", "0,,9"], "an empty entry"),
     (["--gpus", "1,1"], "more than once"),
     (["--tp", "4"], "--tp 4 needs 4 GPUs, but 2 are chosen"),

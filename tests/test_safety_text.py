@@ -69,6 +69,6 @@ def test_the_live_view_escapes_what_it_quotes(tmp_path):
     source = tmp_path / "sglang\x1b[31m"
     (source / "sglang").mkdir(parents=True)
     (source / "sglang" / "__init__.py").write_text("")
-    out = run_cli("enable MTP", "--sglang", str(source), cwd=tmp_path, env={"PATH": "/usr/bin:/bin"})
+    out = run_cli("tune kernels", "--sglang", str(source), cwd=tmp_path, env={"PATH": "/usr/bin:/bin"})
     assert "\x1b" not in out.stdout and "sglang\\x1b[31m" in out.stdout, out.stdout
     assert only_run(tmp_path).exists()

@@ -2,10 +2,11 @@
 against the GPUs that exist where the jobs run (``tools/gpus.py``).
 
 A request that cannot be met is a usage error (``GpuRequestError``: the CLI exits 2 naming the
-GPUs that exist): an index that is not there, the same GPU twice, a TP larger than the GPUs, or a
-GPU someone else is using (named with who holds it) unless ``--allow-busy-gpus``. On a machine
-without GPUs the campaign plans for a target: ``--gpus`` lists the target's GPUs, or
-``--target-gpus N`` gives their count; with neither, an 8-GPU node is assumed and said so.
+GPUs that exist): an index that is not there, the same GPU twice, a TP larger than the GPUs or
+not dividing them, or a GPU someone else is using (named with who holds it) unless
+``--allow-busy-gpus``. On a machine without GPUs the campaign plans for a target: ``--gpus``
+lists the target's GPUs, or ``--target-gpus N`` gives their count; with neither, an 8-GPU node is
+assumed and said so.
 """
 from __future__ import annotations
 
@@ -74,8 +75,19 @@ def choose_gpus(found: DetectGpusResult, *, wanted: list[int] | None, tp: int | 
         raise GpuRequestError(f"--tp {tp} needs {tp} GPUs, but {len(chosen) * nodes} are chosen "
                               f"({_listing(chosen)}{f' on each of {nodes} nodes' if nodes > 1 else ''}); "
                               f"lower --tp or choose more GPUs with --gpus")
+    _check_divides(tp, len(chosen) * nodes, f"the {len(chosen) * nodes} chosen GPUs", "choose GPUs with --gpus")
     notes = [found.note] if found.note else []
     return GpuChoice(gpus=chosen, planned=[g.index for g in chosen], tp=tp or len(chosen), notes=notes)
+
+
+def _check_divides(tp: int | None, count: int, what: str, other: str) -> None:
+    """SGLang's single-node server takes TP GPUs of those it sees: a TP that does not divide them leaves
+    some idle, and no layout of whole servers uses them all."""
+    if tp is None or count % tp == 0:
+        return
+    divisors = ", ".join(str(d) for d in range(1, count + 1) if count % d == 0)
+    raise GpuRequestError(f"--tp {tp} does not divide {what} ({count % tp} would sit idle); pass a --tp that "
+                          f"divides {count} ({divisors}), or {other} so that {tp} divides their number")
 
 
 def _plan_without_gpus(wanted: list[int] | None, tp: int | None, nodes: int, target_gpus: int | None,
@@ -93,6 +105,8 @@ def _plan_without_gpus(wanted: list[int] | None, tp: int | None, nodes: int, tar
     if tp is not None and tp > count * nodes:
         raise GpuRequestError(f"--tp {tp} needs {tp} GPUs, but the target has {count * nodes}; lower --tp or "
                               "raise --target-gpus")
+    _check_divides(tp, count * nodes, f"the target's {count * nodes} GPUs", "give the target's GPU count with "
+                   "--target-gpus N")
     chosen_tp = tp or count
     notes.append(f"assumed TP {chosen_tp} ({'--tp' if tp else f'{count} target GPUs'}); the scripts take TP and "
                  "GPUS from the environment when set")

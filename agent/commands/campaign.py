@@ -47,10 +47,13 @@ def run(goal: Goal, config: ConfigFile = None, as_json: JsonFlag = False, **sett
     view = LiveView(to_stderr=as_json)
     try:
         chosen = load_settings(settings, config=config, flags=flag_names(RUN_OPTIONS))
-        if not chosen.llm_base_url:
-            plan_goal(goal, pull=chosen.pull)  # refuse an unusable goal before writing anything
-        if chosen.mtp_steps:
-            _check_mtp_steps(chosen)  # a setting a hook forbids is refused before a run folder exists
+        steps = [] if chosen.llm_base_url else plan_goal(goal, pull=chosen.pull)[0]  # an unusable goal: refused
+        # Refused before a run folder exists: an SGLang path that holds none, an MTP goal with no evidence
+        # to measure, a setting a hook forbids.
+        _check_sglang_path(chosen)
+        wants_mtp = any(step.kind == "infer_mtp" for step in steps)
+        if chosen.mtp_steps or wants_mtp:
+            _check_mtp(chosen, wants_mtp)
         code = start(chosen, goal, view)
     except (SettingsError, GoalError, CampaignError, RunFolderError) as err:
         fail(str(err))
@@ -86,8 +89,29 @@ def resume(run: RunRef, runs_dir: RunsDir = "runs", retry_failed: RetryFailed = 
     end_when_written(code)
 
 
-def _check_mtp_steps(settings) -> None:
-    """Each --mtp-steps entry against the rules of the tree this run will read (the plan checks the same)."""
+def _check_sglang_path(settings) -> None:
+    """``--sglang`` must hold SGLang where it is read: here, unless the jobs run over SSH (a path there)."""
+    if not settings.sglang_src or settings.executor.kind == "ssh":
+        return
+    from pathlib import Path
+
+    from tools.base import ToolError
+    from tools.source.resolve import ResolveSourceArgs, resolve_source
+
+    path = Path(settings.sglang_src).expanduser()
+    if not path.exists():
+        fail(f"--sglang {settings.sglang_src} does not exist; pass --sglang DIR (an SGLang checkout, or the folder "
+             "holding the sglang package), or leave it out to find SGLang automatically")
+    try:
+        resolve_source(ResolveSourceArgs(path=str(path), sglang_python=settings.sglang_python,
+                                         version=settings.sglang_version))
+    except ToolError as err:
+        fail(f"--sglang {settings.sglang_src}: {err}")
+
+
+def _check_mtp(settings, wants_mtp: bool) -> None:
+    """The MTP evidence this run will read, before it starts: a goal asking for MTP needs a setting to
+    measure, and each --mtp-steps entry must pass the rules of the tree (the plan checks the same)."""
     from pathlib import Path
 
     from agent.steps.measure_plan import hook_rules
@@ -98,14 +122,47 @@ def _check_mtp_steps(settings) -> None:
     try:
         for entry in settings.mtp_steps:
             parse_user_setting(entry)
-        answer = infer_mtp(InferMtpArgs(sglang=settings.sglang_src, model=settings.model,
+        answer = infer_mtp(InferMtpArgs(sglang=settings.sglang_src, model=settings.model, arch=settings.arch,
                                         model_path=settings.model_path, sglang_python=settings.sglang_python,
                                         version=settings.sglang_version))
+    except ToolError as err:
+        if settings.executor.kind == "ssh" and not settings.mtp_steps:
+            return  # the tree may be a path on the GPU host; the campaign says what it finds
+        fail(str(err))
+    if wants_mtp and answer.recommended is None and not settings.mtp_steps:
+        fail(no_mtp_evidence(answer, settings))
+    if not settings.mtp_steps:
+        return
+    try:
         rules = hook_rules(Path(answer.source.root))
         known, _notes = evidence_choices(answer, rules)
         user_choices(settings.mtp_steps, answer, rules, known)
     except ToolError as err:
         fail(str(err))
+
+
+def no_mtp_evidence(answer, settings) -> str:
+    """One line: what was searched for the model's speculative settings, and the ways on."""
+    source = answer.source
+    tree = f"SGLang {source.version or '(version unknown)'} ({source.kind} at {source.root})"
+    searched = "its launch recipes with speculative flags and its argument hooks"
+    if answer.architecture is None:
+        given = [f"--model-path {settings.model_path} has no config.json"] if settings.model_path else \
+            ["no --model-path with a config.json"]
+        why = (f"the architecture of {settings.model} is unknown ({given[0]}, no --arch, and no model in the tree "
+               "matches its name)")
+        fix = ("pass --arch CLASS (e.g. DeepseekV4ForCausalLM) or --model-path DIR holding its config.json, "
+               "or run a goal without MTP (e.g. \"tune kernels\" or \"benchmark\")")
+    else:
+        rejected = [c for c in answer.candidates if c.rejected]
+        why = (f"every recipe for {answer.architecture} breaks a rule of the hooks ({len(rejected)} rejected)"
+               if rejected and len(rejected) == len(answer.candidates) else
+               f"no recipe for {settings.model} or its architecture {answer.architecture}, and no MTP default in "
+               "the hooks")
+        fix = (f"`dsv4-agent mtp {settings.model}` shows the evidence; give --mtp-steps to measure settings of your "
+               "own, or run a goal without MTP (e.g. \"tune kernels\" or \"benchmark\")")
+    return f"the goal asks for MTP, but {tree} has no speculative evidence for {settings.model}: searched {searched}; " \
+           f"{why}; {fix}"
 
 
 def _print_result(view, as_json: bool) -> None:

@@ -45,6 +45,8 @@ O = SettingOption
 OPTIONS: dict[str, SettingOption] = {o.field: o for o in [
     O("model", "--model", "Model id or path [deepseek-ai/DeepSeek-V4-Flash].", MODEL, "ID"),
     O("model_path", "--model-path", "Local checkpoint folder (config.json, tokenizer).", MODEL, "DIR"),
+    O("arch", "--arch", "Model architecture, e.g. DeepseekV4ForCausalLM, for the MTP evidence when --model-path "
+      "has no config.json [read from it, else matched from the model id].", MODEL, "CLASS"),
     O("tokenizer", "--tokenizer", "Local tokenizer for offline benchmarks.", MODEL, "DIR"),
     O("sglang_src", "--sglang", "SGLang checkout or package folder [found automatically].", SGLANG, "DIR"),
     O("sglang_python", "--sglang-python", "Interpreter with SGLang installed [python3].", SGLANG, "PYTHON"),

@@ -16,7 +16,7 @@ def run(ctx: StepContext, step: PlanStep) -> StepOutcome:
     settings = ctx.settings
     args = InferMtpArgs(
         sglang=str(ctx.sglang_root) if ctx.sglang_root else settings.sglang_src,
-        model=settings.model, model_path=settings.model_path, arch=step.params.get("arch"),
+        model=settings.model, model_path=settings.model_path, arch=step.params.get("arch") or settings.arch,
         gpu=ctx.gpus[0].name if ctx.gpus else None, gpus=len(ctx.gpus) or None,
         sglang_python=settings.sglang_python, version=settings.sglang_version)
     try:

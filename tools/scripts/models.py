@@ -15,8 +15,10 @@ from tools.measure.accuracy import AccuracyPlan
 
 
 def _positive_levels(values: list[int]) -> list[int]:
-    if not values or any(v < 1 for v in values):
-        raise ValueError("concurrency levels must be positive integers, e.g. 1 8 16")
+    if not values:
+        raise ValueError("takes concurrency levels separated by commas, e.g. 1,8,16; none was given")
+    if any(v < 1 for v in values):
+        raise ValueError(f"takes concurrency levels of 1 or more, e.g. 1,8,16; {min(values)} is not one")
     return values
 
 
