@@ -17,6 +17,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from agent.llm.budget import BudgetExhausted
+from agent.checkpoint import CheckpointError, checkpoint_to_rebuild, set_checkpoint_aside
 from agent.config import Settings
 from agent.interrupts import Interrupted, SignalWatch, invoke_responsively
 from agent.live import LiveView
@@ -160,31 +161,23 @@ def start(settings: Settings, goal: str, view: LiveView | None = None) -> int:
     return _drive_and_let_go(rt, "attempt-1", True, view)
 
 
-def resume(ref: str, runs_dir: str, overrides: dict, view: LiveView | None = None, retry_failed: bool = False) -> int:
+def resume(ref: str, runs_dir: str, overrides: dict, view: LiveView | None = None, retry_failed: bool = False,
+           rebuild_checkpoint: bool = False) -> int:
     view = view or LiveView(force_plain=True)
-    try:
-        run = RunFolder.find(ref, runs_dir)
-    except RunFolderError as err:
-        raise CampaignError(str(err)) from None
-    result = run.result
-    if result is not None and result.get("status") == "finished":
-        raise CampaignError(f"run {run.path.name} already finished; start a new run "
-                            f"or inspect it with `dsv4-agent status {run.path}`")
-    try:
-        run.lock()
-    except RunFolderError as err:
-        raise CampaignError(str(err)) from None
-    try:
-        events = read_trace(run.trace_path).events if run.trace_path.exists() else []
-    except TraceError as err:
-        run.unlock()
-        raise CampaignError(f"cannot resume {run.path.name}: {err}") from None
+    run, result, events = _locked_run(ref, runs_dir)
     started = bool(events)
     recorded = run.read_json("config.json")
     if result is None and events and events[-1]["type"] == "run_finished":
         result = _complete_finish(run, events[-1], recorded)  # killed between the event and result.json
+    try:
+        damaged = checkpoint_to_rebuild(run, events, rebuild_checkpoint)
+    except CheckpointError as err:
+        run.unlock()
+        raise CampaignError(str(err)) from None
     settings = _resume_settings(run, recorded, overrides)
     rt = _open_runtime(run, settings, recorded["goal"], view)  # refuses a bad executor before any change
+    if damaged:
+        set_checkpoint_aside(run)
     if not started:  # the agent died after config.json, before its first event: the run starts over
         return _start_over(rt, recorded["goal"], view)
     attempts = sorted(run.path.glob("result.attempt-*.json"))
@@ -199,7 +192,7 @@ def resume(ref: str, runs_dir: str, overrides: dict, view: LiveView | None = Non
     retried = attempts_lib.retry_failed(rt.executor) if retry_failed else []
     dropped = rt.trace.dropped
     rt.trace.emit("run_resumed", "control", run=run.path.name, thread=thread, after=(result or {}).get("status"),
-                  changed={k: settings.public_dump()[k] for k in changed},
+                  rebuilt_checkpoint=damaged, changed={k: settings.public_dump()[k] for k in changed},
                   previous={k: recorded["settings"].get(k) for k in changed}, retry_granted=retried,
                   dropped_tail={"bytes": dropped.size, "lines": dropped.lines, "why": dropped.why} if dropped else None,
                   seq_gaps=[g.describe() for g in rt.trace.gaps])
@@ -207,7 +200,35 @@ def resume(ref: str, runs_dir: str, overrides: dict, view: LiveView | None = Non
     for problem in ([f"cut off what the crash left at the end of the trace: {dropped.describe()}"] if dropped else []) \
             + [f"the trace has a sequence gap: {g.describe()}" for g in rt.trace.gaps]:
         rt.say(f"[control] note: {problem}")
-    return _drive_and_let_go(rt, thread, result is not None, view)
+    if damaged:
+        rt.say("[control] the damaged checkpoint was set aside: the run's progress is re-derived from its step "
+               "outcomes and job ledgers (finished steps reused, running jobs re-attached)")
+    return _drive_and_let_go(rt, thread, result is not None or bool(damaged), view)
+
+
+def _locked_run(ref: str, runs_dir: str) -> tuple[RunFolder, dict | None, list[dict]]:
+    """The run to resume, locked, with its result (None: none yet) and its trace's good events."""
+    try:
+        run = RunFolder.find(ref, runs_dir)
+    except RunFolderError as err:
+        raise CampaignError(str(err)) from None
+    try:
+        result = run.result
+    except RunFolderError as err:
+        raise CampaignError(f"cannot resume {run.path.name}: {err}") from None
+    if result is not None and result.get("status") == "finished":
+        raise CampaignError(f"run {run.path.name} already finished; start a new run "
+                            f"or inspect it with `dsv4-agent status {run.path}`")
+    try:
+        run.lock()
+    except RunFolderError as err:
+        raise CampaignError(str(err)) from None
+    try:
+        events = read_trace(run.trace_path).events if run.trace_path.exists() else []
+    except TraceError as err:
+        run.unlock()
+        raise CampaignError(f"cannot resume {run.path.name}: {err}") from None
+    return run, result, events
 
 
 def _drive_and_let_go(rt: Runtime, thread_id: str, fresh: bool, view: LiveView) -> int:

@@ -1,4 +1,7 @@
-"""How a campaign takes SIGINT and SIGTERM: the first asks it to stop, a second means stop now.
+"""How a campaign takes SIGINT, SIGTERM and SIGHUP: the first asks it to stop, a second means stop now.
+
+SIGHUP (the terminal closed, an SSH session dropped) is taken as SIGTERM is: the jobs are detached
+(their own sessions, SIGHUP ignored) and run on, the run ends ``interrupted`` and ``resume`` goes on.
 
 The handlers never raise. An exception raised by a handler lands between two bytecodes of
 whatever the main thread is doing, which may be a trace write (a torn event, a reused sequence
@@ -19,11 +22,11 @@ from typing import Callable, TypeVar
 from tools.stop import request_stop
 
 T = TypeVar("T")
-SIGNALS = (signal.SIGINT, signal.SIGTERM)
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 class Interrupted(BaseException):
-    """SIGINT/SIGTERM reached the agent (BaseException so no step can swallow it)."""
+    """SIGINT/SIGTERM/SIGHUP reached the agent (BaseException so no step can swallow it)."""
 
 
 class SignalWatch:

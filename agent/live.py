@@ -5,8 +5,8 @@ above it: the time since the campaign started, what each lane is doing, and one 
 (tuning jobs, servers, benchmark points) with its GPUs, status, a progress bar where the job
 reports units (tuning units per GPU, benchmark points per variant), its elapsed time and an ETA
 from its rate so far. Elsewhere (CI, pipes) it prints plain lines: a job launched or finished,
-an error, and progress at each quarter of a job's units. A closed pipe (``| head``) silences the
-output and the campaign goes on.
+an error, and progress at each quarter of a job's units. A closed pipe (``| head``) or a closed
+terminal (SIGHUP, then EIO on every write) silences the output and the campaign goes on.
 """
 from __future__ import annotations
 
@@ -67,12 +67,12 @@ class LiveView:
     # -- inputs ----------------------------------------------------------------------------
     def say(self, line: str) -> None:
         line = printable(redact_text(line))  # lines quote repos, logs, the LLM and settings: no controls, no secrets
-        if self._live is not None:
-            self._live.console.print(line, markup=False, highlight=False)
-            return
         try:
-            print(line, file=self.stream, flush=True)
-        except BrokenPipeError:  # `dsv4-agent ... | head`: the reader left; the campaign goes on
+            if self._live is not None:
+                self._live.console.print(line, markup=False, highlight=False)
+            else:
+                print(line, file=self.stream, flush=True)
+        except OSError:  # `| head` left (EPIPE), or the terminal was closed (EIO): the campaign goes on
             self._silence()
 
     def _silence(self) -> None:
@@ -167,10 +167,11 @@ class LiveView:
         return self
 
     def __exit__(self, *exc) -> None:
-        if self._live is not None:
-            self._live.__exit__(*exc)
-            self._live = None
         try:
+            if self._live is not None:
+                self._live.__exit__(*exc)
             self.stream.flush()
-        except BrokenPipeError:
+        except OSError:
             self._silence()
+        finally:
+            self._live = None

@@ -17,6 +17,9 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from agent.runfolder import RunFolderError, read_result
+
+UNREADABLE = "unreadable"  # the status of a run whose result.json is damaged
 _AGE = re.compile(r"^(\d+(?:\.\d+)?)([smhdw])$")
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
@@ -70,10 +73,13 @@ def _lock_holder(path: Path) -> str | None:
 def list_runs(runs_dir: Path) -> list[RunEntry]:
     entries = []
     for path in sorted(p for p in runs_dir.glob("*") if (p / "config.json").is_file()):
-        result = _read(path / "result.json")
+        try:
+            result = read_result(path / "result.json")
+        except RunFolderError:  # `status RUN` says what is wrong with it; here it is one word
+            result = {"status": UNREADABLE}
         config = _read(path / "config.json") or {}
         holder = _lock_holder(path)
-        status = result.get("status", "?") if result else ("running" if holder else "unfinished")
+        status = result["status"] if result else ("running" if holder else "unfinished")
         entries.append(RunEntry(name=path.name, path=str(path), goal=config.get("goal"), status=status,
                                 started_at=_started(path), finished_at=(result or {}).get("finished_at"),
                                 locked_by=holder))
@@ -82,9 +88,10 @@ def list_runs(runs_dir: Path) -> list[RunEntry]:
 
 def _read(path: Path) -> dict | None:
     try:
-        return json.loads(path.read_text())
-    except (FileNotFoundError, json.JSONDecodeError):
+        data = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
         return None
+    return data if isinstance(data, dict) else None
 
 
 def clean_runs(runs_dir: Path, older_than_s: float, dry_run: bool = False) -> tuple[list[RunEntry], list[dict]]:
@@ -107,6 +114,8 @@ def clean_runs(runs_dir: Path, older_than_s: float, dry_run: bool = False) -> tu
 def _why_keep(entry: RunEntry) -> str | None:
     if entry.locked_by:
         return f"being driven by {entry.locked_by}"
+    if entry.status == UNREADABLE:
+        return f"its result.json is no result: `dsv4-agent status {entry.path}` says why"
     if entry.finished_at is None:
         return "unfinished (no result.json): resume it, or remove the folder by hand"
     return None

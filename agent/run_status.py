@@ -10,7 +10,7 @@ import shutil
 import textwrap
 import time
 
-from agent.runfolder import RunFolder
+from agent.runfolder import RunFolder, RunFolderError
 from agent.terminal import one_line
 from agent.trace import TraceError, read_trace
 from tools.jobs import JobState
@@ -72,14 +72,20 @@ def status_data(run: RunFolder) -> dict:
             trace.update(events=len(read.events), warning=read.warning or None)
         except TraceError as err:
             trace["error"] = str(err)
-    return {"run": str(run.path), "goal": config.get("goal"), "result": run.result, "steps": steps, "trace": trace}
+    try:
+        result, result_error = run.result, None
+    except RunFolderError as err:  # damaged after the run wrote it: said in one line, the rest is shown
+        result, result_error = None, str(err)
+    return {"run": str(run.path), "goal": config.get("goal"), "result": result, "result_error": result_error,
+            "steps": steps, "trace": trace}
 
 
 def render_status(run: RunFolder) -> str:
     data = status_data(run)
     result = data["result"]
     lines = [f"run:    {printable(data['run'])}", f"goal:   {printable(data['goal'])}",
-             f"result: {printable(result['status'])} — {printable(result['summary'])}" if result
+             f"result: {printable(result['status'])} — {printable(result.get('summary', ''))}" if result
+             else f"result: unreadable: {printable(data['result_error'])}" if data["result_error"]
              else "result: (not finished)"]
     if result and result.get("next"):
         lines.append(f"next:   {printable(result['next'])}")

@@ -29,6 +29,32 @@ class RunFolderError(Exception):
     """A run folder problem the user can fix; the message says how."""
 
 
+def read_result(path: Path) -> dict | None:
+    """A run's result file (``result.json``, ``result.attempt-N.json``): None when it is not there,
+    RunFolderError (one line naming the file and the fix) when it holds no result. The agent writes
+    it atomically, so a bad one was damaged afterwards; the trace still holds how each attempt ended."""
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as err:
+        problem = getattr(err, "strerror", None) or "not UTF-8 text"
+    else:
+        try:
+            data = json.loads(text)
+            problem = "" if isinstance(data, dict) else f"not a JSON object (a JSON {type(data).__name__})"
+        except json.JSONDecodeError as err:
+            problem = f"not JSON ({err.msg} at line {err.lineno})"
+        except RecursionError:
+            problem = "not a result (nested too deeply)"
+        if not problem and data.get("status") not in EXIT_STATUSES:
+            problem = f"not a result (status {data.get('status')!r} is none of {', '.join(EXIT_STATUSES)})"
+        if not problem:
+            return data
+    raise RunFolderError(f"{path} is {problem}; move it away (`mv {path} {path}.bad`): `dsv4-agent resume "
+                         f"{path.parent}` then writes it again from the trace")
+
+
 def slugify(goal: str, limit: int = 40) -> str:
     slug = re.sub(r"[^a-z0-9]+", "-", goal.lower()).strip("-")
     return (slug[:limit].rstrip("-")) or "campaign"
@@ -117,8 +143,8 @@ class RunFolder:
 
     @property
     def result(self) -> dict | None:
-        path = self.path / "result.json"
-        return json.loads(path.read_text()) if path.exists() else None
+        """result.json, or None before it is written; RunFolderError when it is not a result."""
+        return read_result(self.path / "result.json")
 
     def result_fields(self, status: str, plan_only: bool) -> dict:
         """What result.json says beside status and summary, read from the run folder."""

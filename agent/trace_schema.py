@@ -57,6 +57,8 @@ class RunResumed(Envelope):
     retry_granted: list[str] = Field(default_factory=list, description="Job attempts --retry-failed let run again")
     dropped_tail: DroppedTail | None = Field(None, description="What a crash left at the trace's end, cut off")
     seq_gaps: list[str] = Field(default_factory=list, description="Sequence gaps found in the trace, described")
+    rebuilt_checkpoint: str | None = Field(None, description="Why the checkpoint was set aside (resume "
+                                           "--rebuild-checkpoint): this attempt started the graph afresh")
 
 
 class RunFinished(Envelope):

@@ -71,9 +71,15 @@ RetryFailed = Annotated[bool, typer.Option(
     help="Also run again the jobs that were stopped or failed every attempt they were allowed.")]
 
 
+RebuildCheckpoint = Annotated[bool, typer.Option(
+    "--rebuild-checkpoint", rich_help_panel="Run",
+    help="Set a damaged checkpoint aside and re-derive the run's progress from its trace, step outcomes and job "
+         "ledgers.")]
+
+
 @with_options(RESUME_OPTIONS)
-def resume(run: RunRef, runs_dir: RunsDir = "runs", retry_failed: RetryFailed = False, as_json: JsonFlag = False,
-           **overrides) -> None:
+def resume(run: RunRef, runs_dir: RunsDir = "runs", retry_failed: RetryFailed = False,
+           rebuild_checkpoint: RebuildCheckpoint = False, as_json: JsonFlag = False, **overrides) -> None:
     from agent.preload import preload_graph_libraries
 
     preload_graph_libraries()
@@ -82,7 +88,8 @@ def resume(run: RunRef, runs_dir: RunsDir = "runs", retry_failed: RetryFailed = 
 
     view = LiveView(to_stderr=as_json)
     try:
-        code = resume_run(run, runs_dir, overrides, view, retry_failed=retry_failed)
+        code = resume_run(run, runs_dir, overrides, view, retry_failed=retry_failed,
+                          rebuild_checkpoint=rebuild_checkpoint)
     except CampaignError as err:
         fail(str(err))
     _print_result(view, as_json)

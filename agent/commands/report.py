@@ -15,6 +15,10 @@ def report(run: RunRef, runs_dir: RunsDir = "runs", as_json: JsonFlag = False) -
         folder = RunFolder.find(run, runs_dir)
     except RunFolderError as err:
         fail(str(err))
+    try:
+        _ = folder.result
+    except RunFolderError as err:  # the report is built without it (its date comes from config.json)
+        echo(f"note: {err}", err=True)
     written = [str(p) for p in build_report(folder.path, extra_sections=timeline_sections(folder.path))]
     if as_json:
         print_json({"run": str(folder.path), "written": written})

@@ -20,6 +20,7 @@ from typing import Callable
 
 from rich.console import Console
 
+from agent.checkpoint import set_checkpoint_aside
 from agent.config import Settings
 from agent.interrupts import SignalWatch
 from agent.live import LiveView
@@ -168,12 +169,14 @@ def _open_attempt(rt: Runtime, recording: Recording, attempt: Attempt) -> tuple[
     if result is not None:
         (rt.run.path / "result.json").replace(rt.run.path / f"result.attempt-{len(earlier) + 1}.json")
     thread = f"attempt-{len(earlier) + 1 + (result is not None)}"
-    served = {k: opening[k] for k in ("changed", "previous", "retry_granted", "dropped_tail", "seq_gaps")
-              if k in opening}
+    served = {k: opening[k] for k in ("changed", "previous", "retry_granted", "dropped_tail", "seq_gaps",
+                                      "rebuilt_checkpoint") if k in opening}
     rt.settings = _with_changes(rt.settings, served.get("changed") or {})
+    if served.get("rebuilt_checkpoint"):  # as the recorded resume did: the graph starts afresh
+        set_checkpoint_aside(rt.run)
     rt.trace.emit("run_resumed", "control", run=rt.run.path.name, thread=thread,
                   after=(result or {}).get("status"), **served)
-    return thread, result is not None
+    return thread, result is not None or bool(served.get("rebuilt_checkpoint"))
 
 
 def _with_changes(settings: Settings, changed: dict) -> Settings:

@@ -32,10 +32,13 @@ from agent.secrets import redact_text
 
 
 def _json(path: Path) -> dict | None:
+    """A JSON object from the run folder; None when it is missing or no object (``report`` names a bad
+    result.json, agent/commands/report.py)."""
     try:
-        return json.loads(path.read_text())
-    except (FileNotFoundError, json.JSONDecodeError):
+        data = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
         return None
+    return data if isinstance(data, dict) else None
 
 
 def load_results(run_dir: Path) -> tuple[list[ComparisonRow], list[str], list[dict]]:

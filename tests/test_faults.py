@@ -1,0 +1,192 @@
+"""Faults a careful user's environment produces, met by a real campaign (on the doubles of
+tests/campaign_fixtures.py): the terminal closed under the agent (SIGHUP, through a real pty), a
+run folder's ``result.json`` that is not a result, a checkpoint cut short, a full disk.
+Each must end in one line naming the problem and its fix, never a traceback, and leave a run
+that resumes and replays exactly.
+"""
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import select
+import signal
+import subprocess
+import termios
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from agent.trace import read_trace
+from tests.campaign_fixtures import campaign_args, campaign_env
+from tests.cli_helpers import AGENT, clean_env, only_run, run_cli, start_agent, wait_for
+
+GOAL = "tune kernels"
+
+
+def _trace_text(root: Path) -> str:
+    traces = list((root / "runs").glob("*/trace.jsonl")) if (root / "runs").exists() else []
+    return traces[0].read_text(errors="replace") if traces else ""
+
+
+def _take_terminal() -> None:
+    """In the child: the pty on fd 0 becomes the controlling terminal of its new session, as a login
+    shell's terminal is, so that closing the pty's other end hangs the session up (SIGHUP)."""
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+
+def _drain(fd: int, into: bytearray) -> bool:
+    """Read what the agent wrote to its terminal so far, without blocking."""
+    while select.select([fd], [], [], 0)[0]:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:
+            return True
+        if not chunk:
+            return True
+        into += chunk
+    return False
+
+
+def test_a_closed_terminal_interrupts_the_run_and_its_jobs_run_on(tmp_path, sglang_wheel_root):
+    """SIGHUP (terminal closed, SSH dropped) is taken as SIGTERM is: ``interrupted``, exit 130, the
+    detached tuning jobs run on, and ``resume`` finishes the run."""
+    env = campaign_env(tmp_path, unit_s=0.4)
+    master, slave = os.openpty()
+    proc = subprocess.Popen([AGENT, *campaign_args(tmp_path, sglang_wheel_root, GOAL)], cwd=tmp_path,
+                            env=clean_env({**env, "TERM": "xterm", "COLUMNS": "120"}), stdin=slave, stdout=slave,
+                            stderr=slave, start_new_session=True, preexec_fn=_take_terminal, close_fds=True)
+    os.close(slave)
+    seen = bytearray()
+    wait_for(lambda: not _drain(master, seen) and _trace_text(tmp_path).count('"type": "job_launched"') >= 2, 120,
+             "the tuning jobs to start")
+    _drain(master, seen)
+    os.close(master)  # the terminal goes away: the kernel hangs up the agent's session
+    assert proc.wait(timeout=120) == 130
+    run = only_run(tmp_path)
+    result = json.loads((run / "result.json").read_text())
+    assert result["status"] == "interrupted" and "SIGHUP" in result["summary"], result
+    events = read_trace(run / "trace.jsonl").events
+    assert [e["seq"] for e in events] == list(range(len(events)))
+    finished = events[-1]
+    assert finished["type"] == "run_finished" and finished["signal"] == "SIGHUP", finished
+    running = finished["jobs_running"]
+    assert running and all(k.startswith("tune-gpu") for k in running), finished
+    assert b"Traceback" not in seen, seen.decode(errors="replace")
+    for key in running:  # the hangup did not reach them: they end by themselves, successfully
+        wait_for(lambda key=key: (run / "jobs" / key / "exit.json").exists(), 120, f"{key} to end")
+        assert json.loads((run / "jobs" / key / "exit.json").read_text())["exit_code"] == 0
+    out = run_cli("resume", "latest", cwd=tmp_path, env=env)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert json.loads((run / "result.json").read_text())["status"] == "finished"
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory, sglang_wheel_root) -> Path:
+    root = tmp_path_factory.mktemp("finished")
+    out = run_cli(*campaign_args(root, sglang_wheel_root, GOAL), cwd=root, env=campaign_env(root, unit_s=0.05))
+    assert out.returncode == 0, out.stdout + out.stderr
+    return only_run(root)
+
+
+BAD_RESULTS = [(b"[1, 2]", "not a JSON object (a JSON list)"), (b'"finished"', "not a JSON object (a JSON str)"),
+               (b'{"status": "finished", "summ', "not JSON"), (b"\xff\xfe", "not UTF-8"),
+               (b'{"status": "great"}', "status 'great' is none of"), (b"null", "a JSON NoneType")]
+
+
+@pytest.mark.parametrize("content, problem", BAD_RESULTS)
+def test_a_result_json_that_is_no_result_is_one_line_in_every_command(finished_run, content, problem):
+    root = finished_run.parent.parent
+    env = campaign_env(root)
+    good = (finished_run / "result.json").read_bytes()
+    (finished_run / "result.json").write_bytes(content)
+    try:
+        status = run_cli("status", str(finished_run), cwd=root, env=env)
+        assert status.returncode == 0, status.stderr
+        line = next(x for x in status.stdout.splitlines() if x.startswith("result: "))
+        assert line.startswith(f"result: unreadable: {finished_run / 'result.json'} is ") and problem in line, line
+        as_json = run_cli("status", str(finished_run), "--json", cwd=root, env=env)
+        data = json.loads(as_json.stdout)
+        assert data["result"] is None and problem in data["result_error"], data
+
+        resumed = run_cli("resume", str(finished_run), cwd=root, env=env)
+        assert resumed.returncode == 2, resumed.stdout + resumed.stderr
+        assert resumed.stderr.count("\n") == 1 and problem in resumed.stderr and "mv " in resumed.stderr
+        assert (finished_run / "result.json").read_bytes() == content  # refused: nothing written
+
+        listed = run_cli("runs", cwd=root, env=env)
+        assert listed.returncode == 0 and f"{finished_run.name}  unreadable" in listed.stdout, listed.stdout
+        cleaned = run_cli("runs", "--clean", "--older-than", "0s", "--dry-run", cwd=root, env=env)
+        assert cleaned.returncode == 0 and "no result" in cleaned.stdout, cleaned.stdout + cleaned.stderr
+
+        report = run_cli("report", str(finished_run), cwd=root, env=env)
+        assert report.returncode == 0, report.stdout + report.stderr
+        assert report.stderr.count("\n") == 1 and problem in report.stderr
+        for out in (status, as_json, resumed, listed, cleaned, report):
+            assert "Traceback" not in out.stdout + out.stderr
+    finally:
+        (finished_run / "result.json").write_bytes(good)
+
+
+def test_a_damaged_result_json_moved_away_is_written_again_by_resume(finished_run):
+    root = finished_run.parent.parent
+    good = json.loads((finished_run / "result.json").read_text())
+    (finished_run / "result.json").write_text("[]")
+    os.replace(finished_run / "result.json", finished_run / "result.json.bad")  # the fix the line names
+    again = run_cli("resume", str(finished_run), cwd=root, env=campaign_env(root))
+    assert again.returncode == 2 and "already finished" in again.stderr, again.stdout + again.stderr
+    after = json.loads((finished_run / "result.json").read_text())
+    assert {k: after[k] for k in ("status", "summary", "steps")} == {k: good[k] for k in ("status", "summary", "steps")}
+    (finished_run / "result.json.bad").unlink()
+
+
+def _killed_while_tuning(root: Path, wheel_root: Path) -> Path:
+    proc = start_agent(*campaign_args(root, wheel_root, GOAL), cwd=root, env=campaign_env(root, unit_s=0.4))
+    wait_for(lambda: (root / "runs").exists() and list((root / "runs").glob("*/jobs/tune-gpu1/wrapper.json")), 120,
+             "the tuning jobs to run")
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=10)
+    return only_run(root)
+
+
+def _cut_in_half(path: Path) -> None:
+    with open(path, "r+b") as f:
+        f.truncate(path.stat().st_size // 2)
+
+
+def _overwrite(path: Path) -> None:
+    path.write_bytes(b"\x00garbage, not SQLite\n" * 64)
+
+
+@pytest.mark.parametrize("damage", [_cut_in_half, _overwrite, Path.unlink], ids=["cut", "overwritten", "deleted"])
+def test_a_damaged_checkpoint_is_named_and_rebuilt_from_the_trace_and_the_ledgers(tmp_path, sglang_wheel_root, damage):
+    run = _killed_while_tuning(tmp_path, sglang_wheel_root)
+    env = campaign_env(tmp_path, unit_s=0.4)
+    whole = run_cli("resume", str(run), "--rebuild-checkpoint", cwd=tmp_path, env=env)
+    assert whole.returncode == 2 and "whole" in whole.stderr and whole.stderr.count("\n") == 1, whole.stderr
+    checkpoint = run / "checkpoint.sqlite"
+    for extra in (run / "checkpoint.sqlite-wal", run / "checkpoint.sqlite-shm"):
+        extra.unlink(missing_ok=True)  # a copy of the folder without them, or a cut main file alone
+    damage(checkpoint)
+    trace_before = (run / "trace.jsonl").read_bytes()
+
+    refused = run_cli("resume", str(run), cwd=tmp_path, env=env)
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert refused.stderr.count("\n") == 1 and "checkpoint.sqlite" in refused.stderr, refused.stderr
+    assert "--rebuild-checkpoint" in refused.stderr and "Traceback" not in refused.stderr
+    assert (run / "trace.jsonl").read_bytes() == trace_before and not (run / "result.json").exists()
+
+    rebuilt = run_cli("resume", str(run), "--rebuild-checkpoint", cwd=tmp_path, env=env)
+    assert rebuilt.returncode == 0, rebuilt.stdout + rebuilt.stderr
+    assert json.loads((run / "result.json").read_text())["status"] == "finished"
+    resumed = next(e for e in read_trace(run / "trace.jsonl").events if e["type"] == "run_resumed")
+    assert resumed["rebuilt_checkpoint"], resumed
+    launched = [p.name for p in (run / "jobs").iterdir()]
+    assert sorted(launched) == ["tune-gpu0", "tune-gpu1"], launched  # re-attached, never started twice
+    calls = Counter((tmp_path / "tune_calls.txt").read_text().splitlines())
+    assert calls and max(calls.values()) == 1  # no unit tuned twice
+
+    again = run_cli("resume", str(run), "--rebuild-checkpoint", cwd=tmp_path, env=env)
+    assert again.returncode == 2 and "already finished" in again.stderr, again.stderr
+
