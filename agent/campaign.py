@@ -150,13 +150,15 @@ def start(settings: Settings, goal: str, view: LiveView | None = None) -> int:
         raise CampaignError(str(err)) from None
     settings.remember_secrets()
     run.lock()
-    run.write_json("config.json", {"goal": goal, "settings": settings.public_dump()})
+    config_file = settings.config_file.record() if settings.config_file else None
+    run.write_json("config.json", {"goal": goal, "settings": settings.public_dump(), "config_file": config_file})
     try:
         rt = _open_runtime(run, settings, goal, view)
     except CampaignError:
         shutil.rmtree(run.path)  # made a moment ago by this call: leave no half-made run behind
         raise
-    rt.trace.emit("run_started", "control", goal=goal, run=run.path.name, argv=sys.argv[1:])
+    rt.trace.emit("run_started", "control", goal=goal, run=run.path.name, argv=sys.argv[1:], config_file=config_file)
+    print(f"dsv4-agent: {settings.config_note()}", file=sys.stderr, flush=True)  # what was read, on every run
     rt.say(f"[control] run folder: {run.path}")
     return _drive_and_let_go(rt, "attempt-1", True, view)
 

@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 from typer._click.exceptions import UsageError
 
-from agent.commands import campaign, mtp, replay, report, runs, sync, tuning
+from agent.commands import campaign, config, mtp, replay, report, runs, sync, tuning
 from agent.commands.base import CONTEXT, Command, Group, end_at_once_when_done, run_main
 
 CAMPAIGN, INSPECT, PARTS = "Campaigns", "Runs", "Evidence and tools"
@@ -99,6 +99,7 @@ def _root(version: Annotated[bool, typer.Option("--version", is_eager=True, call
 for _fn, _name, _panel, _help in COMMANDS:
     app.command(_name, cls=Command, rich_help_panel=_panel, help=_help)(_fn)
 app.add_typer(tuning.tuning, name="tuning", rich_help_panel=PARTS)
+app.add_typer(config.config, name="config", rich_help_panel=PARTS)
 
 
 def main() -> None:

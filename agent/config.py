@@ -11,16 +11,16 @@ from __future__ import annotations
 
 import os
 import re
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic import Field, PrivateAttr, SecretStr, ValidationError, field_validator
 from pydantic_settings.exceptions import SettingsError as PydanticSettingsError
 from pydantic_settings import (BaseSettings, EnvSettingsSource, InitSettingsSource, NoDecode,
-                               PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource)
+                               PydanticBaseSettingsSource, SettingsConfigDict)
 
+from agent.config_file import WORKING_FOLDER, ConfigFile, ConfigFileError, check_allowed, parsed, read_config
 from agent.secrets import redact, remember, url_password
 from tools.jobs.executor_spec import ExecutorSetting, ExecutorSpec
 from tools.scripts.models import ConcurrencyLevels
@@ -101,6 +101,8 @@ class Settings(BaseSettings):
     llm_max_tokens: int = Field(400_000, gt=0, description="LLM budget: total tokens (prompt + completion)")
     llm_max_seconds: float = Field(900.0, gt=0, description="LLM budget: seconds spent in model calls and tools")
     llm_stream: bool = Field(False, description="Stream the LLM's answers (Server-Sent Events)")
+    # The settings file load_settings read (None: none); not a setting, never validated from input.
+    _config_file: ConfigFile | None = PrivateAttr(None)
 
     @field_validator("gpus", mode="before")
     @classmethod
@@ -159,6 +161,16 @@ class Settings(BaseSettings):
         # Only the values given: the layers are merged by load_settings, which knows their origins.
         return (init_settings,)
 
+    @property
+    def config_file(self) -> ConfigFile | None:
+        return self._config_file
+
+    def config_note(self) -> str:
+        """The line every campaign and sync prints: which settings file was read."""
+        if self._config_file is None:
+            return f"config file: none (defaults, {ENV_PREFIX}* environment and options)"
+        return f"config file: {self._config_file.describe()}"
+
     def measure_params(self) -> dict[str, int]:
         """The benchmark sizes the user chose; the scripts' own defaults fill in the rest."""
         chosen = {"input_len": self.input_len, "output_len": self.output_len,
@@ -213,25 +225,32 @@ def _openai_environment(environ: Mapping[str, str]) -> dict[str, Any]:
     return {field: environ[name] for field, name in names.items() if environ.get(name)}
 
 
-def config_path(explicit: str | None, cwd: Path, environ: Mapping[str, str]) -> tuple[Path, bool]:
-    """The config file to read and whether the user named it (a named file must exist)."""
-    named = explicit or environ.get(CONFIG_ENV)
-    if named:
-        return (cwd / Path(named).expanduser()), True
-    return cwd / CONFIG_FILE, False
+def config_path(explicit: str | None, cwd: Path, environ: Mapping[str, str]) -> tuple[Path, str]:
+    """The config file to read and who chose it: ``--config``, ``$DSV4_CONFIG`` or the working folder
+    (a named file must exist; one found in the working folder must have been allowed)."""
+    if explicit:
+        return cwd / Path(explicit).expanduser(), "--config"
+    if environ.get(CONFIG_ENV):
+        return cwd / Path(environ[CONFIG_ENV]).expanduser(), f"${CONFIG_ENV}"
+    return cwd / CONFIG_FILE, WORKING_FOLDER
 
 
-def _from_file(path: Path, named: bool) -> dict[str, Any]:
-    if not path.is_file():
-        if named:
-            raise SettingsError(f"config file {path} does not exist; pass an existing TOML file to --config "
-                                f"(or unset {CONFIG_ENV})")
-        return {}
+def _from_file(path: Path, how: str) -> tuple[dict[str, Any], ConfigFile | None]:
+    if how == WORKING_FOLDER and not os.path.lexists(path):
+        return {}, None
+    if how != WORKING_FOLDER and not path.exists():
+        raise SettingsError(f"config file {path} does not exist; pass an existing TOML file to --config "
+                            f"(or unset {CONFIG_ENV})")
     try:
-        data = TomlConfigSettingsSource(Settings, toml_file=path)()
-    except tomllib.TOMLDecodeError as err:
-        raise SettingsError(f"{path}: not valid TOML ({err}); fix or remove the file") from None
-    return {k.replace("-", "_"): v for k, v in data.items()}
+        found = read_config(path, how)
+        if how == WORKING_FOLDER:
+            check_allowed(found)
+    except ConfigFileError as err:
+        raise SettingsError(str(err)) from None
+    try:
+        return parsed(found), found
+    except ConfigFileError as err:
+        raise SettingsError(str(err)) from None
 
 
 def load_settings(cli: dict[str, Any] | None = None, cwd: Path | None = None,
@@ -244,10 +263,11 @@ def load_settings(cli: dict[str, Any] | None = None, cwd: Path | None = None,
     """
     environ = os.environ if environ is None else environ
     cwd = Path.cwd() if cwd is None else cwd
-    path, named = config_path(config, cwd, environ)
+    path, how = config_path(config, cwd, environ)
+    from_file, found = _from_file(path, how)
     cli_values = {k: v for k, v in (cli or {}).items() if v is not None}
     layers: list[tuple[str, dict[str, Any]]] = [
-        (str(path), _from_file(path, named)),
+        (str(path), from_file),
         ("environment (OPENAI_*)", _openai_environment(environ)),
         ("environment", _environment_values(environ)),
         ("command line", InitSettingsSource(Settings, init_kwargs=cli_values)()),
@@ -259,9 +279,11 @@ def load_settings(cli: dict[str, Any] | None = None, cwd: Path | None = None,
             merged[key] = value
             origin[key] = where
     try:
-        return Settings(**merged)
+        settings = Settings(**merged)
     except ValidationError as err:
         raise SettingsError(_explain(err, origin, flags or {})) from None
+    settings._config_file = found
+    return settings
 
 
 def _environment_values(environ: Mapping[str, str]) -> dict[str, Any]:

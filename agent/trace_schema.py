@@ -39,6 +39,8 @@ class RunStarted(Envelope):
     run: str = Field(description="Run folder name")
     argv: list[str] = Field(default_factory=list, description="Command-line words after the program")
     started_over: str | None = Field(None, description="Set by a resume that found no event yet: why it started over")
+    config_file: dict[str, str] | None = Field(None, description="The settings file read (path, how it was chosen: "
+                                               "--config, $DSV4_CONFIG or working folder, sha256); None: none")
 
 
 class DroppedTail(BaseModel):

@@ -42,7 +42,7 @@ def only_run(cwd: Path) -> Path:
 def clean_env(extra: dict | None = None) -> dict:
     """This process's environment without settings that would leak into the agent under test."""
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("DSV4_", "OPENAI_")) or k == "DSV4_DOUBLE_REAL_PYTHON"}  # a test setting
+           if not k.startswith(("DSV4_", "OPENAI_")) or k in ("DSV4_DOUBLE_REAL_PYTHON", "DSV4_STATE_DIR")}  # the tests' own
     env.update(extra or {})
     return env
 

@@ -29,6 +29,10 @@ REPO = Path(__file__).resolve().parents[1]
 # parts with the interpreter running the tests, whatever venv that is; jobs inherit this.
 os.environ["DSV4_DOUBLE_REAL_PYTHON"] = sys.executable
 
+# What the agent records outside run folders (config files allowed, kernel configs installed) goes to
+# a folder of this process's, never to the user's own ~/.local/state/dsv4-agent.
+os.environ["DSV4_STATE_DIR"] = tempfile.mkdtemp(prefix="dsv4-state-")
+
 # The git repositories tests build hold a whole SGLang tree as loose objects: enough for the
 # `git gc --auto` after their first commit to repack each one (seconds of CPU per repository that
 # lives a minute). Switched off for every git the tests start, through git's environment config.

@@ -105,6 +105,8 @@ def test_usage_errors_are_one_line_with_the_tools_prefix_and_exit_2(tmp_path):
 def test_cli_beats_environment_beats_config_file(tmp_path):
     (tmp_path / "dsv4-agent.toml").write_text('runs-dir = "from-file"\nexecutor = "carrier-pigeon"\n'
                                               'nvidia-smi = "file-smi"\n')
+    allowed = run_cli("config", "allow", cwd=tmp_path)  # a working folder's file is read once allowed
+    assert allowed.returncode == 0 and "what runs or is trusted: executor, nvidia-smi" in allowed.stdout, allowed.stdout + allowed.stderr
     env = {"DSV4_RUNS_DIR": "from-env", "DSV4_EXECUTOR": "local"}
     done = run_cli("enable MTP", "--runs-dir", "from-cli", cwd=tmp_path, env=env)
     assert done.returncode == 0, done.stderr  # the environment's executor beat the file's bad one

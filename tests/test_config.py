@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from agent.config import Settings, SettingsError, load_settings
+from agent.config_file import ConfigFileError, allow
 
 
 def test_defaults(tmp_path: Path):
@@ -19,6 +20,7 @@ def test_each_layer_overrides_the_one_below(tmp_path: Path):
     env = {"DSV4_MODEL": "env/model", "DSV4_RUNS_DIR": "env-runs", "DSV4_GPUS": "0,1"}
     (tmp_path / "dsv4-agent.toml").write_text('model = "file/model"\nruns-dir = "file-runs"\n'
                                               'sglang-python = "filepy"\ntp = 4\n')
+    allow(tmp_path / "dsv4-agent.toml", set(Settings.model_fields))
     s = load_settings({"model": "cli/model", "tp": None}, cwd=tmp_path, environ=env)
     assert s.model == "cli/model"            # CLI beats env and file
     assert s.runs_dir == "env-runs"          # env beats file
@@ -30,6 +32,7 @@ def test_each_layer_overrides_the_one_below(tmp_path: Path):
 
 def test_config_option_names_the_file_and_a_named_file_must_exist(tmp_path: Path):
     (tmp_path / "dsv4-agent.toml").write_text('model = "cwd/model"\n')
+    allow(tmp_path / "dsv4-agent.toml", set(Settings.model_fields))
     other = tmp_path / "cluster.toml"
     other.write_text('model = "cluster/model"\nexecutor = "slurm:gpu"\n')
     s = load_settings({}, cwd=tmp_path, environ={}, config=str(other))
@@ -64,13 +67,15 @@ def test_settings_alone_read_no_environment_or_file(tmp_path: Path, monkeypatch)
 
 def test_bad_values_name_the_setting_and_its_source(tmp_path: Path):
     (tmp_path / "dsv4-agent.toml").write_text("colour = 'blue'\n")
+    with pytest.raises(ConfigFileError, match=r"'colour' from .*dsv4-agent.toml: unknown setting"):
+        allow(tmp_path / "dsv4-agent.toml", set(Settings.model_fields))  # names no setting we know: not allowed
     with pytest.raises(SettingsError, match=r"'colour' from .*dsv4-agent.toml: unknown setting"):
-        load_settings({}, cwd=tmp_path, environ={})
+        load_settings({}, cwd=tmp_path, environ={}, config="dsv4-agent.toml")
     with pytest.raises(SettingsError, match=r"'tp' from environment \(DSV4_TP\)"):
         load_settings({}, cwd=tmp_path / "none", environ={"DSV4_TP": "many"})
     (tmp_path / "dsv4-agent.toml").write_text("model = \n")
     with pytest.raises(SettingsError, match="not valid TOML"):
-        load_settings({}, cwd=tmp_path, environ={})
+        load_settings({}, cwd=tmp_path, environ={}, config="dsv4-agent.toml")
     with pytest.raises(SettingsError, match="concurrency"):
         load_settings({"concurrency": [0]}, cwd=tmp_path / "none", environ={})
     with pytest.raises(SettingsError, match=r"^--gpus takes GPU indices .* separated by commas, e\.g\. 0,1,2,3; 'x' is not one$"):

@@ -160,7 +160,7 @@ def _open_attempt(rt: Runtime, recording: Recording, attempt: Attempt) -> tuple[
     """Write what ``start``/``resume`` wrote before driving; the graph thread and whether it starts fresh."""
     opening = attempt.opening
     if attempt.index == 0:
-        served = {k: opening[k] for k in ("started_over",) if k in opening}
+        served = {k: opening[k] for k in ("started_over", "config_file") if k in opening}
         rt.trace.emit("run_started", "control", goal=recording.goal, run=rt.run.path.name, argv=opening.get("argv", []),
                       **served)
         return "attempt-1", True
