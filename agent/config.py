@@ -20,16 +20,15 @@ from pydantic_settings.exceptions import SettingsError as PydanticSettingsError
 from pydantic_settings import (BaseSettings, EnvSettingsSource, InitSettingsSource, NoDecode,
                                PydanticBaseSettingsSource, SettingsConfigDict)
 
-from agent.config_file import WORKING_FOLDER, ConfigFile, ConfigFileError, check_allowed, parsed, read_config
+from agent.config_file import (CONFIG_ENV, WORKING_FOLDER, ConfigFile, ConfigFileError, check_allowed, config_path,
+                               parsed, read_config)
 from agent.secrets import redact, remember, url_password
 from tools.jobs.executor_spec import ExecutorSetting, ExecutorSpec
 from tools.scripts.models import ConcurrencyLevels
 from tools.scripts.trust import check_allowed_flags
 
-CONFIG_FILE = "dsv4-agent.toml"
 _SHAPE = re.compile(r"^0*[1-9][0-9]*\s*[,x]\s*0*[1-9][0-9]*$")
 ENV_PREFIX = "DSV4_"
-CONFIG_ENV = "DSV4_CONFIG"  # names the config file, like --config; not a setting itself
 
 
 class SettingsError(Exception):
@@ -223,16 +222,6 @@ def _openai_environment(environ: Mapping[str, str]) -> dict[str, Any]:
     """The openai client's own variables, below the DSV4_* names."""
     names = {"llm_base_url": "OPENAI_BASE_URL", "llm_api_key": "OPENAI_API_KEY"}
     return {field: environ[name] for field, name in names.items() if environ.get(name)}
-
-
-def config_path(explicit: str | None, cwd: Path, environ: Mapping[str, str]) -> tuple[Path, str]:
-    """The config file to read and who chose it: ``--config``, ``$DSV4_CONFIG`` or the working folder
-    (a named file must exist; one found in the working folder must have been allowed)."""
-    if explicit:
-        return cwd / Path(explicit).expanduser(), "--config"
-    if environ.get(CONFIG_ENV):
-        return cwd / Path(environ[CONFIG_ENV]).expanduser(), f"${CONFIG_ENV}"
-    return cwd / CONFIG_FILE, WORKING_FOLDER
 
 
 def _from_file(path: Path, how: str) -> tuple[dict[str, Any], ConfigFile | None]:

@@ -21,6 +21,7 @@ import shlex
 import stat
 import time
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,6 +30,8 @@ from tools.state_dir import state_dir
 
 MAX_CONFIG_BYTES = 1 << 20  # a settings file is a few lines; more is not one
 WORKING_FOLDER = "working folder"
+CONFIG_FILE = "dsv4-agent.toml"
+CONFIG_ENV = "DSV4_CONFIG"  # names the config file, like --config; not a setting itself
 
 
 class ConfigFileError(Exception):
@@ -48,6 +51,16 @@ class ConfigFile:
     def record(self) -> dict:
         """What config.json and the trace say about it."""
         return {"path": str(self.path), "how": self.how, "sha256": self.sha256}
+
+
+def config_path(explicit: str | None, cwd: Path, environ: Mapping[str, str]) -> tuple[Path, str]:
+    """The config file to read and who chose it: ``--config``, ``$DSV4_CONFIG`` or the working folder
+    (a named file must exist; one found in the working folder must have been allowed)."""
+    if explicit:
+        return cwd / Path(explicit).expanduser(), "--config"
+    if environ.get(CONFIG_ENV):
+        return cwd / Path(environ[CONFIG_ENV]).expanduser(), f"${CONFIG_ENV}"
+    return cwd / CONFIG_FILE, WORKING_FOLDER
 
 
 def read_config(path: Path, how: str) -> ConfigFile:
