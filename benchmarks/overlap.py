@@ -1,7 +1,7 @@
 """A campaign on the doubles, as the user runs it: does the agent add more than 5 % to the GPU time?
 
-Runs the whole campaign (`dsv4-agent "enable MTP and tune kernels"`) on the test doubles of
-tests/campaign_fixtures.py (fake GPUs, tuning-script double, SGLang server double, SGLang's
+Runs the whole campaign (`dsv4-agent "enable MTP and tune kernels"`) on the doubles
+(benchmarks/campaign_doubles.py: fake GPUs, tuning-script double, SGLang server double, SGLang's
 real bench client) and reads the run folder:
 
   wall ÷ GPU critical path   wall = the agent process from start to exit, timed here; the GPU
@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from agent.report.timeline import intersect, measure, union  # noqa: E402
 from agent.trace import read_trace  # noqa: E402
 from benchmarks.harness import AGENT, clean_env, finish, row  # noqa: E402
-from tests.campaign_fixtures import campaign_args, campaign_env  # noqa: E402
+from benchmarks.campaign_doubles import campaign_args, campaign_env, package_copy  # noqa: E402
 from tools.source.resolve import ensure_wheel_source  # noqa: E402
 
 GOAL = 1.05
@@ -47,12 +47,11 @@ def job_intervals(run: Path) -> list[tuple[float, float]]:
     return spans
 
 
-def one_campaign(unit_s: float) -> dict:
+def one_campaign(package: Path, unit_s: float) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        args = campaign_args(root, ensure_wheel_source("0.5.23"))  # builds the checkout: not measured
-        # the SGLang-interpreter double runs SGLang's bench client with this interpreter
-        env = clean_env({**campaign_env(root, unit_s=unit_s), "DSV4_DOUBLE_REAL_PYTHON": sys.executable})
+        args = campaign_args(root, package)  # builds the checkout and the tokenizer: not measured
+        env = clean_env(campaign_env(root, unit_s=unit_s))
         started = time.time()
         subprocess.run([AGENT, *args], cwd=root, env=env, check=True, stdout=subprocess.DEVNULL)
         ended = time.time()
@@ -73,7 +72,9 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--unit-s", type=float, default=1.0)
     args = parser.parse_args()
-    results = [one_campaign(args.unit_s) for _ in range(args.runs)]
+    with tempfile.TemporaryDirectory(prefix="dsv4-bench-overlap-") as tmp:
+        package = package_copy(ensure_wheel_source("0.5.23"), Path(tmp) / "sglang")
+        results = [one_campaign(package, args.unit_s) for _ in range(args.runs)]
     col = {k: [r[k] for r in results] for k in results[0]}
     ref = f"GPU critical path {statistics.median(col['gpu']):.1f} s"
     return finish([

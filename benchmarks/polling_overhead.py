@@ -23,8 +23,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from benchmarks.campaign_doubles import SCRIPT_DOUBLE  # noqa: E402
 from benchmarks.harness import finish, row  # noqa: E402
-from tests.tuning_fixtures import SCRIPT_DOUBLE  # noqa: E402
 from tools.jobs import LocalExecutor  # noqa: E402
 from tools.tuning.fanout import FanoutJob, run_fanout  # noqa: E402
 from tools.tuning.plan import make_units, plan_units  # noqa: E402

@@ -4,9 +4,9 @@
 
 Each benchmark runs as its own process (so one's imports and caches never flatter another) and
 hands its rows back through ``$DSV4_BENCH_OUT`` (benchmarks/harness.py). ``--write-docs`` writes
-the table into docs/benchmarks.md between the ``benchmarks:begin`` / ``benchmarks:end`` markers, so
-the figures there are regenerated, never copied by hand. ``--quick`` passes fewer runs (for a
-smoke check; the published figures come from a full run). A benchmark that needs a GPU (or an OpenSSH server) is
+the table into docs/benchmarks.md between the ``benchmarks:begin`` / ``benchmarks:end`` markers,
+so the figures there are regenerated, never copied by hand. ``--quick`` passes fewer runs (for a
+smoke check; the documented figures come from a full run). A benchmark that needs a GPU (or an OpenSSH server) is
 skipped, and says so, where ``nvidia-smi`` finds none (or there is no ``sshd``). Exit 0 only when every goal holds.
 """
 from __future__ import annotations
@@ -30,7 +30,7 @@ from benchmarks.harness import OUT_ENV, REPO, Row  # noqa: E402
 HERE = Path(__file__).resolve().parent
 # (script, what it measures, arguments of a full run, of a quick run, what it needs that a machine may lack)
 BENCHMARKS = [
-    ("cli_startup.py", "`--help` of the tool and every subcommand (processes)", [], ["--runs", "3"], None),
+    ("cli_startup.py", "--version, -h, read-only commands, every --help ÷ python -c pass (processes)", [], ["--runs", "3"], None),
     ("planned_campaign.py", "a campaign planned without GPUs (process)", [], ["--runs", "2"], None),
     ("overlap.py", "a campaign on the doubles, start to exit ÷ GPU critical path", [], ["--runs", "1"], None),
     ("search_vs_rg.py", "evidence search ÷ raw `rg`, every query shape", [], ["--rounds", "3"], None),
@@ -39,7 +39,7 @@ BENCHMARKS = [
     ("replay_speed.py", "replay and timeline of a 10,000-event trace", [], ["--repeats", "2"], None),
     ("tuning_assignment.py", "tuning fan-out makespan on real jobs ÷ lower bound, vs SGLang's split", [],
      ["--unit-s", "0.3", "--rounds", "1"], None),
-    ("parse_results.py", "parsing 10,000 benchmark records", [], [], None),
+    ("parse_results.py", "parsing 10,000 benchmark records ÷ bare json.loads", [], ["--rounds", "3"], None),
     ("polling_overhead.py", "agent CPU while 8 tuning jobs run", [], ["--runs", "1"], None),
     ("sync_commit_listing.py", "listing 300 upstream commits with their files", [], ["--repeat", "2"], None),
     ("ssh_calls.py", "SSH ledger calls on the shared connection ÷ each on its own (real sshd)", [],

@@ -1,7 +1,7 @@
 """Evidence search ÷ raw `rg` over the unpacked sglang 0.5.23 wheel, for every query shape.
 
 Shapes: a rare literal, regexes, thousands of hits returned whole, the default 200-hit cut and a
-50-hit cut of a flood (the first hits in path order, whatever order rg's parallel walk found
+50-hit and a 5,000-hit cut of a flood (the first hits in path order, whatever order rg's parallel walk found
 them in), and a file listing. The reference, timed in the same rounds so that load shows in both:
 `rg` itself with the same pattern and options over the same tree, printing every hit (what a
 user would type to get the same answer), output read by the benchmark. Goal: the median ratio
@@ -33,6 +33,7 @@ SHAPES = [
     ("3,679 hits, returned whole", "speculative", 5000, False),
     ("flood cut at the default 200", "import", 200, False),
     ("flood cut at 50", "self", 50, False),
+    ("flood cut at 5,000", "self", 5000, False),
     ("files only", "speculative", 5000, True),
 ]
 

@@ -3,7 +3,7 @@
 What is real: the agent's plan for the shapes of a DeepSeek-V4 config at TP8 and SGLang's 18
 batch sizes, the per-GPU driver scripts it renders, one detached job per (fake) GPU under the
 job manager, the fan-out that polls them, and the wall clock. What is assumed: the time of one
-unit, the tuning-script double's "work" law (tests/doubles/tuning_block_wise_kernel.py: a fixed
+unit, the tuning-script double's "work" law (benchmarks/campaign_doubles.py: a fixed
 part plus one growing with M·N·K), which the agent's own cost estimate does not know. The
 reference, run the same way in the same round: SGLang's split (each GPU tunes every shape for a
 round-robin slice of the batch sizes, as its script does). The lower bound comes from the units'
@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import tempfile
 from pathlib import Path
@@ -24,8 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.harness import finish, row  # noqa: E402
-from tests.doubles.tuning_block_wise_kernel import unit_seconds  # noqa: E402
-from tests.tuning_fixtures import SCRIPT_DOUBLE, V4_FLASH_LIKE  # noqa: E402
+from benchmarks.campaign_doubles import SCRIPT_DOUBLE, double_unit_seconds  # noqa: E402
 from tools.jobs import LocalExecutor  # noqa: E402
 from tools.tuning.fanout import FanoutJob, run_fanout  # noqa: E402
 from tools.tuning.plan import DEFAULT_BATCH_SIZES, GpuWork, Unit, lower_bound, make_units, plan_units  # noqa: E402
@@ -34,6 +32,12 @@ from tools.tuning.script import introspect_script  # noqa: E402
 from tools.tuning.shapes import derive_from_config  # noqa: E402
 
 GOAL = 1.10
+V4_FLASH_LIKE = {  # field values of sglang 0.5.23's DeepSeekV4Config defaults
+    "architectures": ["DeepseekV4ForCausalLM"], "hidden_size": 4096, "num_attention_heads": 64,
+    "head_dim": 512, "qk_nope_head_dim": 448, "qk_rope_head_dim": 64, "q_lora_rank": 1024,
+    "o_groups": 8, "o_lora_rank": 1024, "moe_intermediate_size": 2048, "n_shared_experts": 1,
+    "quantization_config": {"quant_method": "fp8", "weight_block_size": [128, 128]},
+}
 
 
 def sglang_split(units: list[Unit], gpus: list[int]) -> list[GpuWork]:
@@ -76,8 +80,7 @@ def main() -> int:
     shapes, _ = derive_from_config(V4_FLASH_LIKE, 8)
     units = make_units(shapes, DEFAULT_BATCH_SIZES)
     env = {"DSV4_DOUBLE_UNIT_S": str(opts.unit_s), "DSV4_DOUBLE_COST": "work"}
-    os.environ.update(env)  # unit_seconds here reads the law the jobs use
-    real = [unit_seconds(u.m, u.n, u.k) for u in units]
+    real = [double_unit_seconds(u.m, u.n, u.k, opts.unit_s) for u in units]
     bound = lower_bound(real, opts.gpus)
     gpus = list(range(opts.gpus))
     ours, theirs = [], []

@@ -25,3 +25,9 @@ def build_tokenizer(folder: Path) -> Path:
         "tokenizer_class": "PreTrainedTokenizerFast", "unk_token": "[UNK]", "model_max_length": 1 << 20,
     }))
     return folder
+
+
+if __name__ == "__main__":  # benchmarks build it as a program (benchmarks/campaign_doubles.py)
+    import sys
+
+    build_tokenizer(Path(sys.argv[1]))
