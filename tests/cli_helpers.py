@@ -4,15 +4,17 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
+
+from tests.slowdown import limit, wait_for  # noqa: F401 - wait_for: the tests' one way to wait
 
 AGENT = str(Path(sys.executable).with_name("dsv4-agent"))
 
 
 def agent(*args: str, cwd: Path, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+    """The console script to its exit; ``timeout`` is a quiet machine's seconds (tests/slowdown.py)."""
     return subprocess.run([AGENT, *args], cwd=cwd, env=clean_env(env), capture_output=True, text=True,
-                          timeout=timeout)
+                          timeout=limit(timeout))
 
 
 def run_cli(*args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -51,14 +53,3 @@ def start_agent(*args: str, cwd: Path, env: dict | None = None) -> subprocess.Po
     """The agent in the background (to be killed mid-run); its output is collected on exit."""
     return subprocess.Popen([AGENT, *args], cwd=cwd, env=clean_env(env), stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
-
-
-def wait_for(predicate, limit: float, what: str):
-    """Poll ``predicate`` until it returns something truthy, which is returned; fail after ``limit`` s."""
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests import shared_trees
+from tests.slowdown import slowdown
 from tests.xdist_groups import (  # noqa: F401 - hooks, found here by pytest
     pytest_addoption, pytest_configure_node, pytest_runtest_logreport, pytest_sessionfinish, pytest_xdist_make_scheduler,
     record_groups)
@@ -63,8 +64,19 @@ def service_running(pid_file: Path) -> bool:
 
 def pytest_collection_modifyitems(config, items):
     """Under xdist (pyproject's addopts), tests sharing an expensive module-scoped fixture run on one
-    worker (tests/xdist_groups.py)."""
+    worker (tests/xdist_groups.py). Every test's pytest-timeout limit (its own mark, else
+    ``--timeout``, else pyproject's) is scaled by DSV4_TEST_SLOWDOWN (tests/slowdown.py)."""
     record_groups(config, items)
+    _scale_timeouts(config, items)
+
+
+def _scale_timeouts(config, items) -> None:
+    default = config.getoption("timeout", None) or config.getini("timeout")
+    for item in items:
+        mark = item.get_closest_marker("timeout")
+        seconds = float((mark.args[0] if mark.args else mark.kwargs.get("timeout", default)) if mark else default or 0)
+        if seconds > 0:  # 0: no limit
+            item.add_marker(pytest.mark.timeout(seconds * slowdown()), append=False)  # before the own mark: read first
 
 
 def pytest_collection_finish(session):
@@ -76,6 +88,10 @@ def pytest_collection_finish(session):
 
 
 def pytest_configure(config):
+    try:
+        slowdown()
+    except ValueError as err:
+        raise pytest.UsageError(str(err)) from None
     if not hasattr(config, "workerinput"):  # the controller, or a run without xdist: workers inherit the folder
         _temporary_files_in_memory()
         config.stash[_SHARED_TREES] = shared_trees.start_session()

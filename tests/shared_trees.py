@@ -24,6 +24,8 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from tests.slowdown import limit
+
 SESSION_DIR_ENV = "DSV4_TEST_SHARED_TREES"  # set by tests/conftest.py on the controller; workers inherit it
 _SNAPSHOT = "snapshot.json"
 _linked_this_module: set[Path] = set()
@@ -121,6 +123,6 @@ def corpus_checkout(corpus: Path, wheel_root: Path, older_hooks: bool) -> Path:
     def build(tree: Path) -> None:
         extra = ["--with-older-python"] if older_hooks else []
         subprocess.run(["bash", str(corpus / "build-checkout.sh"), *extra, str(tree), str(wheel_root)],
-                       check=True, capture_output=True, timeout=300)
+                       check=True, capture_output=True, timeout=limit(300))
 
     return shared_tree("corpus-old" if older_hooks else "corpus-new", build)

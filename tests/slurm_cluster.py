@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.slowdown import limit
+
 SERVICES = Path(__file__).parent / "services"
 
 
@@ -31,18 +33,18 @@ class Slurm:
         return {**os.environ, "SLURM_CONF": str(self.base / "slurm.conf")}
 
     def run(self, *argv: str) -> subprocess.CompletedProcess:
-        return subprocess.run(argv, env=self.env, capture_output=True, text=True, timeout=60)
+        return subprocess.run(argv, env=self.env, capture_output=True, text=True, timeout=limit(60))
 
     def stop_slurmd(self) -> None:
         pid = int((self.base / "slurmd.pid").read_text())
         os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + limit(20)
         while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
             time.sleep(0.1)
         assert not Path(f"/proc/{pid}").exists(), "slurmd did not stop"
 
     def start_slurmd(self) -> None:
-        subprocess.run(["slurmd", "-f", str(self.base / "slurm.conf")], env=self.env, check=True, timeout=60)
+        subprocess.run(["slurmd", "-f", str(self.base / "slurm.conf")], env=self.env, check=True, timeout=limit(60))
 
 
 @pytest.fixture(scope="session")
@@ -61,11 +63,11 @@ def slurm(tmp_path_factory) -> Slurm:
     services_dir.chmod(0o755)
     env = {**os.environ, "DSV4_SERVICES_DIR": str(services_dir),
            "DSV4_SLURMCTLD_PORT": str(_free_port()), "DSV4_SLURMD_PORT": str(_free_port())}
-    subprocess.run([str(SERVICES / "start_slurm.sh")], env=env, check=True, capture_output=True, timeout=120)
+    subprocess.run([str(SERVICES / "start_slurm.sh")], env=env, check=True, capture_output=True, timeout=limit(120))
     try:
         yield Slurm(services_dir / "slurm")
     finally:
-        subprocess.run([str(SERVICES / "stop_slurm.sh")], env=env, check=True, capture_output=True, timeout=120)
+        subprocess.run([str(SERVICES / "stop_slurm.sh")], env=env, check=True, capture_output=True, timeout=limit(120))
         shutil.rmtree(services_dir, ignore_errors=True)
 
 

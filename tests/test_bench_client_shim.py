@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from tests.cli_helpers import clean_env
+from tests.slowdown import limit
 
 SHIM = Path(__file__).parent / "doubles" / "bench_client_shim.py"
 
@@ -15,7 +16,7 @@ SHIM = Path(__file__).parent / "doubles" / "bench_client_shim.py"
 def _client_help(wheel_root: Path, cache: Path) -> subprocess.CompletedProcess:
     env = clean_env({"DSV4_SGLANG_WHEEL_ROOT": str(wheel_root), "DSV4_CACHE_DIR": str(cache)})
     return subprocess.run([sys.executable, str(SHIM), "--shim-module", "sglang.benchmark.serving", "--help"],
-                          env=env, capture_output=True, text=True, timeout=120)
+                          env=env, capture_output=True, text=True, timeout=limit(120))
 
 
 def test_bytecode_is_kept_in_the_cache_and_a_torn_entry_is_compiled_again(sglang_wheel_root, tmp_path):

@@ -16,6 +16,7 @@ from agent.report.timeline import build_timeline
 from agent.trace import read_trace
 from tests.campaign_fixtures import campaign_args, campaign_env
 from tests.cli_helpers import agent, only_run, run_cli, start_agent, wait_for
+from tests.slowdown import limit
 
 
 def events_of(run: Path) -> list[dict]:
@@ -91,7 +92,7 @@ def test_kill_9_mid_campaign_then_resume_launches_nothing_twice(tmp_path, sglang
     wait_for(lambda: _launched_tune_jobs(tmp_path) >= 2, 60, "the tuning jobs to start")
     time.sleep(1.0)
     proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=10)
+    proc.wait(timeout=limit(10))
     run = only_run(tmp_path)
     assert not (run / "result.json").exists()  # a killed run is not finished
     before = events_of(run)
@@ -118,7 +119,7 @@ def test_interrupt_records_interrupted_and_resume_finishes(tmp_path, sglang_whee
     proc = _start_campaign(tmp_path, sglang_wheel_root, unit_s=0.4)
     wait_for(lambda: _launched_tune_jobs(tmp_path) >= 2, 60, "the tuning jobs to start")
     proc.send_signal(signal.SIGINT)
-    output, _ = proc.communicate(timeout=30)
+    output, _ = proc.communicate(timeout=limit(30))
     assert proc.returncode == 130, output
     run = only_run(tmp_path)
     result = json.loads((run / "result.json").read_text())

@@ -23,6 +23,7 @@ import pytest
 from tests.campaign_fixtures import DOUBLES, GPU_NAME, campaign_args
 from tests.cli_helpers import only_run, run_cli
 from tests.conftest import require_binary
+from tests.slowdown import limit
 from tools.base import ToolError
 from tools.jobs.factory import make_executor
 from tools.jobs.local import LocalExecutor
@@ -45,7 +46,7 @@ def gpu_host(tmp_path_factory):
     require_binary("sshd")
     base = tmp_path_factory.mktemp("gpu-host")
     env = {"PATH": "/usr/sbin:/usr/bin:/bin", "DSV4_SERVICES_DIR": str(base), "DSV4_SSHD_PORT": str(_free_port())}
-    subprocess.run([str(SERVICES / "start_sshd.sh")], env=env, check=True, capture_output=True, timeout=60)
+    subprocess.run([str(SERVICES / "start_sshd.sh")], env=env, check=True, capture_output=True, timeout=limit(60))
     calls = base / "tune_calls.txt"
     config = base / "ssh_config"
     host_env = (f'SetEnv DSV4_FAKE_GPUS=2 "DSV4_FAKE_GPU_NAME={GPU_NAME}" "DSV4_DOUBLE_DEVICE_NAME={GPU_NAME}" '
@@ -54,7 +55,7 @@ def gpu_host(tmp_path_factory):
     try:
         yield config, calls
     finally:
-        subprocess.run([str(SERVICES / "stop_sshd.sh")], env=env, check=True, capture_output=True, timeout=60)
+        subprocess.run([str(SERVICES / "stop_sshd.sh")], env=env, check=True, capture_output=True, timeout=limit(60))
 
 
 def _ssh_args(config: Path) -> list[str]:

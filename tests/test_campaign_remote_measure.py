@@ -26,6 +26,7 @@ import pytest
 from tests.campaign_fixtures import DOUBLES, GPU_NAME, campaign_args
 from tests.cli_helpers import only_run, run_cli
 from tests.conftest import require_binary
+from tests.slowdown import limit
 from tools.measure.bench import run_sweep
 from tools.jobs.factory import make_executor
 from tools.measure.results import parse_jsonl
@@ -62,7 +63,7 @@ def gpu_host(tmp_path_factory, sglang_wheel_root):
     require_binary("sshd")
     base = tmp_path_factory.mktemp("gpu-host")
     env = {"PATH": "/usr/sbin:/usr/bin:/bin", "DSV4_SERVICES_DIR": str(base), "DSV4_SSHD_PORT": str(_free_port())}
-    subprocess.run([str(SERVICES / "start_sshd.sh")], env=env, check=True, capture_output=True, timeout=60)
+    subprocess.run([str(SERVICES / "start_sshd.sh")], env=env, check=True, capture_output=True, timeout=limit(60))
     site = _host_sglang(base, sglang_wheel_root)
     launcher = base / "host_python"
     launcher.write_text(f"#!/bin/sh\nPYTHONPATH={site} exec {sys.executable} \"$@\"\n")
@@ -75,7 +76,7 @@ def gpu_host(tmp_path_factory, sglang_wheel_root):
     try:
         yield config, site
     finally:
-        subprocess.run([str(SERVICES / "stop_sshd.sh")], env=env, check=True, capture_output=True, timeout=60)
+        subprocess.run([str(SERVICES / "stop_sshd.sh")], env=env, check=True, capture_output=True, timeout=limit(60))
 
 
 def _ssh_args(config: Path) -> list[str]:

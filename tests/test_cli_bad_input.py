@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import fcntl
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -11,13 +10,12 @@ import pytest
 from tests.cli_helpers import agent, run_cli
 
 
-def test_help_teaches_and_is_fast(tmp_path: Path):
-    started = time.monotonic()
+def test_help_teaches(tmp_path: Path):
+    """How fast it answers is measured, beside a bare interpreter, by benchmarks/cli_startup.py."""
     out = agent("--help", cwd=tmp_path)
     assert out.returncode == 0 and 'dsv4-agent "enable MTP and tune kernels"' in out.stdout
     for sub in ("run", "resume", "status", "jobs"):
         assert sub in out.stdout
-    assert time.monotonic() - started < 5  # the < 0.5 s goal is measured in benchmarks/cli_startup.py
     run_help = agent("run", "--help", cwd=tmp_path)
     assert "--sglang-python" in run_help.stdout and "precedence" in run_help.stdout
 

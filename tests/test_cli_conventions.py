@@ -21,6 +21,7 @@ from agent.cli import app
 from agent.commands.options import OPTIONS
 from agent.config import Settings
 from tests.cli_helpers import AGENT, agent, clean_env, run_cli
+from tests.slowdown import limit
 from tools.jobs import JobSpec, LocalExecutor
 
 SCHEMA = json.loads((Path(__file__).parent.parent / "docs" / "cli-json.schema.json").read_text())
@@ -165,7 +166,7 @@ def test_jobs_json_and_stop_all(tmp_path):
     for key in ("sleeper-a", "sleeper-b"):
         executor.launch(JobSpec(key=key, argv=[sys.executable, "-c", "import time; time.sleep(600)"], gpus=[0],
                                 grace_s=2))
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + limit(60)
     while executor.poll("quick").status != "succeeded" and time.monotonic() < deadline:
         time.sleep(0.05)
     listed = cli("jobs", str(run), "--json")
@@ -224,13 +225,13 @@ def test_runs_lists_and_cleans_only_old_finished_unlocked_runs(tmp_path):
 
 def test_completion_is_switched_on():
     env = clean_env({"_DSV4_AGENT_COMPLETE": "complete_bash", "COMP_WORDS": "dsv4-agent sta", "COMP_CWORD": "1"})
-    done = subprocess.run([AGENT], env=env, capture_output=True, text=True, timeout=60)
+    done = subprocess.run([AGENT], env=env, capture_output=True, text=True, timeout=limit(60))
     assert done.returncode == 0 and "status" in done.stdout.split()
 
 
 def test_a_closed_pipe_ends_quietly(planned_run):
     head = subprocess.run(f"{AGENT} status {planned_run} | head -n 1", shell=True, capture_output=True, text=True,
-                          env=clean_env(), timeout=60)
+                          env=clean_env(), timeout=limit(60))
     assert head.stdout.startswith("run:") and "Traceback" not in head.stderr and "Broken pipe" not in head.stderr
 
 

@@ -15,6 +15,7 @@ from tests.cli_helpers import only_run, run_cli
 from tests.conftest import require_binary
 from tests.decision_fixtures import upstream_checkout, write_gsm8k
 from tests.doubles.tokenizer import build_tokenizer
+from tests.slowdown import limit
 
 VERDICT_BORDER = (0x3A, 0x7D, 0x44)  # the verdict box's border colour in report.html's style
 
@@ -117,7 +118,7 @@ def test_report_opens_with_header_and_verdict_in_the_first_screen(decided, tmp_p
     flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
              "--disable-background-networking", "--disable-component-update", "--disable-sync",
              f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1280,800", f"--screenshot={shot}"]
-    subprocess.run([chromium, *flags, (run / "report.html").as_uri()], capture_output=True, timeout=90, check=True)
+    subprocess.run([chromium, *flags, (run / "report.html").as_uri()], capture_output=True, timeout=limit(90), check=True)
     from PIL import Image
 
     pixels = set(Image.open(shot).convert("RGB").get_flattened_data())

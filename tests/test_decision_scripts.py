@@ -11,6 +11,7 @@ from tests.campaign_fixtures import DOUBLES
 from tests.cli_helpers import run_cli
 from tests.decision_fixtures import write_gsm8k
 from tests.doubles.tokenizer import build_tokenizer
+from tests.slowdown import limit
 from tools.measure.accuracy import AccuracyPlan
 from tools.scripts import FlagChoice, MeasurePlan, RenderScriptsArgs, ServeVariant, render_scripts
 
@@ -36,7 +37,7 @@ def test_run_measure_repeats_points_gates_accuracy_and_the_report_decides(tmp_pa
     port = __import__("tools.measure.server", fromlist=["free_port"]).free_port()
     env = {**os.environ, "PORT": str(port), "DSV4_DOUBLE_REAL_PYTHON": sys.executable,
            "DSV4_DOUBLE_GSM8K": str(data), "DSV4_DOUBLE_GSM8K_DEGRADED": "2/1/3"}
-    done = subprocess.run(["bash", str(run / "run_measure.sh")], capture_output=True, text=True, timeout=300, env=env)
+    done = subprocess.run(["bash", str(run / "run_measure.sh")], capture_output=True, text=True, timeout=limit(300), env=env)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     tags = [json.loads(x)["tag"] for x in (run / "bench" / "mtp-1-1-2.jsonl").read_text().splitlines()]
     assert tags == ["mtp-1-1-2-c1", "mtp-1-1-2-c1-r2"]

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import require_binary, service_running
+from tests.slowdown import limit
 from tools.base import ToolError
 from tools.jobs.factory import make_executor
 from tools.jobs.local import LocalExecutor
@@ -43,7 +44,7 @@ class Sshd:
         return ["-F", str(self.base / "ssh_config")]
 
     def ssh(self, command: str) -> subprocess.CompletedProcess:
-        return subprocess.run(["ssh", *self.options, "dsv4-test", command], capture_output=True, text=True, timeout=30)
+        return subprocess.run(["ssh", *self.options, "dsv4-test", command], capture_output=True, text=True, timeout=limit(30))
 
 
 def _free_port() -> int:
@@ -64,9 +65,9 @@ def sshd(tmp_path_factory) -> Sshd:
     require_binary("sshd")
     services_dir = tmp_path_factory.mktemp("services")
     env = {**os.environ, "DSV4_SERVICES_DIR": str(services_dir), "DSV4_SSHD_PORT": str(_free_port())}
-    subprocess.run([str(SERVICES / "start_sshd.sh")], env=env, check=True, capture_output=True, timeout=60)
+    subprocess.run([str(SERVICES / "start_sshd.sh")], env=env, check=True, capture_output=True, timeout=limit(60))
     yield Sshd(services_dir / "sshd", int(env["DSV4_SSHD_PORT"]))
-    subprocess.run([str(SERVICES / "stop_sshd.sh")], env=env, check=True, capture_output=True, timeout=60)
+    subprocess.run([str(SERVICES / "stop_sshd.sh")], env=env, check=True, capture_output=True, timeout=limit(60))
 
 
 _MADE: list[tuple[Sshd, SshExecutor]] = []
@@ -90,7 +91,7 @@ def remote_runs_removed():
 
 
 def _wait(executor, key: str, until, timeout_s: float = 30.0):
-    deadline = time.monotonic() + timeout_s
+    deadline = time.monotonic() + limit(timeout_s)
     while time.monotonic() < deadline:
         state = executor.poll(key)
         if until(state):
@@ -155,7 +156,7 @@ def test_stop_ends_the_remote_process_group(sshd, tmp_path):
     assert stopped.status == "stopped"
     # nothing of the job's process group is left on the host (zombies awaiting init's reaping
     # are already dead, so only live states count)
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + limit(5)
     while True:
         listing = sshd.ssh(f"ps -o stat= -o pid= --sid {state.child_pgid}").stdout.split("\n")
         live = [line for line in listing if line.strip() and not line.strip().startswith("Z")]

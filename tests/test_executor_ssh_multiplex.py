@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import require_binary
+from tests.slowdown import limit
 from tools.base import ToolError
 from tools.jobs.executor import free_local_port
 from tools.jobs.spec import JobSpec
@@ -39,13 +40,13 @@ def own_sshd(tmp_path):
     require_binary("ssh")
     require_binary("sshd")
     env = {**os.environ, "DSV4_SERVICES_DIR": str(tmp_path / "services"), "DSV4_SSHD_PORT": str(free_local_port())}
-    subprocess.run([str(SERVICES / "start_sshd.sh")], env=env, check=True, capture_output=True, timeout=60)
+    subprocess.run([str(SERVICES / "start_sshd.sh")], env=env, check=True, capture_output=True, timeout=limit(60))
     yield tmp_path / "services" / "sshd", env
-    subprocess.run([str(SERVICES / "stop_sshd.sh")], env=env, check=True, capture_output=True, timeout=60)
+    subprocess.run([str(SERVICES / "stop_sshd.sh")], env=env, check=True, capture_output=True, timeout=limit(60))
 
 
 def _ssh(config: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["ssh", "-F", str(config), *args], capture_output=True, text=True, timeout=30)
+    return subprocess.run(["ssh", "-F", str(config), *args], capture_output=True, text=True, timeout=limit(30))
 
 
 def test_ledger_calls_ride_one_connection_and_a_forward_gets_its_own(own_sshd, runtime_dir, tmp_path):
@@ -59,7 +60,7 @@ def test_ledger_calls_ride_one_connection_and_a_forward_gets_its_own(own_sshd, r
     try:
         assert _ssh(config, "-o", f"ControlPath={control}", "-O", "check", "dsv4-test").returncode == 0
 
-        subprocess.run([str(SERVICES / "stop_sshd.sh")], env=env, check=True, capture_output=True, timeout=60)
+        subprocess.run([str(SERVICES / "stop_sshd.sh")], env=env, check=True, capture_output=True, timeout=limit(60))
         refused = _ssh(config, "-o", "ControlPath=none", "dsv4-test", "true")
         assert refused.returncode == 255 and "refused" in refused.stderr  # nobody listens any more
 

@@ -13,6 +13,7 @@ import pytest
 from agent.trace import read_trace
 from tests.campaign_fixtures import campaign_args, campaign_env
 from tests.cli_helpers import only_run, run_cli, start_agent, wait_for
+from tests.slowdown import limit
 
 
 def _trace_text(root: Path) -> str:
@@ -37,7 +38,7 @@ def _ctrl_c_twice(proc, gap_s: float) -> float:
 
 
 def _check_stopped(proc, run: Path) -> None:
-    output, _ = proc.communicate(timeout=60)
+    output, _ = proc.communicate(timeout=limit(60))
     assert proc.returncode == 130, output
     assert "Traceback" not in output, output
     result = json.loads((run / "result.json").read_text())
@@ -77,7 +78,7 @@ def test_ctrl_c_twice_as_the_tuning_ends_installs_nothing_after_the_first(tmp_pa
              "the tuning jobs to end (the install comes next)")
     first = _ctrl_c_twice(proc, gap_s)
     run = only_run(tmp_path)
-    output, _ = proc.communicate(timeout=60)
+    output, _ = proc.communicate(timeout=limit(60))
     assert proc.returncode in (0, 130), output  # the run may have finished before the signal
     assert "Traceback" not in output, output
     events = read_trace(run / "trace.jsonl").events

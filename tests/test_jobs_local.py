@@ -10,18 +10,19 @@ from pathlib import Path
 
 import pytest
 
+from tests.slowdown import limit
 from tools.base import ToolError
 from tools.jobs import JobSpec, LocalExecutor
 
 
-def wait_done(ex: LocalExecutor, key: str, limit: float = 20.0):
-    deadline = time.monotonic() + limit
+def wait_done(ex: LocalExecutor, key: str, seconds: float = 20.0):
+    deadline = time.monotonic() + limit(seconds)
     while time.monotonic() < deadline:
         state = ex.poll(key)
         if state.done:
             return state
         time.sleep(0.05)
-    raise AssertionError(f"{key} did not finish in {limit}s: {ex.poll(key)}")
+    raise AssertionError(f"{key} did not finish in {limit(seconds):g} s: {ex.poll(key)}")
 
 
 def test_job_output_exit_code_and_gpu_env(tmp_path: Path):
@@ -71,13 +72,26 @@ def test_timeout_ends_the_whole_process_group(tmp_path: Path):
 
 def test_stop_escalates_to_sigkill_when_term_is_ignored(tmp_path: Path):
     ex = LocalExecutor(tmp_path)
-    ex.launch(JobSpec(key="stubborn", argv=["bash", "-c", "trap '' TERM; while true; do sleep 0.1; done"], grace_s=0.3))
+    launched = ex.launch(JobSpec(key="stubborn", argv=["bash", "-c", "trap '' TERM; while true; do sleep 0.1; done"],
+                                 grace_s=0.3))
     time.sleep(0.3)
-    started = time.monotonic()
-    state = ex.stop("stubborn")
+    state = ex.stop("stubborn")  # returns only once the group is gone: a missing SIGKILL hangs here
     assert state.status == "stopped"
-    assert time.monotonic() - started < 6
+    assert launched.child_pgid and not _live_in_group(launched.child_pgid)
     assert (tmp_path / "stubborn" / "stop.json").exists()
+
+
+def _live_in_group(pgid: int) -> list[int]:
+    """Pids of processes in this process group that are not zombies."""
+    live = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # it ended while we looked
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            live.append(int(stat.parent.name))
+    return live
 
 
 def test_job_survives_the_agent_process_dying(tmp_path: Path):
@@ -87,7 +101,7 @@ def test_job_survives_the_agent_process_dying(tmp_path: Path):
               f"LocalExecutor({str(tmp_path)!r}).launch(JobSpec(key='orphan', argv=['sleep', '2']));"
               "import time; time.sleep(30)")
     agent = subprocess.Popen([sys.executable, "-c", script])
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + limit(10)
     while not (tmp_path / "orphan" / "wrapper.json").exists() and time.monotonic() < deadline:
         time.sleep(0.05)
     agent.kill()

@@ -12,6 +12,7 @@ from rich.console import Console
 
 from agent.live import LiveView, clock
 from tests.cli_helpers import AGENT, clean_env
+from tests.slowdown import limit
 
 
 def _events(t0: float) -> list[dict]:
@@ -63,7 +64,7 @@ def test_plain_lines_name_jobs_and_each_quarter_of_their_units(capsys):
 
 def test_a_campaign_piped_into_head_still_finishes(tmp_path: Path):
     piped = subprocess.run(f"set -o pipefail; {AGENT} 'enable MTP' | head -n 1; echo \"codes ${{PIPESTATUS[*]}}\"",
-                           shell=True, cwd=tmp_path, env=clean_env(), capture_output=True, text=True, timeout=300,
+                           shell=True, cwd=tmp_path, env=clean_env(), capture_output=True, text=True, timeout=limit(300),
                            executable="/bin/bash")
     first, codes = piped.stdout.splitlines()[0], piped.stdout.splitlines()[-1]
     assert first.startswith("[control] run folder:") and codes == "codes 0 0", piped.stdout + piped.stderr

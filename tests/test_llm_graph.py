@@ -22,6 +22,7 @@ from agent.trace import TraceWriter, read_trace
 from tests.cli_helpers import run_cli, start_agent, wait_for
 from tests.doubles.openai_server import Reply, ScriptedOpenAI, ToolCall
 from tests.test_llm_campaign import poisoned_source  # noqa: F401  (fixture: wheel flag definitions + poisoned README)
+from tests.slowdown import limit
 from tools.jobs.local import LocalExecutor
 
 PLAN = {"steps": [{"kind": "write_scripts", "why": "scripts for review"}], "rationale": "scripts only"}
@@ -51,7 +52,7 @@ def test_kill_9_mid_plan_then_resume_continues_from_the_last_committed_turn(tmp_
             wait_for(lambda: len(server.requests) == 3 or proc.poll() is not None, 90, "the third model turn")
         finally:
             proc.send_signal(signal.SIGKILL)
-            output = proc.communicate(timeout=10)[0]
+            output = proc.communicate(timeout=limit(10))[0]
         assert len(server.requests) == 3, output
         run = _only_run(runs)
         assert not (run / "result.json").exists()

@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.doubles.tokenizer import build_tokenizer
+from tests.slowdown import limit
 from tools.base import ToolError
 from tools.scripts import (
     EnvChoice, FlagChoice, MeasurePlan, RenderScriptsArgs, ServeVariant, render_scripts, render_serve_script,
@@ -87,7 +88,7 @@ def test_hostile_values_arrive_as_single_literal_arguments(tmp_path, model, valu
     script = tmp_path / "serve_mtp.sh"
     script.write_text(render_serve_script(variant, python="unused"))
     dump = tmp_path / "argv.json"
-    run = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=20, env={
+    run = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=limit(20), env={
         **os.environ, "SGLANG_PYTHON": str(DOUBLES / "argv_dump"), "PORT": "31234", "ARGV_DUMP_FILE": str(dump),
         "ARGV_DUMP_ENV": "SGLANG_ENABLE_SPEC_V2,CUDA_VISIBLE_DEVICES", "DSV4_DOUBLE_REAL_PYTHON": sys.executable})
     assert run.returncode == 0, run.stderr
@@ -108,7 +109,7 @@ def test_run_measure_runs_every_variant_and_records_a_failed_point(tmp_path):
                        ready_timeout_s=30)
     render_scripts(RenderScriptsArgs(out_dir=str(tmp_path), plan=plan, sglang_python=str(DOUBLES / "sglang_python")))
     port = __import__("tools.measure.server", fromlist=["free_port"]).free_port()
-    run = subprocess.run(["bash", str(tmp_path / "run_measure.sh")], capture_output=True, text=True, timeout=120,
+    run = subprocess.run(["bash", str(tmp_path / "run_measure.sh")], capture_output=True, text=True, timeout=limit(120),
                          env={**os.environ, "PORT": str(port), "DSV4_DOUBLE_REAL_PYTHON": sys.executable})
     assert run.returncode == 1, run.stdout + run.stderr
     lines = (tmp_path / "bench" / "baseline.jsonl").read_text().splitlines()
@@ -130,7 +131,7 @@ def test_run_measure_snapshots_each_point_so_the_report_isolates_accept_length(t
                        min_prompts=3, warmup_requests=1, ready_timeout_s=30)
     render_scripts(RenderScriptsArgs(out_dir=str(tmp_path), plan=plan, sglang_python=str(DOUBLES / "sglang_python")))
     port = __import__("tools.measure.server", fromlist=["free_port"]).free_port()
-    run = subprocess.run(["bash", str(tmp_path / "run_measure.sh")], capture_output=True, text=True, timeout=120,
+    run = subprocess.run(["bash", str(tmp_path / "run_measure.sh")], capture_output=True, text=True, timeout=limit(120),
                          env={**os.environ, "PORT": str(port), "DSV4_DOUBLE_REAL_PYTHON": sys.executable})
     assert run.returncode == 0, run.stdout + run.stderr
     snaps = [json.loads(x) for x in (tmp_path / "bench" / "snapshots" / "mtp.jsonl").read_text().splitlines()]

@@ -24,6 +24,7 @@ from agent.steps.base import PlanStep, StepContext, StepOutcome
 from agent.trace import TraceWriter, iter_events
 from tests.conftest import require_binary
 from tests.doubles.tokenizer import build_tokenizer
+from tests.slowdown import limit
 from tools.base import ToolError
 from tools.gpus import GpuInfo
 from tools.jobs import LocalExecutor
@@ -133,10 +134,10 @@ def test_report_from_the_run_folder_opens_in_chromium(measured, tmp_path):
              "--disable-background-networking", "--disable-component-update", "--disable-sync",
              f"--user-data-dir={tmp_path / 'profile'}"]
     dom = subprocess.run([chromium, *flags, "--dump-dom", extra[1].as_uri()], capture_output=True, text=True,
-                         timeout=90).stdout
+                         timeout=limit(90)).stdout
     assert '<table id="comparison">' in dom and dom.count("<img") == 4
     subprocess.run([chromium, *flags, "--window-size=1300,1600", f"--screenshot={shot}", extra[1].as_uri()],
-                   capture_output=True, timeout=90, check=True)
+                   capture_output=True, timeout=limit(90), check=True)
     from PIL import Image
 
     image = Image.open(shot).convert("RGB")
@@ -249,18 +250,18 @@ def test_without_metrics_a_later_point_is_flagged_not_isolated(tmp_path):
                                "--speculative-algorithm", "EAGLE"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         url = base_url("127.0.0.1", port)
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + limit(20)
         while not probe_ready(url) and time.monotonic() < deadline:
             time.sleep(0.1)
         out = snapshot_file(tmp_path, "mtp")
         body = json.dumps({"input_ids": [1, 2], "sampling_params": {"max_new_tokens": 9}}).encode()
         for tag in ("mtp-c1", "mtp-c2"):
             take_snapshot(SGLANG_PYTHON, url, tag, "before", out)
-            urllib.request.urlopen(url + "/generate", data=body, timeout=10).read()
+            urllib.request.urlopen(url + "/generate", data=body, timeout=limit(10)).read()
             take_snapshot(SGLANG_PYTHON, url, tag, "after", out)
     finally:
         server.terminate()
-        server.wait(10)
+        server.wait(limit(10))
     (tmp_path / "mtp.jsonl").write_text("".join(json.dumps({"tag": t, "median_tpot_ms": 1.0, "accept_length": 3.0})
                                                 + "\n" for t in ("mtp-c1", "mtp-c2")))
     first, second = parse_jsonl(tmp_path / "mtp.jsonl").records

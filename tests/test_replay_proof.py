@@ -22,6 +22,7 @@ from agent.replay.frontier import Frontier, ReplayCut
 from agent.replay.record import classify, load_recording
 from tests.campaign_fixtures import campaign_args, campaign_env
 from tests.cli_helpers import only_run, run_cli, start_agent, wait_for
+from tests.slowdown import limit
 
 GOLDEN = Path(__file__).parent / "golden"
 
@@ -34,7 +35,7 @@ def resumed_run(tmp_path_factory, sglang_wheel_root) -> Path:
     wait_for(lambda: (root / "runs").exists() and list((root / "runs").glob("*/jobs/tune-gpu1/wrapper.json")), 120,
              "the tuning jobs to run")
     proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=10)
+    proc.wait(timeout=limit(10))
     out = run_cli("resume", "latest", cwd=root, env=env)
     assert out.returncode == 0, out.stdout + out.stderr
     return only_run(root)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from tests.campaign_fixtures import campaign_args, campaign_env
 from tests.cli_helpers import only_run, run_cli, start_agent, wait_for
+from tests.slowdown import limit
 
 BENCH_GOAL = "benchmark baseline"
 TAGS = ("baseline-c1", "baseline-c2")
@@ -104,7 +105,7 @@ def test_after_a_host_crash_resume_starts_a_fresh_server_and_measures_again(tmp_
     proc = start_agent(*campaign_args(tmp_path, sglang_wheel_root, BENCH_GOAL, concurrency="1,2"), cwd=tmp_path, env=env)
     run = _first_client_running(tmp_path)
     proc.send_signal(signal.SIGKILL)  # the host goes down: agent, server and client together
-    proc.wait(timeout=10)
+    proc.wait(timeout=limit(10))
     _kill_job(run, "bench-baseline-c1")
     _kill_job(run, "serve-baseline")
     hold.unlink()
@@ -131,7 +132,7 @@ def test_resume_by_absolute_path_from_another_folder_reattaches_and_takes_the_af
     proc = start_agent(*campaign_args(tmp_path, sglang_wheel_root, BENCH_GOAL, concurrency="1,2"), cwd=tmp_path, env=env)
     run = _first_client_running(tmp_path)
     proc.send_signal(signal.SIGKILL)  # the agent alone dies; server and client run on
-    proc.wait(timeout=10)
+    proc.wait(timeout=limit(10))
     hold.unlink()
     wait_for(lambda: (run / "jobs" / "bench-baseline-c1" / "exit.json").exists(), 120,
              "the point to finish while the agent is away")
@@ -192,7 +193,7 @@ def test_a_stopped_job_is_retried_only_on_request(tmp_path, sglang_wheel_root):
     wait_for(lambda: _running(run, "tune-gpu0"), 120, "tune-gpu0 to run")
     stop = run_cli("jobs", "latest", "--stop", "tune-gpu0", cwd=tmp_path, env=env)
     assert stop.returncode == 0 and "stopped" in stop.stdout, stop.stdout + stop.stderr
-    output, _ = proc.communicate(timeout=240)
+    output, _ = proc.communicate(timeout=limit(240))
     assert proc.returncode == 1, output
 
     again = run_cli("resume", "latest", cwd=tmp_path, env=env)

@@ -17,6 +17,7 @@ import pytest
 
 from tests.campaign_fixtures import DOUBLES, campaign_env
 from tests.cli_helpers import only_run, run_cli
+from tests.slowdown import limit
 
 GOAL = "enable MTP"
 
@@ -90,7 +91,7 @@ def test_a_plan_without_gpus_says_which_tp_it_assumed(tmp_path):
 def _serve(script: Path, tmp_path: Path, **env: str) -> tuple[subprocess.CompletedProcess, dict]:
     dump = tmp_path / "argv.json"
     dump.unlink(missing_ok=True)
-    done = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=30, env={
+    done = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=limit(30), env={
         **{k: v for k, v in os.environ.items() if k not in ("TP", "GPUS", "CUDA_VISIBLE_DEVICES")},
         "SGLANG_PYTHON": str(DOUBLES / "argv_dump"), "ARGV_DUMP_FILE": str(dump), "PORT": "31999",
         "ARGV_DUMP_ENV": "CUDA_VISIBLE_DEVICES", "DSV4_DOUBLE_REAL_PYTHON": sys.executable, **env})

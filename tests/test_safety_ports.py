@@ -17,6 +17,7 @@ import pytest
 from tests.campaign_fixtures import DOUBLES, campaign_args, campaign_env
 from tests.cli_helpers import only_run, start_agent, wait_for
 from tests.doubles.tokenizer import build_tokenizer
+from tests.slowdown import limit
 from tools.jobs.executor import free_local_port
 from tools.measure.server_check import expected_identity, fetch_info, identity_problem
 from tools.scripts import FlagChoice, MeasurePlan, ServeVariant
@@ -62,7 +63,7 @@ def test_run_measure_refuses_a_port_someone_else_listens_on(tmp_path, tok):
     try:
         plan = MeasurePlan(variants=[ServeVariant(name="baseline", model_path=str(tok))], tokenizer=str(tok), **QUICK)
         run = _measure(tmp_path, plan, PORT=str(other.port))
-        out, err = run.communicate(timeout=120)
+        out, err = run.communicate(timeout=limit(120))
         assert run.returncode == 1, out + err
         assert "0 failed point(s)" not in out and "1 failed point(s)" in out
         failure = json.loads((tmp_path / "run" / "bench" / "baseline.failures.jsonl").read_text())
@@ -82,7 +83,7 @@ def test_run_measure_never_measures_a_server_that_took_the_port_while_ours_loade
                         "our server to start").group(1))
     other = ForeignServer(tok, port, tmp_path / "other.log")
     try:
-        out, err = run.communicate(timeout=120)
+        out, err = run.communicate(timeout=limit(120))
         assert run.returncode == 1, out + err
         failure = json.loads((tmp_path / "run" / "bench" / "baseline.failures.jsonl").read_text())
         assert "no process of our server's group" in failure["reason"] and "another process holds it" in failure["reason"]
@@ -105,7 +106,7 @@ def test_the_agents_sweep_fails_the_point_when_another_server_holds_the_port(tmp
     port = wait_for(lambda: _serve_port(tmp_path), 180, "the baseline server job to be launched")
     other = ForeignServer(tmp_path / "tok", port, tmp_path / "other.log")
     try:
-        output, _ = proc.communicate(timeout=300)
+        output, _ = proc.communicate(timeout=limit(300))
         run = only_run(tmp_path)
         assert proc.returncode == 1, output  # nothing was measured
         result = json.loads((run / "result.json").read_text())

@@ -16,6 +16,7 @@ import pytest
 
 from tests.campaign_fixtures import campaign_args, campaign_env
 from tests.cli_helpers import only_run, run_cli, start_agent, wait_for
+from tests.slowdown import limit
 from tools.jobs import processes
 
 
@@ -89,7 +90,7 @@ def test_kill_9_of_the_wrapper_mid_job_then_resume_runs_the_job_once(tmp_path, s
     proc = start_agent(*campaign_args(tmp_path, sglang_wheel_root, goal="tune kernels"), cwd=tmp_path, env=env)
     wait_for(lambda: _tune_started(tmp_path), 120, "the first tuning unit to start")
     proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=10)
+    proc.wait(timeout=limit(10))
     run = only_run(tmp_path)
     folder = run / "jobs" / "tune-gpu0"
     wrapper = json.loads((folder / "wrapper.json").read_text())

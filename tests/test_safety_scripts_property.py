@@ -23,6 +23,8 @@ from tools.tuning.plan import Unit, plan_units
 from tools.tuning.render import render_tuning
 from tools.tuning.script import introspect_script
 
+from tests.slowdown import limit
+
 DOUBLES = Path(__file__).parent / "doubles"
 HOSTILE = st.one_of(
     st.sampled_from(["'", '"', "$(touch /tmp/pwned)", "`id`", "; rm -rf ~", "a\nb", " x ", "\\", "${HOME}",
@@ -44,7 +46,7 @@ def _interpreter(folder: Path, name: str) -> Path:
 
 def _run(script: Path, dump: Path, append: bool = False, **env: str) -> list[dict]:
     dump.unlink(missing_ok=True)
-    done = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=60, env={
+    done = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=limit(60), env={
         **{k: v for k, v in os.environ.items() if k not in ("SGLANG_PYTHON", "PORT", "TP", "GPUS")},
         "ARGV_DUMP_FILE": str(dump), "ARGV_DUMP_APPEND": "1" if append else "", "ARGV_DUMP_ENV": "SECRET_ENV",
         "DSV4_DOUBLE_REAL_PYTHON": sys.executable, **env})

@@ -10,6 +10,7 @@ import subprocess
 from pathlib import Path
 
 from tests.cli_helpers import only_run, run_cli
+from tests.slowdown import limit
 
 
 def _stub(folder: Path, name: str, body: str) -> None:
@@ -29,7 +30,7 @@ def test_a_newline_in_the_run_folder_path_runs_nothing_from_the_sbatch_script(tm
     fake.mkdir()
     _stub(fake, "scontrol", 'echo node0')  # `scontrol show hostnames`
     _stub(fake, "srun", "exit 0")
-    done = subprocess.run(["bash", str(sbatch)], capture_output=True, text=True, timeout=30,
+    done = subprocess.run(["bash", str(sbatch)], capture_output=True, text=True, timeout=limit(30),
                           env={**os.environ, "PATH": f"{fake}:{os.environ['PATH']}", "SLURM_JOB_NODELIST": "node0"})
     assert done.returncode == 0, done.stderr
     assert not marker.exists()  # the path's second line stayed inside its comment

@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.slowdown import limit
+
 REPO = Path(__file__).resolve().parents[1]
 
 SUITE = '''
@@ -68,7 +70,7 @@ def test_a_module_fixture_is_built_once_free_tests_spread_and_the_longest_goes_f
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "xdist", "-p", "no:cacheprovider", "-n", "3",
                            "--dist", "loadgroup", "-c", "/dev/null", "--rootdir", str(suite), str(suite),
                            "--basetemp", str(tmp_path / "basetemp"), "--update-durations"],  # else it prunes the outer suite's old temp roots
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=limit(300))
     assert done.returncode == 0, done.stdout + done.stderr
     lines = [line.split() for line in log.read_text().splitlines()]
     built = [worker for what, worker in lines if what == "built"]

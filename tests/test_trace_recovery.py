@@ -18,6 +18,7 @@ import pytest
 from agent.trace import read_trace
 from tests.campaign_fixtures import campaign_args, campaign_env
 from tests.cli_helpers import only_run, run_cli, start_agent, wait_for
+from tests.slowdown import limit
 
 GOAL = "tune kernels"
 
@@ -27,7 +28,7 @@ def _killed_run(root: Path, wheel_root: Path) -> Path:
     wait_for(lambda: (root / "runs").exists() and list((root / "runs").glob("*/jobs/tune-gpu1/wrapper.json")), 120,
              "the tuning jobs to run")
     proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=10)
+    proc.wait(timeout=limit(10))
     return only_run(root)
 
 
@@ -140,7 +141,7 @@ def test_a_lane_that_finished_before_the_kill_runs_again_on_resume(tmp_path, sgl
 
     wait_for(research_saved, 120, "the research lane's writes in the checkpoint")
     proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=10)
+    proc.wait(timeout=limit(10))
     run = only_run(tmp_path)
     resumed = run_cli("resume", str(run), cwd=tmp_path, env=campaign_env(tmp_path, unit_s=0.4))
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr

@@ -20,6 +20,7 @@ from agent.steps.tune_kernels import run
 from tests.cli_helpers import run_cli
 from tests.test_tuning_step import _context, _double_env, _fake_gpus
 from tests.tuning_fixtures import config_dir, make_checkout, triton_config
+from tests.slowdown import limit
 from tools.jobs import LocalExecutor
 from tools.scripts.models import ServeVariant
 from tools.measure.server import launch_server, stop_server
@@ -179,7 +180,7 @@ def test_agent_killed_during_discovery_reattaches_to_the_same_server(tmp_path, m
     agent = subprocess.Popen([sys.executable, "-c", AGENT.format(repo=str(REPO), tmp=str(tmp_path), checkout=str(checkout))],
                              env={**os.environ, "DSV4_FAKE_GPUS": "1"}, start_new_session=True)
     launched = tmp_path / "run/jobs/discovery/wrapper.json"
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + limit(30)
     while time.monotonic() < deadline and not launched.exists() and agent.poll() is None:
         time.sleep(0.05)
     agent.send_signal(signal.SIGKILL)

@@ -13,6 +13,8 @@ import pytest
 from tools.tuning.install import Manifest
 from tools.tuning.remote_install import write_host_script
 
+from tests.slowdown import limit
+
 GEMM = "sglang/kernels/ops/gemm"
 NAME = "N=512,K=1024,device_name=NVIDIA_H200,dtype=fp8_w8a8,block_shape=[128, 128].json"
 NEW = "N=1024,K=512,device_name=NVIDIA_H200,dtype=fp8_w8a8,block_shape=[128, 128].json"
@@ -37,7 +39,7 @@ def tree(tmp_path):
 
 def _script(run: Path, *args: str) -> subprocess.CompletedProcess:
     python = shutil.which("python3")
-    return subprocess.run([python, str(write_host_script(run)), *args], capture_output=True, text=True, timeout=60)
+    return subprocess.run([python, str(write_host_script(run)), *args], capture_output=True, text=True, timeout=limit(60))
 
 
 def test_install_then_uninstall_restores_the_folder_exactly(tree):

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.tuning_fixtures import triton_config
+from tests.slowdown import limit
 
 REPO = Path(__file__).resolve().parent.parent
 INJECTOR = REPO / "tests" / "fault_injector.py"
@@ -140,7 +141,7 @@ def test_a_campaign_killed_mid_install_is_finished_by_resume_and_uninstalled_exa
     env = campaign_env(tmp_path)
     died = subprocess.run([sys.executable, str(INJECTOR), f"tools.tuning.host_install:{kill[0]}:{kill[1]}",
                            "agent.cli:main", *args], cwd=tmp_path, env=clean_env(env), capture_output=True,
-                          text=True, timeout=240)
+                          text=True, timeout=limit(240))
     assert died.returncode == -signal.SIGKILL, died.stdout + died.stderr
     run = only_run(tmp_path)
     assert _manifest(run)["state"] == "installing" and _state(folder) != original

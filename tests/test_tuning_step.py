@@ -17,6 +17,7 @@ from agent.steps.base import PlanStep, StepContext
 from agent.steps.tune_kernels import run
 from agent.trace import iter_events, TraceWriter
 from tests.tuning_fixtures import NVIDIA_SMI_DOUBLE, config_dir, make_checkout, triton_config
+from tests.slowdown import limit
 from tools.gpus import DetectGpusArgs, detect_gpus
 from tools.jobs import LocalExecutor
 from tools.tuning.configs import config_file_name
@@ -161,7 +162,7 @@ def test_agent_killed_mid_tuning_resumes_by_reattaching(tmp_path, monkeypatch):
     env = {**os.environ, "DSV4_FAKE_GPUS": "2"}
     agent = subprocess.Popen([sys.executable, "-c", AGENT.format(repo=str(REPO), tmp=str(tmp_path), checkout=str(checkout))],
                              env=env, start_new_session=True)
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + limit(30)
     while time.monotonic() < deadline and not (calls.exists() and len(calls.read_text().splitlines()) >= 2):
         time.sleep(0.05)
     agent.send_signal(signal.SIGKILL)  # the agent dies; its detached tuning jobs keep running
