@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.slowdown import limit
+
 FIXTURE = Path(__file__).parent / "fixtures" / "evidence" / "checkout"
 CONFIG = Path(__file__).parent / "fixtures" / "verify" / "deepseek_v4_config.json"
 REPO = Path(__file__).resolve().parents[1]
@@ -18,7 +20,7 @@ MODEL = "acme/Moe-Mtp-7B"
 
 def _cli(*args: str, timeout: float = 120, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([str(Path(sys.executable).parent / "dsv4-agent"), *args], cwd=REPO, capture_output=True,
-                          text=True, timeout=timeout, env=env)
+                          text=True, timeout=limit(timeout), env=env)
 
 
 def _checkpoint(tmp_path: Path) -> Path:
@@ -58,7 +60,7 @@ def _alive_in_group(pgid: int) -> list[int]:
 def test_a_hanging_interpreter_is_killed_with_its_children_and_the_run_exits_1(tmp_path):
     python = _hanging_interpreter(tmp_path)
     try:
-        # the 60 s bound is a guard against the default 600 s wait: --verify-timeout 5 must be what ends it
+        # the 60 s bound (scaled) is a guard against the default 600 s wait: --verify-timeout 5 must be what ends it
         done = _cli("mtp", "--sglang", str(FIXTURE), "--model", MODEL, "--model-path", str(_checkpoint(tmp_path)),
                     "--sglang-python", str(python), "--verify", "--verify-timeout", "5", "--json", timeout=60)
         leader = int((tmp_path / "leader.pid").read_text())

@@ -21,6 +21,7 @@ import pytest
 from agent.trace import read_trace
 from tests.campaign_fixtures import campaign_args, campaign_env
 from tests.cli_helpers import AGENT, clean_env, only_run, run_cli, start_agent, wait_for
+from tests.slowdown import limit
 
 GOAL = "tune kernels"
 
@@ -63,7 +64,7 @@ def test_a_closed_terminal_interrupts_the_run_and_its_jobs_run_on(tmp_path, sgla
              "the tuning jobs to start")
     _drain(master, seen)
     os.close(master)  # the terminal goes away: the kernel hangs up the agent's session
-    assert proc.wait(timeout=120) == 130
+    assert proc.wait(timeout=limit(120)) == 130
     run = only_run(tmp_path)
     result = json.loads((run / "result.json").read_text())
     assert result["status"] == "interrupted" and "SIGHUP" in result["summary"], result
@@ -146,7 +147,7 @@ def _killed_while_tuning(root: Path, wheel_root: Path) -> Path:
     wait_for(lambda: (root / "runs").exists() and list((root / "runs").glob("*/jobs/tune-gpu1/wrapper.json")), 120,
              "the tuning jobs to run")
     proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=10)
+    proc.wait(timeout=limit(10))
     return only_run(root)
 
 

@@ -9,6 +9,8 @@ import ast
 from pathlib import Path
 
 TESTS = Path(__file__).resolve().parent
+# helpers that take a quiet machine's seconds and scale them themselves
+SCALING_HELPERS = {"agent", "_cli"}
 CLOCKS = {"monotonic", "perf_counter", "time", "process_time", "monotonic_ns", "perf_counter_ns", "time_ns"}
 
 
@@ -75,3 +77,25 @@ def test_d():
     assert len(items) < 5
 '''
     assert upper_bounds_on_time(source) == [6, 9]
+
+
+def fixed_limits(source: str) -> list[int]:
+    """Line numbers of calls given ``timeout=<number>`` or ``.wait(<number>)``: a limit that is not
+    scaled by DSV4_TEST_SLOWDOWN (write ``limit(seconds)``)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Call) or getattr(node.func, "id", None) in SCALING_HELPERS:
+            continue
+        numbers = [k.value for k in node.keywords if k.arg == "timeout"]
+        if isinstance(node.func, ast.Attribute) and node.func.attr in ("wait", "communicate") and node.args:
+            numbers.append(node.args[0])
+        if any(isinstance(n, ast.Constant) and isinstance(n.value, (int, float)) for n in numbers):
+            found.append(node.lineno)
+    return found
+
+
+def test_every_limit_goes_through_the_slowdown_knob():
+    """make_golden.py is no test: it regenerates the golden runs by hand."""
+    offenders = [f"{path.name}:{line}" for path in sorted(TESTS.glob("*.py")) if path.name != "make_golden.py"
+                 for line in fixed_limits(path.read_text())]
+    assert not offenders, f"fixed limits, not scaled by DSV4_TEST_SLOWDOWN (use tests.slowdown.limit): {offenders}"
