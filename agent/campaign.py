@@ -57,19 +57,21 @@ def _open_runtime(run: RunFolder, settings: Settings, goal: str, view: LiveView)
 def _drive(rt: Runtime, thread_id: str, fresh: bool, watch: SignalWatch | None = None, hard_exit: bool = True) -> int:
     """Run the graph to its end and record the result; ``hard_exit=False`` returns after an interrupt
     instead of ending the process (replay re-creates recorded interrupts through ``watch``)."""
-    from langgraph.checkpoint.sqlite import SqliteSaver
-
+    from agent.checkpoints import forget_pending_writes, open_checkpoints
     from agent.graph import build_graph, recursion_limit
 
-    conn = sqlite3.connect(rt.run.checkpoint_path, check_same_thread=False)
-    graph = build_graph(rt, SqliteSaver(conn))
+    conn, saver = open_checkpoints(rt.run.checkpoint_path)
+    graph = build_graph(rt, saver)
     config = {"configurable": {"thread_id": thread_id}, "recursion_limit": recursion_limit(rt.settings)}
     with watch or SignalWatch() as watch:
         try:
             state = graph.get_state(config)
             resume_from_checkpoint = not fresh and bool(state.next)
             if resume_from_checkpoint:
-                _run_the_uncommitted_step_again(conn, state.config)
+                # A kill lands before or after LangGraph saves a finished lane's writes (its node_finished
+                # is traced either way), and no replay could tell which: every lane of the superstep that
+                # did not commit runs again, re-attaching to its jobs and reusing its steps.
+                forget_pending_writes(conn, state.config)
             final = invoke_responsively(graph, None if resume_from_checkpoint else {"goal": rt.goal}, config, watch)
             status = final.get("status", "failed")
             return _finish(rt, status, _summary(rt, final))
@@ -83,16 +85,6 @@ def _drive(rt: Runtime, thread_id: str, fresh: bool, watch: SignalWatch | None =
             return _finish(rt, "failed", f"{type(err).__name__}: {err}")
         finally:
             _close_when_ended(watch.worker, conn)
-
-
-def _run_the_uncommitted_step_again(conn: sqlite3.Connection, checkpoint: dict) -> None:
-    """Forget what the lanes of the superstep that did not commit had saved: all of them run again. A kill
-    lands before or after LangGraph saves a finished lane's writes (its ``node_finished`` is traced either
-    way), and no replay could tell which. A lane run again re-attaches to its jobs and reuses its steps."""
-    ids = checkpoint["configurable"]
-    conn.execute("DELETE FROM writes WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?",
-                 (ids["thread_id"], ids.get("checkpoint_ns", ""), ids["checkpoint_id"]))
-    conn.commit()
 
 
 def _close_when_ended(worker: threading.Thread | None, conn: sqlite3.Connection) -> None:

@@ -11,10 +11,10 @@ from difflib import get_close_matches
 from typing import Annotated
 
 import typer
-from typer._click.exceptions import UsageError
 
 from agent.commands import campaign, config, mtp, replay, report, runs, sync, tuning
 from agent.commands.base import CONTEXT, Command, Group, end_at_once_when_done, run_main
+from agent.commands.typer_internals import UsageError
 
 CAMPAIGN, INSPECT, PARTS = "Campaigns", "Runs", "Evidence and tools"
 # (function, name, panel); the order is the order in --help

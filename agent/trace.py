@@ -20,10 +20,9 @@ from typing import Any, Iterator, Literal
 from agent.secrets import redact
 from agent.trace_read import SeqGap, TraceError, TraceReadResult, TraceTail, read_events, read_trace
 
-__all__ = ["SCHEMA_VERSION", "EVENT_TYPES", "Lane", "TraceWriter", "TraceError", "TraceReadResult", "TraceTail",
+__all__ = ["EVENT_TYPES", "Lane", "TraceWriter", "TraceError", "TraceReadResult", "TraceTail",
            "SeqGap", "read_trace", "read_events", "iter_events", "redact"]
 
-SCHEMA_VERSION = 1
 Lane = Literal["gpu", "research", "control", "llm"]
 EVENT_TYPES = frozenset({
     "run_started", "run_resumed", "run_finished", "node_started", "node_finished",
@@ -62,7 +61,7 @@ class TraceWriter:
         ``run_finished`` is an attempt's last event: a lane still winding down after it (an interrupt
         records the end while a GPU lane reports its jobs' progress) is not recorded, and None is
         returned. The next attempt (``run_started``/``run_resumed``) opens the trace again."""
-        from agent.trace_schema import validate_event  # the schema module imports this one
+        from agent.trace_schema import SCHEMA_VERSION, validate_event  # pydantic: only once events are written
 
         if type not in EVENT_TYPES:
             raise ValueError(f"unknown trace event type {type!r}")

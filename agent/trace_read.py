@@ -63,11 +63,6 @@ class TraceReadResult:
     good_size: int = 0              # bytes up to and including the last good line
 
     @property
-    def torn_tail(self) -> str | None:
-        """Kept for callers that only ask whether there was a bad tail."""
-        return self.tail.why if self.tail else None
-
-    @property
     def problems(self) -> list[str]:
         found = [f"trace ends with {self.tail.describe()}; read {len(self.events)} events before it"] \
             if self.tail else []
@@ -91,7 +86,7 @@ class _Line:
 
 
 def _parse(raw: bytes, terminated: bool) -> tuple[dict | None, str | None]:
-    from agent.trace_schema import EventError, validate_event, version_problem  # it imports agent.trace
+    from agent.trace_schema import EventError, validate_event, version_problem  # pydantic: only once a trace is read
 
     try:
         text = raw.decode("utf-8")

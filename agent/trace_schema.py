@@ -16,8 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from agent.trace import SCHEMA_VERSION
-
+SCHEMA_VERSION = 1  # the format this code writes (docs/trace.md)
 SUPPORTED_VERSIONS: frozenset[int] = frozenset({SCHEMA_VERSION})
 
 

@@ -26,6 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.harness import OUT_ENV, REPO, Row  # noqa: E402
+from tools.markdown import Markdown, markdown_table, md_code  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 # (script, what it measures, arguments of a full run, of a quick run, what it needs that a machine may lack)
@@ -76,18 +77,17 @@ def run_one(script: str, args: list[str]) -> tuple[list[Row], int, str, float]:
 
 
 def table(results: list[tuple[str, str, list[Row], int, str]]) -> str:
-    lines = ["| benchmark | measures | median (min–max) | measured beside | goal | |",
-             "|---|---|---|---|---|---|"]
+    cells: list[list[object]] = []
     for script, what, rows, code, note in results:
         if not rows:  # a GPU benchmark without a GPU, or a script that prints its own figures only
-            verdict = ("skipped" if note.startswith(SKIPPED) else "ran") if code == 0 else f"**failed** (exit {code})"
-            lines.append(f"| `{script}` | {what} | {note} | | | {verdict} |")
+            verdict = ("skipped" if note.startswith(SKIPPED) else "ran") if code == 0 else \
+                Markdown(f"**failed** (exit {code})")
+            cells.append([md_code(script), what, note, "", "", verdict])
             continue
         for i, r in enumerate(rows):
-            verdict = "" if r.ok is None else ("met" if r.ok else "**missed**")
-            lines.append(f"| {f'`{script}`' if i == 0 else ''} | {r.metric} | {r.cell()} | {r.reference} "
-                         f"| {r.goal} | {verdict} |")
-    return "\n".join(lines)
+            verdict = "" if r.ok is None else ("met" if r.ok else Markdown("**missed**"))
+            cells.append([md_code(script) if i == 0 else "", r.metric, r.cell(), r.reference, r.goal, verdict])
+    return markdown_table(["benchmark", "measures", "median (min–max)", "measured beside", "goal", ""], cells)
 
 
 def main() -> int:

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.trace import SCHEMA_VERSION, TraceError, TraceWriter, read_trace
+from agent.trace import TraceError, TraceWriter, read_trace
+from agent.trace_schema import SCHEMA_VERSION
 
 
 def test_events_carry_the_schema_fields_and_a_gap_free_sequence(tmp_path: Path):

@@ -11,14 +11,13 @@ import json
 import os
 import re
 import sys
-from typing import Annotated, Any, NoReturn, Optional
+from typing import Annotated, Any, NoReturn
 
 import typer
 from typer import Abort
-from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageError
-from typer._coercion import PassThroughRuntimeParam
 from typer.core import TyperCommand, TyperGroup
 
+from agent.commands.typer_internals import ClickException, NoArgsIsHelpError, UsageError, plain_bool_flags
 from agent.secrets import redact_text
 from agent.terminal import printable
 
@@ -61,16 +60,6 @@ def end_when_written(code: int) -> NoReturn:
 def print_json(data: Any) -> None:
     """Machine-readable output on stdout (documented by a schema under docs/)."""
     print(json.dumps(data, indent=2, sort_keys=False, default=str), flush=True)
-
-
-def _plain_flags(params: list) -> list:
-    """Typer builds a pydantic adapter to coerce even ``--help`` (most of a ``--help``'s time is
-    importing pydantic for it); a boolean flag needs none."""
-    for param in params:
-        descriptor = getattr(param, "type_descriptor", None)
-        if descriptor is not None and descriptor.annotation is bool and param._runtime_param is None:
-            param._runtime_param = PassThroughRuntimeParam(parameter_info=descriptor.parameter_info, annotation=bool)
-    return params
 
 
 def _argument_name(param) -> str:
@@ -120,7 +109,7 @@ class Command(TyperCommand):
     """A subcommand: plain-text help with option panels, without importing pydantic for it."""
 
     def get_params(self, ctx) -> list:
-        return _plain_flags(super().get_params(ctx))
+        return plain_bool_flags(super().get_params(ctx))
 
     def format_options(self, ctx, formatter) -> None:
         _format_panels(self, ctx, formatter)
@@ -174,7 +163,7 @@ class Group(TyperGroup):
     """A command group with the same help; commands are listed under their panels."""
 
     def get_params(self, ctx) -> list:
-        return _plain_flags(super().get_params(ctx))
+        return plain_bool_flags(super().get_params(ctx))
 
     def format_options(self, ctx, formatter) -> None:
         _format_panels(self, ctx, formatter)
@@ -203,4 +192,3 @@ CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 RunRef = Annotated[str, typer.Argument(metavar="RUN", help="Run folder path, its name under --runs-dir, or 'latest'.")]
 RunsDir = Annotated[str, typer.Option("--runs-dir", metavar="DIR", help="Folder holding run folders.")]
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print the result as JSON (schema in docs/).")]
-OptionalStr = Optional[str]

@@ -26,6 +26,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from tools.base import ToolError
+from tools.markdown import markdown_table
 from tools.constraints.extract import ExtractConstraintsArgs, Rule, extract_constraints
 from tools.mtp.arch import from_tree
 from tools.mtp.pick import ALGO, Judge
@@ -189,10 +190,8 @@ def review_markdown(review: FlagReview) -> str:
     lines = ["## Extra flags proposed by the model", "",
              f"Checked against {review.catalog_size} server flags defined in the SGLang source"
              + (f"; {review.constraints}." if review.constraints else "."), "",
-             "| flag | value | verdict | evidence | reason |", "|---|---|---|---|---|"]
-    for v in review.verdicts:
-        cells = [v.flag, v.value, v.verdict, v.origin or "none", v.reason]
-        lines.append("| " + " | ".join(c.replace("|", "\\|").replace("\n", " ") for c in cells) + " |")
+             markdown_table(["flag", "value", "verdict", "evidence", "reason"],
+                            [[v.flag, v.value, v.verdict, v.origin or "none", v.reason] for v in review.verdicts])]
     if review.rejected:
         lines += ["", f"{len(review.rejected)} flag(s) rejected and NOT written into any script."]
     return "\n".join(lines) + "\n"

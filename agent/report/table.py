@@ -8,20 +8,11 @@ so no cell can change the table's shape or inject markup in either form.
 from __future__ import annotations
 
 import html
-import re
 from dataclasses import dataclass, field
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u2028\u2029\x85]")
+from tools.markdown import md_text, markdown_table, without_control
 
-
-def md_cell(value: object) -> str:
-    text = _CONTROL.sub(" ", "" if value is None else str(value))
-    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\r", " ").replace("\n", " ").strip()
-
-
-def md_text(value: object) -> str:
-    """A line of plain text for markdown: control characters and line breaks become spaces."""
-    return _CONTROL.sub(" ", "" if value is None else str(value)).replace("\r", " ").replace("\n", " ")
+__all__ = ["Table", "md_text"]
 
 
 @dataclass
@@ -36,14 +27,11 @@ class Table:
         self.rows.append(list(cells))
 
     def markdown(self) -> str:
-        lines = ["| " + " | ".join(md_cell(c) for c in self.columns) + " |",
-                 "|" + "---|" * len(self.columns)]
-        lines += ["| " + " | ".join(md_cell(c) for c in row) + " |" for row in self.rows]
-        return "\n".join(lines)
+        return markdown_table(self.columns, self.rows)
 
     def html(self) -> str:
         ident = f' id="{html.escape(self.id)}"' if self.id else ""
         head = "".join(f"<th>{html.escape(str(c))}</th>" for c in self.columns)
-        body = "".join("<tr>" + "".join(f"<td>{html.escape(_CONTROL.sub(' ', '' if c is None else str(c)))}</td>"
+        body = "".join("<tr>" + "".join(f"<td>{html.escape(without_control(c))}</td>"
                                         for c in row) + "</tr>" for row in self.rows)
         return f"<table{ident}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"

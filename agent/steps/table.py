@@ -46,7 +46,6 @@ STEPS: tuple[StepSpec, ...] = (
 )
 BY_KIND: dict[str, StepSpec] = {spec.kind: spec for spec in STEPS}
 STEP_ORDER: tuple[str, ...] = tuple(spec.kind for spec in STEPS)
-STEP_LANES: dict[str, Lane] = {spec.kind: spec.lane for spec in STEPS}
 
 
 def kinds_at(node: Node) -> tuple[str, ...]:

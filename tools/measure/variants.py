@@ -30,7 +30,6 @@ from tools.source.fields import read_fields_at
 from tools.source.origin import Origin
 
 _USER = re.compile(r"^\s*(\d+)(?:/(\d+)/(\d+))?\s*$")
-CORE = (ALGO, STEPS, TOPK, TOKENS)
 
 
 class SpecChoice(BaseModel):

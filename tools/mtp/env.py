@@ -146,9 +146,3 @@ class EnvVetter:
             return f"read by SGLang at {self.reads[name]}"
         where = f"not in {registry.rel}" if registry.rel else "SGLang has no environment registry here"
         return drop(f"SGLang does not read it ({where}, and no os.environ/getenv read of it outside its tests)")
-
-
-def vet_env(env: dict[str, str], origins: dict[str, Origin], package_dir: Path, root: Path,
-            recipe: str) -> tuple[dict[str, str], dict[str, str], list[Dropped]]:
-    """(kept env, why each is kept, dropped) for one recipe's environment."""
-    return EnvVetter(package_dir, root, set(env)).vet(env, origins, recipe)

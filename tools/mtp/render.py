@@ -1,6 +1,7 @@
 """Readable renderings of an MTP answer: a markdown evidence table (run folders) and rich tables (CLI)."""
 from __future__ import annotations
 
+from tools.markdown import Markdown, markdown_table, md_code
 from tools.mtp.infer import MtpAnswer
 
 
@@ -14,14 +15,13 @@ def evidence_markdown(answer: MtpAnswer, max_constraints: int = 40) -> str:
     if rec is None:
         out += ["No recommendation: the tree holds no evidence for this model.", ""]
     else:
-        out += ["| flag | value | cited |", "|---|---|---|"]
-        for name, value in rec.flags.items():
-            origin = rec.flag_origins.get(name, rec.origin)
-            out.append(f"| `{name}` | `{value or '(switch)'}` | {origin.cite()} |")
+        rows = [[md_code(name), md_code(value or "(switch)"), rec.flag_origins.get(name, rec.origin).cite()]
+                for name, value in rec.flags.items()]
         for name, value in rec.env.items():
             where = rec.env_origins[name].cite() if name in rec.env_origins else rec.origin.cite()
-            out.append(f"| env `{name}` | `{value}` | {where} ({rec.env_evidence.get(name, 'recipe env')}) |")
-        out += ["", "Why:", *[f"- {line}" for line in rec.rationale], ""]
+            rows.append([Markdown(f"env {md_code(name)}"), md_code(value),
+                         f"{where} ({rec.env_evidence.get(name, 'recipe env')})"])
+        out += [markdown_table(["flag", "value", "cited"], rows), "", "Why:", *[f"- {line}" for line in rec.rationale], ""]
         if rec.dropped:
             out += ["Left out of the recommendation:", ""]
             out += [f"- {d.kind} `{d.name}`"

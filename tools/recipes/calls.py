@@ -16,9 +16,9 @@ from typing import Any, Callable
 
 from tools.recipes.modules import LAUNCHER, ClassInfo, ParsedModule
 from tools.recipes.objects import (
-    BoundMethod, Function, Instance, Unresolved, _Environ, _Return, dataclass_fields, is_dataclass, locate,
+    BoundMethod, Frame, Function, Instance, Unresolved, _Environ, _Return, dataclass_fields, is_dataclass, locate,
 )
-from tools.recipes.values import Evaluator, Frame
+from tools.recipes.values import Evaluator
 
 MAX_UNROLL = 32  # a loop over a longer literal list is scanned once, not unrolled
 
@@ -266,4 +266,11 @@ _METHODS: dict[str, Callable[[Any, list], Any]] = {
 _COMPOUND = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try,
              ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
-__all__ = ["eval_call", "run_function", "interpret", "is_launcher", "launches_in", "call_name", "locate"]
+class CallingEvaluator(Evaluator):
+    """The evaluator that also follows calls: helpers, constructors, methods, ``super()``."""
+
+    def call(self, node: ast.Call, frame: Frame) -> Any:
+        return eval_call(self, node, frame)
+
+
+__all__ = ["CallingEvaluator", "eval_call", "run_function", "interpret", "is_launcher", "launches_in", "call_name", "locate"]

@@ -18,7 +18,7 @@ from tools.source.research_cache import ResearchScope
 from tools.recipes.launches import RecipeBuilder
 from tools.recipes.model import Recipe
 from tools.recipes.modules import ModuleIndex
-from tools.recipes.values import Evaluator
+from tools.recipes.calls import CallingEvaluator
 from tools.source.search import SearchArgs, search
 
 MAX_FILES = 3000
@@ -99,7 +99,7 @@ def _extract_recipes(args: ExtractRecipesArgs) -> RecipesResult:
             alternation = r"\b(" + "|".join(re.escape(n) for n in names) + r")\b"
             more = [f for f in _files([f for f in folders if f.is_dir()], alternation) if f not in set(files)]
             modules += [m for m in (index.parse(f) for f in more) if m is not None]
-    builder = RecipeBuilder(Evaluator(index))
+    builder = RecipeBuilder(CallingEvaluator(index))
     recipes: list[Recipe] = []
     seen: set[tuple] = set()
     for module in modules:

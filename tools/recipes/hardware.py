@@ -10,8 +10,8 @@ import ast
 import re
 
 from tools.recipes.modules import ParsedModule
-from tools.recipes.objects import Unresolved
-from tools.recipes.values import Evaluator, Frame
+from tools.recipes.objects import Frame, Unresolved
+from tools.recipes.values import Evaluator
 
 HINT_KEYWORDS = ("suite", "runner_config", "runner", "nightly_suite")
 PATH_HINT = re.compile(r"(?<![a-z0-9])(\d+-gpu[\w-]*|amd|rocm|npu|ascend|xpu|cpu|h100|h200|h20|b200|b300|gb200|gb300|"

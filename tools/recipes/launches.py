@@ -16,8 +16,8 @@ from tools.recipes.calls import interpret, launches_in
 from tools.recipes.hardware import hardware_hint
 from tools.recipes.model import Recipe
 from tools.recipes.modules import ClassInfo, ParsedModule
-from tools.recipes.objects import Unresolved, _Return, origin_of
-from tools.recipes.values import Evaluator, Frame
+from tools.recipes.objects import Frame, Unresolved, _Return, origin_of
+from tools.recipes.values import Evaluator
 
 # keyword names launchers and launch settings use for the same things
 MODEL_KEYS = ("model", "model_path")

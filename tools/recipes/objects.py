@@ -3,14 +3,27 @@ unresolved expressions, references to modules, functions, methods, and dataclass
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from tools.recipes.modules import ClassInfo, ParsedModule
 from tools.source.origin import Origin
 
-if TYPE_CHECKING:
-    from tools.recipes.values import Evaluator
+
+@dataclass
+class Frame:
+    """Where an expression is evaluated: its module, what cls/self are bound to, the local names."""
+
+    module: ParsedModule
+    cls: ClassInfo | None = None            # what cls/self are bound to
+    owner: ClassInfo | None = None          # class that defines the running method (for super())
+    names: dict[str, Any] = field(default_factory=dict)
+
+
+class Evaluates(Protocol):
+    """What an instance needs of the evaluator (tools/recipes/values.py) to read a class default."""
+
+    def eval(self, node: ast.AST, frame: Frame) -> Any: ...
 
 
 class Unresolved:
@@ -95,9 +108,7 @@ class Instance:
     cls: ClassInfo
     values: dict[str, Any]
 
-    def attribute(self, ev: "Evaluator", name: str) -> Any:
-        from tools.recipes.values import Frame  # the evaluator's frame: values.py builds on this module
-
+    def attribute(self, ev: Evaluates, name: str) -> Any:
         if name in self.values:
             return self.values[name]
         if name in self.cls.attrs:

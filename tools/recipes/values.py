@@ -8,27 +8,20 @@ holding the source text, and operations on it stay unresolved instead of guessin
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, field
 from typing import Any
 
 from tools.recipes.modules import ClassInfo, ModuleIndex, ParsedModule
 from tools.recipes.objects import (
-    ENVIRON, BoundMethod, Function, Instance, ModuleRef, Unresolved, locate, origin_of,
+    ENVIRON, BoundMethod, Frame, Function, Instance, ModuleRef, Unresolved, locate, origin_of,
 )
 from tools.source.origin import Origin
 
 MAX_DEPTH = 40  # name chains and calls nested deeper than this are left unresolved
 
 
-@dataclass
-class Frame:
-    module: ParsedModule
-    cls: ClassInfo | None = None            # what cls/self are bound to
-    owner: ClassInfo | None = None          # class that defines the running method (for super())
-    names: dict[str, Any] = field(default_factory=dict)
-
-
 class Evaluator:
+    """Expressions without calls; ``calls.CallingEvaluator`` adds them (calls build on this class)."""
+
     def __init__(self, index: ModuleIndex):
         self.index = index
         self.depth = 0
@@ -102,7 +95,6 @@ class Evaluator:
         return locate(value, Origin(path=frame.module.rel, line=getattr(node, "lineno", 0)))
 
     def _eval(self, node: ast.AST, frame: Frame) -> Any:
-        from tools.recipes.calls import eval_call  # calls need the evaluator; import late
         if isinstance(node, ast.Constant):
             return node.value
         handler = self._HANDLERS.get(type(node))
@@ -114,10 +106,13 @@ class Evaluator:
             test = self.truth(node.test, frame)
             return Unresolved(node=node) if test is None else self.eval(node.body if test else node.orelse, frame)
         if isinstance(node, ast.Call):
-            return eval_call(self, node, frame)
+            return self.call(node, frame)
         if isinstance(node, (ast.Compare, ast.BoolOp, ast.UnaryOp)):
             truth = self.truth(node, frame)
             return Unresolved(node=node) if truth is None else truth
+        return Unresolved(node=node)
+
+    def call(self, node: ast.Call, frame: Frame) -> Any:
         return Unresolved(node=node)
 
     def _joined(self, node: ast.JoinedStr, frame: Frame) -> Any:
