@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, PrivateAttr, SecretStr, ValidationError, field_validator
+from pydantic import Field, PrivateAttr, SecretStr, ValidationError, ValidationInfo, field_validator
 from pydantic_settings.exceptions import SettingsError as PydanticSettingsError
 from pydantic_settings import (BaseSettings, EnvSettingsSource, InitSettingsSource, NoDecode,
                                PydanticBaseSettingsSource, SettingsConfigDict)
@@ -26,6 +26,7 @@ from agent.secrets import redact, remember, url_password
 from tools.jobs.executor_spec import ExecutorSetting, ExecutorSpec
 from tools.scripts.models import ConcurrencyLevels
 from tools.scripts.trust import check_allowed_flags
+from tools.scripts.user_args import parse_server_args, parse_server_env
 
 _SHAPE = re.compile(r"^0*[1-9][0-9]*\s*[,x]\s*0*[1-9][0-9]*$")
 ENV_PREFIX = "DSV4_"
@@ -58,6 +59,10 @@ class Settings(BaseSettings):
     plan_only: bool = Field(False, description="Write every script, start no GPU job (review first)")
     allow_flags: Annotated[list[str], NoDecode] = Field(
         default_factory=list, description="Trust-widening server flags a recipe or the model may add, e.g. --trust-remote-code")
+    server_args: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, description="Flags added to every serve script, e.g. '--mem-fraction-static 0.8'")
+    server_env: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, description="NAME=VALUE set in every serve script's environment")
     runs_dir: str = Field("runs", description="Where run folders are created")
     executor: Annotated[ExecutorSetting, NoDecode] = Field(
         ExecutorSpec(kind="local"), description="local | ssh://user@host[:port] | slurm[:partition]")
@@ -137,6 +142,18 @@ class Settings(BaseSettings):
             raise ValueError(f"takes concurrency levels (whole numbers of 1 or more) separated by commas, e.g. 1,8,16; "
                              f"{_entry(bad[0])} is not one")
         return words
+
+    @field_validator("server_args")
+    @classmethod
+    def _reviewed_server_args(cls, value: list[str], info: ValidationInfo) -> list[str]:
+        parse_server_args(value, info.data.get("allow_flags") or [])  # the trust review, before any run exists
+        return value
+
+    @field_validator("server_env")
+    @classmethod
+    def _server_env_shape(cls, value: list[str]) -> list[str]:
+        parse_server_env(value)
+        return value
 
     @field_validator("ssh_options", "mtp_steps", mode="before")
     @classmethod

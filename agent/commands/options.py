@@ -107,6 +107,10 @@ OPTIONS: dict[str, SettingOption] = {o.field: o for o in [
     O("llm_stream", "--llm-stream/--no-llm-stream", "Stream the LLM's answers [no-llm-stream].", LLM, kind=bool),
     O("allow_flags", "--allow-flag", "Let a recipe or the model add this trust-widening server flag, e.g. "
       "--allow-flag=--trust-remote-code (repeat).", SGLANG, "FLAG", list),
+    O("server_args", "--server-arg", "Flags added to every serve script, e.g. --server-arg '--mem-fraction-static "
+      "0.8' (repeat); trust-widening ones need --allow-flag.", SGLANG, "'FLAG [VALUE]'", list),
+    O("server_env", "--server-env", "Environment of every serve script, e.g. --server-env NCCL_DEBUG=INFO (repeat).",
+      SGLANG, "NAME=VALUE", list),
     O("plan_only", "--plan-only", "Write every script, start no GPU job; `dsv4-agent resume RUN` runs them.", RUN,
       kind=bool, aliases=("--dry-run",)),
     O("runs_dir", "--runs-dir", "Folder holding run folders [runs].", RUN, "DIR"),

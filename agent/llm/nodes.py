@@ -149,7 +149,7 @@ def llm_plan(rt: Runtime, state: CampaignState) -> dict:
     steps, sections = finish_plan(rt, preflight, answer, _registry(rt, preflight))
     model = (rt.llm.model if rt.llm else None) or rt.settings.llm_model or "replay"
     who = f"LLM ({model} at {redact_text(rt.settings.llm_base_url or 'replay')})"
-    plan_md = render_plan_md(state["goal"], steps, [], preflight, who) + "\n" + sections
+    plan_md = render_plan_md(state["goal"], steps, [], preflight, who, rt.settings) + "\n" + sections
     dumps = [s.model_dump(mode="json") for s in steps]
     rt.run.write_json("plan.json", dumps)
     rt.run.write_text("plan.md", plan_md)

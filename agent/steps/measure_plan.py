@@ -25,6 +25,7 @@ from tools.mtp.infer import MtpAnswer, Recommendation
 from tools.scripts import EnvChoice, FlagChoice, MeasurePlan, ServeVariant
 from tools.scripts.models import RESERVED_FLAGS
 from tools.scripts.trust import held_back
+from tools.scripts.user_args import parse_server_args, parse_server_env
 
 PLAN_PARAMS = ("input_len", "output_len", "prompts_per_concurrency", "min_prompts", "warmup_requests",
                "ready_timeout_s", "port")
@@ -126,6 +127,18 @@ def with_extra_flags(variants: list[ServeVariant], extra_flags: dict) -> list[Se
     return [variants[0], *tuned]
 
 
+def with_user_additions(variants: list[ServeVariant], flags: list[FlagChoice], env: list[EnvChoice]) -> list[ServeVariant]:
+    """``--server-arg``/``--server-env`` on every variant, baseline included (a memory fraction or a
+    library path the host needs); where a recipe set the same flag or variable, the user's value wins."""
+    if not flags and not env:
+        return variants
+    mine, names = {c.flag for c in flags}, {e.name for e in env}
+    return [ServeVariant.model_validate({**v.model_dump(), "flags": [
+        *[c.model_dump() for c in v.flags if c.flag not in mine], *[c.model_dump() for c in flags]],
+        "env": [*[e.model_dump() for e in v.env if e.name not in names], *[e.model_dump() for e in env]]})
+        for v in variants]
+
+
 def hold_back_trust(variants: list[ServeVariant], allowed: list[str]) -> tuple[list[ServeVariant], list[str]]:
     """Drop flags that widen trust (tools/scripts/trust.py) unless the user allowed them by name."""
     kept, held = [], []
@@ -169,6 +182,8 @@ def build_plan(ctx: StepContext, step: PlanStep) -> tuple[MeasurePlan, list[str]
     more, left_out = _more_variants(ctx, base)
     variants = [*variants, *more]
     variants = with_extra_flags(variants, step.params.get("extra_flags") or {})
+    variants = with_user_additions(variants, parse_server_args(s.server_args, s.allow_flags),
+                                   parse_server_env(s.server_env))
     variants, held = hold_back_trust(variants, s.allow_flags)
     notes += held
     extra = {k: step.params[k] for k in PLAN_PARAMS if k in step.params}
