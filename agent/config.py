@@ -59,10 +59,8 @@ class Settings(BaseSettings):
     plan_only: bool = Field(False, description="Write every script, start no GPU job (review first)")
     allow_flags: Annotated[list[str], NoDecode] = Field(
         default_factory=list, description="Trust-widening server flags a recipe or the model may add, e.g. --trust-remote-code")
-    server_args: Annotated[list[str], NoDecode] = Field(
-        default_factory=list, description="Flags added to every serve script, e.g. '--mem-fraction-static 0.8'")
-    server_env: Annotated[list[str], NoDecode] = Field(
-        default_factory=list, description="NAME=VALUE set in every serve script's environment")
+    server_args: Annotated[list[str], NoDecode] = Field(default_factory=list, description="Flags for every server")
+    server_env: Annotated[list[str], NoDecode] = Field(default_factory=list, description="NAME=VALUE for every server")
     runs_dir: str = Field("runs", description="Where run folders are created")
     executor: Annotated[ExecutorSetting, NoDecode] = Field(
         ExecutorSpec(kind="local"), description="local | ssh://user@host[:port] | slurm[:partition]")
@@ -143,16 +141,12 @@ class Settings(BaseSettings):
                              f"{_entry(bad[0])} is not one")
         return words
 
-    @field_validator("server_args")
+    @field_validator("server_args", "server_env")
     @classmethod
-    def _reviewed_server_args(cls, value: list[str], info: ValidationInfo) -> list[str]:
-        parse_server_args(value, info.data.get("allow_flags") or [])  # the trust review, before any run exists
-        return value
-
-    @field_validator("server_env")
-    @classmethod
-    def _server_env_shape(cls, value: list[str]) -> list[str]:
-        parse_server_env(value)
+    def _reviewed_server_additions(cls, value: list[str], info: ValidationInfo) -> list[str]:
+        # The trust review and the entries' shape, before any run exists (the plan parses them again).
+        parse_server_args(value, info.data.get("allow_flags") or []) if info.field_name == "server_args" \
+            else parse_server_env(value)
         return value
 
     @field_validator("ssh_options", "mtp_steps", mode="before")
@@ -251,9 +245,6 @@ def _from_file(path: Path, how: str) -> tuple[dict[str, Any], ConfigFile | None]
         found = read_config(path, how)
         if how == WORKING_FOLDER:
             check_allowed(found)
-    except ConfigFileError as err:
-        raise SettingsError(str(err)) from None
-    try:
         return parsed(found), found
     except ConfigFileError as err:
         raise SettingsError(str(err)) from None
@@ -278,12 +269,8 @@ def load_settings(cli: dict[str, Any] | None = None, cwd: Path | None = None,
         ("environment", _environment_values(environ)),
         ("command line", InitSettingsSource(Settings, init_kwargs=cli_values)()),
     ]
-    merged: dict[str, Any] = {}
-    origin: dict[str, str] = {}
-    for where, layer in layers:
-        for key, value in layer.items():
-            merged[key] = value
-            origin[key] = where
+    merged = {key: value for _where, layer in layers for key, value in layer.items()}
+    origin = {key: where for where, layer in layers for key in layer}
     try:
         settings = Settings(**merged)
     except ValidationError as err:
