@@ -73,6 +73,28 @@ def test_research_runs_inside_the_gpu_window(finished_campaign):
     assert timeline.overlap_pct is not None and timeline.overlap_pct > 50
 
 
+def test_the_timeline_draws_every_job_the_campaign_ran(finished_campaign):
+    """Every job that finished was launched in the trace (the bench points and servers too), so the
+    timeline drops none, and timeline.png labels the bars of every job."""
+    from PIL import Image
+
+    from agent.report.timeline_view import PNG_META_KEY
+
+    root, _ = finished_campaign
+    run = only_run(root)
+    events = events_of(run)
+    launched = Counter(e["key"] for e in events if e["type"] == "job_launched")
+    finished = Counter(e["key"] for e in events if e["type"] == "job_finished")
+    assert launched == finished
+    assert {"tune-gpu0", "tune-gpu1", "serve-baseline", "serve-mtp", "bench-baseline-c1", "bench-mtp-c2"} <= set(launched)
+    timeline = build_timeline(events)
+    assert timeline.notes == []  # no "job_finished events had no job_launched"
+    lanes = {b.label: b.lane for b in timeline.bars}
+    assert lanes["bench-mtp-c1"] == "clients (no GPU)" and lanes["serve-mtp"].startswith("GPU ")
+    shown = json.loads(Image.open(run / "timeline.png").text[PNG_META_KEY])
+    assert set(launched) <= set(shown["labelled"])
+
+
 
 
 def _launched_tune_jobs(root: Path) -> int:

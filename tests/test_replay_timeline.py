@@ -67,6 +67,34 @@ def test_png_carries_the_overlap_computed_from_events(tmp_path):
     assert "research under GPU work: 50.0%" in text and "GPU idle: 70.0%" in text
 
 
+def test_a_reattached_job_keeps_its_first_start_and_a_second_finish_is_no_orphan():
+    """A restart re-attaches to a running server (a second launch of its key) and a resumed sweep records
+    a finish the first attempt had recorded already: one bar, from the first launch, and no note. A
+    client that uses no GPU (``gpus: []``) is on the clients lane, not on every GPU."""
+    spec = [(0, "control", "run_started", dict(goal="g", run="r", argv=[])),
+            (1, "gpu", "job_launched", dict(key="serve-mtp", gpus=[0, 1])),
+            (2, "gpu", "job_launched", dict(key="bench-mtp-c1", gpus=[])),
+            (3, "gpu", "job_finished", dict(key="bench-mtp-c1", status="succeeded")),
+            (4, "control", "run_resumed", dict(run="r", thread="attempt-2")),
+            (5, "gpu", "job_launched", dict(key="serve-mtp", gpus=[0, 1], attached=True)),
+            (6, "gpu", "job_finished", dict(key="bench-mtp-c1", status="succeeded")),
+            (8, "gpu", "job_finished", dict(key="serve-mtp", status="stopped")),
+            (9, "gpu", "job_finished", dict(key="never-launched", status="failed")),
+            (10, "control", "run_finished", dict(status="finished", summary=""))]
+    tl = build_timeline([_event(i, t, lane, kind, **data) for i, (t, lane, kind, data) in enumerate(spec)])
+    serve = [(b.lane, b.start, b.end) for b in tl.bars if b.label == "serve-mtp"]
+    assert serve == [("GPU 0", 1, 8), ("GPU 1", 1, 8)]
+    assert [(b.lane, b.start, b.end) for b in tl.bars if b.label == "bench-mtp-c1"] == [("clients (no GPU)", 2, 3)]
+    assert tl.gpus == [0, 1] and tl.notes == ["1 job_finished events had no job_launched (not drawn)"]
+
+
+def test_png_labels_the_bars_that_have_room(tmp_path):
+    tl = build_timeline(known_trace())
+    shown = json.loads(Image.open(write_png(tl, tmp_path / "timeline.png")).text[PNG_META_KEY])
+    assert shown["bars"] == len(tl.bars)
+    assert sorted(shown["labelled"]) == ["call 1", "infer_mtp", "tune-gpu0", "tune-gpu1", "write_scripts"]
+
+
 def test_golden_timeline_png_matches_its_events(tmp_path):
     events, stop = read_events(GOLDEN / "playbook-mtp-tune" / "trace.jsonl")
     assert stop is None

@@ -1,9 +1,12 @@
 """The run as intervals on lanes, and the figures reviewers ask about.
 
 Lanes: one per GPU (its jobs, from ``job_launched``/``job_finished`` with the job's ``gpu`` or
-``gpus``; a job that names no GPU, such as a server launched over all of them, counts on every
-GPU), the GPU lane's steps, research steps, control, and LLM calls. Times are wall-clock seconds
-from the first event (``t``: comparable across the processes of a resumed run; ``mono`` is not).
+``gpus``; a job that names no GPU, such as a server launched over all of them in an older trace,
+counts on every GPU), the clients that use none (``gpus: []``: bench points, the accuracy check),
+the GPU lane's steps, research steps, control, and LLM calls. A job re-attached after a restart
+keeps the start of its first launch; a finish recorded twice (a resumed run that found the job
+over) is drawn once. Times are wall-clock seconds from the first event (``t``: comparable across
+the processes of a resumed run; ``mono`` is not).
 
 - overlap: the share of research time during which GPU work ran (jobs; when a run launched no
   job, the GPU lane's steps stand in, and ``basis`` says so) — did research hide under the GPU?
@@ -16,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 Interval = tuple[float, float]
+CLIENTS = "clients (no GPU)"  # the lane of jobs that use no GPU: bench clients, the accuracy check
 
 
 @dataclass
@@ -56,7 +60,7 @@ class Timeline:
 
 
 def _lane_rank(lane: str) -> tuple[int, str]:
-    for rank, prefix in enumerate(("GPU ", "gpu steps", "research", "control", "LLM", "node")):
+    for rank, prefix in enumerate(("GPU ", CLIENTS, "gpu steps", "research", "control", "LLM", "node")):
         if lane.startswith(prefix):
             return rank, lane
     return 9, lane
@@ -110,6 +114,7 @@ def build_timeline(events: list[dict], known_gpus: list[int] = ()) -> Timeline:
     open_steps: dict[tuple[str, str], float] = {}
     open_nodes: dict[tuple[str, str], float] = {}
     open_jobs: dict[str, tuple[float, list[int] | None]] = {}
+    closed_jobs: set[str] = set()
     open_llm: dict = {}
     job_bars: list[tuple[Bar, list[int] | None]] = []
     orphans = 0
@@ -125,11 +130,14 @@ def build_timeline(events: list[dict], known_gpus: list[int] = ()) -> Timeline:
             name = "gpu steps" if lane == "gpu" else lane
             bars.append(Bar(name, e["tool"], open_steps.pop((lane, e["tool"])), t, e.get("status", "")))
         elif kind == "job_launched":
-            open_jobs[e["key"]] = (t, _gpus_of(e))
+            started = open_jobs[e["key"]][0] if e["key"] in open_jobs else t  # re-attached: still the first start
+            open_jobs[e["key"]] = (started, _gpus_of(e))
+            closed_jobs.discard(e["key"])
         elif kind == "job_finished":
             if e["key"] not in open_jobs:
-                orphans += 1
+                orphans += e["key"] not in closed_jobs
                 continue
+            closed_jobs.add(e["key"])
             start, gpus = open_jobs.pop(e["key"])
             job_bars.append((Bar("", e["key"], start, t, e.get("status", "")), gpus))
         elif kind == "llm_request":
@@ -142,6 +150,9 @@ def build_timeline(events: list[dict], known_gpus: list[int] = ()) -> Timeline:
         notes.append(f"{orphans} job_finished events had no job_launched (not drawn)")
     gpus = sorted({g for _, gs in job_bars for g in (gs or [])} | set(known_gpus))
     for bar, gs in job_bars:
+        if gs == []:
+            bars.append(Bar(CLIENTS, bar.label, bar.start, bar.end, bar.status))
+            continue
         for g in (gs if gs is not None else gpus) or [None]:
             bars.append(Bar(f"GPU {g}" if g is not None else "GPU (unassigned)", bar.label, bar.start, bar.end,
                             bar.status))

@@ -84,20 +84,54 @@ def write_png(tl: Timeline, path: Path | str) -> Path:
     fig = Figure(figsize=(10, 1.2 + 0.45 * max(1, len(lanes))))
     ax = fig.add_subplot()
     colors = {"failed": "#d62728", "running at end": "#ff7f0e"}
+    span = max(tl.span, 1e-3)
+    labelled: list[str] = []
     for row, lane in enumerate(lanes):
-        spans = [(b.start, max(b.seconds, tl.span / 500 or 0.001)) for b in tl.bars if b.lane == lane]
-        shade = [colors.get(b.status, "#1f77b4" if not lane.startswith("node") else "#9aa7b8")
-                 for b in tl.bars if b.lane == lane]
-        ax.broken_barh(spans, (row - 0.35, 0.7), facecolors=shade)
+        bars = sorted((b for b in tl.bars if b.lane == lane), key=lambda b: b.start)
+        spans = [(b.start, max(b.seconds, span / 500)) for b in bars]
+        shade = [colors.get(b.status, "#1f77b4" if not lane.startswith("node") else "#9aa7b8") for b in bars]
+        edges = [1.0 if width > span / 100 else 0.0 for _, width in spans]  # bars that touch stay apart
+        ax.broken_barh(spans, (row - 0.35, 0.7), facecolors=shade, edgecolors="white", linewidths=edges)
+        labelled += _label_bars(ax, bars, row, span)
     ax.set_yticks(range(len(lanes)), labels=lanes)
     ax.invert_yaxis()
     ax.set_xlabel("seconds since run start")
-    ax.set_xlim(0, max(tl.span, 1e-3))
+    ax.set_xlim(0, span)
     ax.set_title(f"research under GPU work {_pct(tl.overlap_pct)} · GPU idle {_pct(tl.gpu_idle_pct)}")
     fig.tight_layout()
     path = Path(path)
-    fig.savefig(path, format="png", dpi=100, metadata={PNG_META_KEY: json.dumps(figures(tl))})
+    shown = {**figures(tl), "bars": len(tl.bars), "labelled": labelled}
+    fig.savefig(path, format="png", dpi=100, metadata={PNG_META_KEY: json.dumps(shown)})
     return path
+
+
+# The axes span about 8 of the figure's 10 inches at 100 dpi; a label's characters are ~0.6 em wide.
+_AXES_PX, _LABEL_PT = 800, 7
+_CHAR_PX = 0.6 * _LABEL_PT * 100 / 72
+
+
+def _label_bars(ax, bars: list[Bar], row: int, span: float) -> list[str]:
+    """Write each bar's label in the bar, or beside it (after, else before) when the bar is too
+    short and the lane is free there; a label that fits nowhere is left out (the terminal view
+    lists every bar). Returns the labels drawn."""
+    drawn: list[str] = []
+    free_from = 0.0  # where the lane is free again: the end of the bars so far and of their labels
+    for i, bar in enumerate(bars):
+        width = len(bar.label) * _CHAR_PX * span / _AXES_PX * 1.1  # the label's width in seconds, a margin in
+        next_start = bars[i + 1].start if i + 1 < len(bars) else span
+        place = None
+        if bar.seconds >= width and bar.start >= free_from:
+            place = (bar.start + bar.seconds / 2, "center", "white", bar.end)
+        elif bar.end + width <= next_start and bar.end >= free_from:
+            place = (bar.end + width * 0.05, "left", "#1d2330", bar.end + width)
+        elif bar.start - width >= free_from:
+            place = (bar.start - width * 0.05, "right", "#1d2330", bar.end)
+        if place is not None:
+            x, align, colour, free_from = place
+            ax.text(x, row, bar.label, ha=align, va="center", fontsize=_LABEL_PT, color=colour, clip_on=True)
+            drawn.append(bar.label)
+        free_from = max(free_from, bar.end)
+    return drawn
 
 
 def report_section(tl: Timeline, png: Path | None) -> Section:

@@ -17,6 +17,7 @@ import math
 import re
 import time
 from pathlib import Path
+from typing import Callable
 
 from pydantic import BaseModel, Field
 
@@ -76,8 +77,11 @@ def parse_log(text: str) -> tuple[float | None, float | None]:
 
 
 def run_accuracy(executor: Executor, plan: AccuracyPlan, variant: str, python: str, host: str, port: int,
-                 results_dir: Path, env: dict[str, str], cwd: str | None, timeout_s: float = 3600.0) -> AccuracyResult:
-    """Run the check as job ``gsm8k-<variant>`` (re-attached while it runs) and record its figure."""
+                 results_dir: Path, env: dict[str, str], cwd: str | None, timeout_s: float = 3600.0,
+                 emit: Callable[[str, dict], None] | None = None) -> AccuracyResult:
+    """Run the check as job ``gsm8k-<variant>`` (re-attached while it runs) and record its figure;
+    ``emit`` hears the job's launch and finish (trace events), under the attempt's own key."""
+    emit = emit or (lambda _type, _data: None)
     out = result_file(results_dir, variant)
     if out.exists():
         return AccuracyResult.model_validate_json(out.read_text())
@@ -87,8 +91,11 @@ def run_accuracy(executor: Executor, plan: AccuracyPlan, variant: str, python: s
     attempt = next_attempt(executor, f"gsm8k-{variant}", identity)
     key = attempt.key
     if attempt.verdict in ("launch", "attach"):
-        executor.launch(JobSpec(key=key, argv=[python, *client_args(plan, host, port)], kind="accuracy", lane="gpu",
-                                env=env, gpus=[], cwd=cwd, timeout_s=timeout_s, grace_s=5.0, identity=identity))
+        launched = executor.launch(JobSpec(key=key, argv=[python, *client_args(plan, host, port)], kind="accuracy",
+                                           lane="gpu", env=env, gpus=[], cwd=cwd, timeout_s=timeout_s, grace_s=5.0,
+                                           identity=identity))
+        emit("job_launched", {"key": key, "kind": "accuracy", "variant": variant, "gpus": [],
+                              "attached": launched.attached, "attempt": attempt.number})
     while not (state := executor.poll(key)).done:
         time.sleep(0.3)
     text = executor.read_log(key, max_chars=20000)
@@ -99,6 +106,8 @@ def run_accuracy(executor: Executor, plan: AccuracyPlan, variant: str, python: s
                  f"{cap_text(text, 1500).text}")
     result = AccuracyResult(variant=variant, accuracy=accuracy, invalid=invalid, questions=plan.questions,
                             log=state.log_path, error=error)
+    emit("job_finished", {"key": key, "kind": "accuracy", "status": "failed" if error else "succeeded",
+                          "accuracy": accuracy})
     out.parent.mkdir(parents=True, exist_ok=True)  # recorded either way: the job of this key ran once
     out.write_text(result.model_dump_json(indent=2))
     return result

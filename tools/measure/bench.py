@@ -138,8 +138,11 @@ def run_point(executor: Executor, plan: MeasurePlan, variant: ServeVariant, poin
         take_snapshot(_snapshot_python(executor, python), server.url, tag, "before", snapshots)
     # absolute: the agent may be resumed from another folder (and SSH maps it, Slurm jobs start elsewhere)
     argv = [python, *point_args(plan, variant.name, point, server.host, server.port, str(results_file.resolve()))]
-    executor.launch(JobSpec(key=key, argv=argv, kind="bench", lane="gpu", env=env, gpus=[], timeout_s=timeout_s,
-                            grace_s=5.0, identity=point_identity(plan, variant, point)))
+    launched = executor.launch(JobSpec(key=key, argv=argv, kind="bench", lane="gpu", env=env, gpus=[],
+                                       timeout_s=timeout_s, grace_s=5.0, identity=point_identity(plan, variant, point)))
+    # The client uses no GPU (gpus []); the timeline draws it on its own lane, the live view under its variant.
+    emit("job_launched", {"key": key, "kind": "bench", "variant": variant.name, "concurrency": point.concurrency,
+                          "repeat": point.repeat, "gpus": [], "attached": launched.attached, "attempt": attempt.number})
     state = _wait(executor, key)
     done = _point_done(executor, results_file, variant.name, point)  # the host's copy: ours plus this line
     if state.status == "succeeded":
@@ -203,9 +206,11 @@ def _sweep_variant(executor, plan, variant, python, results_file, todo, env, ben
                    ready_timeout_s, point_timeout_s, check_accuracy) -> None:
     """One variant's server (new or re-attached) and its points still to measure."""
     results_dir = results_file.parent
+    key = None
     try:
         key = _server_attempt(executor, variant)
-        emit("job_launched", {"key": key, "kind": "serve", "variant": variant.name})
+        emit("job_launched", {"key": key, "kind": "serve", "variant": variant.name,
+                              **({"gpus": variant.gpus} if variant.gpus is not None else {})})
         server = launch_server(executor, variant, python, key=key, extra_env=env,
                                ready_timeout_s=ready_timeout_s or plan.ready_timeout_s)
     except ToolError as err:
@@ -217,6 +222,8 @@ def _sweep_variant(executor, plan, variant, python, results_file, todo, env, ben
             out.failures.append(failure)
         emit("error", {"error": "server_not_ready", "message": f"{variant.name}: server failed",
                        "key": server_job(variant.name)})
+        if key is not None:  # launched (its job_launched is in the trace): it ended here
+            emit("job_finished", {"key": key, "kind": "serve", "status": "failed"})
         return
     out.server_logs[variant.name] = server.log_path
     emit("progress", {"message": f"{variant.name}: server ready at {server.url}", "key": key})
@@ -233,18 +240,19 @@ def _sweep_variant(executor, plan, variant, python, results_file, todo, env, ben
                                      bench_env, point_timeout_s, emit)
             if failure is None:
                 out.done.append(point.tag(variant.name))
-                emit("job_finished", {"key": job, "status": "succeeded"})
+                emit("job_finished", {"key": job, "kind": "bench", "variant": variant.name, "status": "succeeded"})
             else:
                 _record_failure(results_dir, failure)
                 out.failures.append(failure)
-                emit("job_finished", {"key": job, "status": "failed", "reason": failure.reason.splitlines()[0]})
+                emit("job_finished", {"key": job, "kind": "bench", "variant": variant.name, "status": "failed",
+                                      "reason": failure.reason.splitlines()[0]})
         emit("progress", {"message": f"{variant.name}: {len(todo)} points measured", "key": key,
                           "done": len(todo), "total": len(todo)})
         if check_accuracy:
             _check_accuracy(executor, plan, variant, python, server, results_dir, bench_env, emit)
     finally:
         state = stop_server(executor, server.key)
-        emit("job_finished", {"key": server.key, "status": state.status})
+        emit("job_finished", {"key": server.key, "kind": "serve", "status": state.status})
 
 
 def _check_accuracy(executor: Executor, plan: MeasurePlan, variant: ServeVariant, python: str,
@@ -254,7 +262,5 @@ def _check_accuracy(executor: Executor, plan: MeasurePlan, variant: ServeVariant
     local = not (executor.capabilities.remote_host or executor.capabilities.servers_on_nodes)
     folder = results_dir / "accuracy"
     folder.mkdir(parents=True, exist_ok=True)
-    result = run_accuracy(executor, plan.accuracy, variant.name, python, server.host, server.port, results_dir, env,
-                          cwd=str(folder.resolve()) if local else None)  # the check writes a file where it runs
-    emit("job_finished", {"key": f"gsm8k-{variant.name}", "status": "failed" if result.error else "succeeded",
-                          "accuracy": result.accuracy})
+    run_accuracy(executor, plan.accuracy, variant.name, python, server.host, server.port, results_dir, env,
+                 cwd=str(folder.resolve()) if local else None, emit=emit)  # the check writes a file where it runs

@@ -21,6 +21,7 @@ import json
 import os
 import time
 from pathlib import Path
+from typing import Callable
 
 from pydantic import BaseModel, Field
 
@@ -75,18 +76,23 @@ def _write_state(path: Path, data: dict) -> None:
 
 
 def run_discovery(executor: Executor, variant: ServeVariant, python: str, state_file: Path,
-                  ready_timeout_s: float = 1800.0, base_key: str = DISCOVERY_KEY) -> DiscoveryResult:
+                  ready_timeout_s: float = 1800.0, base_key: str = DISCOVERY_KEY,
+                  emit: Callable[[str, dict], None] | None = None) -> DiscoveryResult:
     """Boot (or re-attach to) the discovery server, wait until ready, stop it, return its log.
+    ``emit`` hears the job's launch and its finish (trace events), each once per job.
 
     Raises ``ToolError`` (with the log tail) when the server exits or times out before it is
     ready; on a timeout the server is stopped by ``wait_ready``.
     """
+    emit = emit or (lambda _type, _data: None)
     state_file = Path(state_file)
     if state_file.exists():
         recorded = json.loads(state_file.read_text())
         running = _poll(executor, recorded["key"])
         if running is not None and not running.done:
             stop_server(executor, recorded["key"])  # the agent died between readiness and the stop
+            emit("job_finished", {"key": recorded["key"], "kind": DISCOVERY_KIND, "status": "stopped",
+                                  "log": recorded["log_path"]})
         return DiscoveryResult(key=recorded["key"], log_path=recorded["log_path"], reused=True)
     started = time.monotonic()
     key = _attempt_key(executor, base_key)
@@ -95,16 +101,20 @@ def run_discovery(executor: Executor, variant: ServeVariant, python: str, state_
     spec = JobSpec(key=key, argv=[python, *variant.launch_args(port)], kind=DISCOVERY_KIND, lane="gpu",
                    env=env, gpus=variant.gpus, grace_s=15.0)
     state = executor.launch(spec)
+    emit("job_launched", {"key": key, "kind": DISCOVERY_KIND, "attached": state.attached,
+                          **({"gpus": variant.gpus} if variant.gpus is not None else {})})
     handle = ServerHandle(variant=variant.name, key=key, url=executor.reach(key, variant.host, port), port=port,
                           host=variant.host, log_path=state.log_path, attached=state.attached)
     try:
         wait_ready(executor, handle, ready_timeout_s, variant)
     except ToolError as err:
+        emit("job_finished", {"key": key, "kind": DISCOVERY_KIND, "status": "failed", "log": state.log_path})
         raise ToolError(f"discovery boot (job {key}) failed: {err}\nFix what the log names and re-run (a fresh "
                         "attempt boots), or skip discovery by giving --shapes N,K or --model-path with config.json"
                         ) from None
     _write_state(state_file, {"key": key, "log_path": state.log_path, "url": handle.url, "ready_at": time.time()})
     stop_server(executor, key)
+    emit("job_finished", {"key": key, "kind": DISCOVERY_KIND, "status": "stopped", "log": state.log_path})
     return DiscoveryResult(key=key, log_path=state.log_path, attached=state.attached,
                            ready_s=round(time.monotonic() - started, 3))
 

@@ -113,8 +113,7 @@ def _discover(args: TuneKernelsArgs, executor: Executor, run_dir: Path, rec: Rec
                                 list(args.server_args), dict(args.env))
     rec.emit("progress", message=f"tuning: no shapes known; discovery boot of the baseline server on GPUs {gpu_list}")
     found = run_discovery(executor, variant, args.sglang_python, run_dir / DISCOVERY_STATE,
-                          ready_timeout_s=args.discovery_timeout_s)
-    rec.emit("job_finished", key=found.key, kind="discovery", status="stopped", reused=found.reused, log=found.log_path)
+                          ready_timeout_s=args.discovery_timeout_s, emit=lambda kind, data: rec.emit(kind, **data))
     prep = _prepare(args, executor, gpu_list)  # the discovery job's log is now among the server logs
     if prep.skip_kind != "no_shapes":
         return prep, {"discovery": found.model_dump()}, None
