@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import operator
 import sqlite3
-import time
 from typing import Annotated, TypedDict
 
 import pytest
 from langgraph.graph import END, START, StateGraph
 
 from agent.checkpoints import forget_pending_writes, open_checkpoints
+from tests.slowdown import wait_for
 
 
 class State(TypedDict):
@@ -20,11 +20,9 @@ class State(TypedDict):
 
 def _wait_for_a_saved_write(db) -> None:
     """The killed lane dies only once the other lane's writes are on disk (as after a real kill)."""
-    deadline = time.monotonic() + 30
     with sqlite3.connect(db) as reader:
-        while not reader.execute("SELECT count(*) FROM writes WHERE channel = 'done'").fetchone()[0]:
-            assert time.monotonic() < deadline, "the finished lane's writes never reached the database"
-            time.sleep(0.01)
+        wait_for(lambda: reader.execute("SELECT count(*) FROM writes WHERE channel = 'done'").fetchone()[0], 30,
+                 "the finished lane's writes in the database", interval=0.01)
 
 
 def _graph(saver, calls: list[str], fail: dict, db):

@@ -12,6 +12,7 @@ import typer
 from typer.main import get_command
 
 from agent.commands.typer_internals import ClickException, NoArgsIsHelpError, UsageError, plain_bool_flags
+from tests.slowdown import limit
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -58,6 +59,6 @@ def test_help_imports_no_pydantic():
     code = ("import sys\nfrom agent.cli import app\nfrom typer.main import get_command\n"
             "try:\n    get_command(app).main(['status', '--help'], prog_name='dsv4-agent')\n"
             "except SystemExit:\n    pass\nprint('pydantic' in sys.modules, file=sys.stderr)")
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=limit(60))
     assert "Usage:" in done.stdout, done.stderr
     assert done.stderr.strip().splitlines()[-1] == "False"
