@@ -79,6 +79,10 @@ def _verified(answer, sglang_python: str, model_path: str | None, timeout: float
     if answer.recommended is None:
         verification = Verification(status="not_verified", reason="nothing to verify: no recommendation",
                                     python=sglang_python)
+    elif answer.recommended.needs:
+        verification = Verification(status="not_verified", python=sglang_python, reason=(
+            "the recommendation needs " + ", ".join(f"{k} (${v})" for k, v in answer.recommended.needs.items())
+            + ", which only you can give; SGLang cannot resolve it without them"))
     else:
         verification = verify_flags(VerifyArgs(sglang_python=sglang_python, model_path=model_path,
                                                flags=answer.recommended.flags, timeout_s=timeout))

@@ -27,6 +27,9 @@ def print_answer(answer: MtpAnswer, console: Console | None = None) -> None:
         for name, value in rec.env.items():
             where = rec.env_origins[name].cite() if name in rec.env_origins else rec.origin.cite()
             table.add_row(text(f"env {name}"), text(value), text(f"{where} ({rec.env_evidence.get(name, 'recipe env')})"))
+        for name, variable in rec.needs.items():
+            where = rec.needs_origins[name].cite() if name in rec.needs_origins else rec.origin.cite()
+            table.add_row(text(name), text(f"(you give it: ${variable})"), text(where))
         console.print(table)
         for line in rec.rationale:
             console.print(text(f"  - {line}"))
@@ -34,11 +37,18 @@ def print_answer(answer: MtpAnswer, console: Console | None = None) -> None:
             console.print(text(f"  left out: {d.kind} {d.name}{f' ({d.origin.cite()})' if d.origin else ''}: {d.reason}"))
     if answer.candidates:
         table = Table(title=f"Candidates ({len(answer.candidates)})")
-        for column in ("model", "hardware", "speculative flags", "cited"):
+        for column in ("model", "hardware", "written at the cited line", "as SGLang resolves it", "cited"):
             table.add_column(column, overflow="fold")
         for cand in answer.candidates[:MAX_ROWS]:
-            table.add_row(text(cand.model), text(cand.hardware or "-"),
-                          text(" ".join(f"{k} {v}".strip() for k, v in cand.flags.items())), text(cand.origin.cite()))
+            hardware = cand.hardware or "-"
+            if cand.condition:
+                hardware += f" ({cand.condition})"
+            written = " ".join(f"{k} {v}".strip() for k, v in cand.written_flags.items())
+            written += "".join(f" {k} `{v}`" for k, v in cand.unread.items() if k.startswith("--speculative-"))
+            written += "".join(f" {k} ${v}" for k, v in cand.needs.items())
+            resolved = " ".join(f"{k} {v}".strip() for k, v in cand.flags.items())
+            table.add_row(text(cand.model), text(hardware), text(written),
+                          text(resolved if resolved != written else "(same)"), text(cand.origin.cite()))
         console.print(table)
     table = Table(title=f"Constraints ({len(answer.constraints)})")
     table.add_column("rule", overflow="fold")

@@ -175,7 +175,11 @@ def build_plan(ctx: StepContext, step: PlanStep) -> tuple[MeasurePlan, list[str]
                         rationale=["SGLang defaults for this model: the reference every ratio is against"])
     variants = [base]
     recommended = recommendation(ctx.outcomes)
-    if recommended:
+    if recommended and recommended.needs:  # an input only the user has: no script runs with a guess for it
+        notes.append("the recommended MTP setting is not measured: it needs "
+                     + ", ".join(f"{flag} (the recipe reads ${var}, which has no default)"
+                                 for flag, var in recommended.needs.items()))
+    elif recommended:
         mtp, mtp_notes = mtp_variant(base, recommended)
         variants.append(mtp)
         notes += mtp_notes

@@ -24,6 +24,9 @@ from tools.source.fields import FieldDef
 
 ARCH_NAME = re.compile(r"(^|_)arch", re.I)
 UNKNOWN: Any = type("Unknown", (), {"__repr__": lambda self: "<unknown>"})()
+# A setting that is given but whose value only the user knows (a draft path the test reads from an
+# environment variable): it is not None and not empty, and nothing else about it is known.
+GIVEN: Any = type("Given", (), {"__repr__": lambda self: "<given>"})()
 MAX_DEPTH = 8  # bindings that refer to bindings: deeper chains are unknown
 
 
@@ -103,6 +106,8 @@ class _Evaluator:
         value = self.value(node)
         if value is UNKNOWN:
             return None
+        if value is GIVEN:
+            return True
         try:
             return bool(value)
         except Exception:  # noqa: BLE001 - a value whose truth cannot be taken is unknown, not an error
@@ -186,7 +191,10 @@ class _Evaluator:
         left = self.value(node.left)
         for op, right_node in zip(node.ops, node.comparators, strict=True):
             right = self.value(right_node)
-            result = self.apply(_COMPARE[type(op)], left, right)
+            if isinstance(op, (ast.Is, ast.IsNot)) and GIVEN in (left, right) and None in (left, right):
+                result = isinstance(op, ast.IsNot)  # given: whatever it is, it is not None
+            else:
+                result = self.apply(_COMPARE[type(op)], left, right)
             if result is UNKNOWN or not result:
                 return result
             left = right
@@ -194,7 +202,7 @@ class _Evaluator:
 
     @staticmethod
     def apply(fn: Any, *args: Any) -> Any:
-        if any(a is UNKNOWN for a in args):
+        if any(a is UNKNOWN or a is GIVEN for a in args):
             return UNKNOWN
         try:
             return fn(*args)

@@ -129,6 +129,12 @@ def evidence_choices(answer: MtpAnswer, rules: list[Rule], target_gpu: str | Non
                                  origins={k: o.cite() for k, o in rec.flag_origins.items()}, source="recommended"))
     ranked = sorted(answer.candidates, key=lambda c: -hardware_score(c.hardware, None, target_gpu, target_gpus))
     for cand in ranked:
+        if not cand.complete:
+            missing = [f"${v} for {k}" for k, v in cand.needs.items()] + [
+                f"{k} = `{v}`" for k, v in cand.unread.items()]
+            notes.append(f"{setting_label(cand.flags)} ({cand.origin.cite()}) is not complete as it stands "
+                         f"({'; '.join(missing) or 'see its candidate entry'}): not measured")
+            continue
         if not _carries_over(cand, answer.model, judge):
             notes.append(f"{setting_label(cand.flags)} ({cand.origin.cite()}) is a recipe for {cand.model} whose draft "
                          "is not the target checkpoint's own: not measured")

@@ -30,6 +30,18 @@ class Candidate(BaseModel):
         "The part of env a script may set (SGLang reads it, or CUDA/NCCL/DeepEP); none for another model's recipe"))
     env_evidence: dict[str, str] = Field(default_factory=dict, description="Why each kept env var is kept")
     env_origins: dict[str, Origin] = Field(default_factory=dict, description="Where the recipe sets each kept one")
+    written_flags: dict[str, str] = Field(default_factory=dict, description=(
+        "The --speculative-* flags as the cited line writes them (flags holds them as SGLang resolves them)"))
+    rewrites: list[str] = Field(default_factory=list, description=(
+        "How SGLang rewrites the written flags into flags, each with the rule and its citation"))
+    unread: dict[str, str] = Field(default_factory=dict, description=(
+        "Flags and environment variables whose value static reading could not resolve: name -> the expression"))
+    needs: dict[str, str] = Field(default_factory=dict, description=(
+        "Flags the recipe takes from an environment variable with no default: flag -> variable (inputs, not values)"))
+    condition: str | None = Field(None, description="The hardware condition this variant of the launch is for")
+    complete: bool = Field(True, description=(
+        "False when a value the recommendation would carry is not resolved or must be given by the user: such a "
+        "candidate never becomes a script as it stands"))
 
 
 class Constraint(BaseModel):
@@ -59,6 +71,9 @@ class Recommendation(BaseModel):
     dropped: list[Dropped] = Field(default_factory=list, description="Recipe flags and env left out, with reasons")
     resolved_by: dict[str, str] = Field(default_factory=dict, description=(
         "Flags whose value SGLang's own resolution set (--verify), with what static reading had"))
+    needs: dict[str, str] = Field(default_factory=dict, description=(
+        "Flags the user must give: flag -> the environment variable the recipe reads it from (no default)"))
+    needs_origins: dict[str, Origin] = Field(default_factory=dict, description="Where the recipe reads each one")
 
 
 class Resolved(BaseModel):

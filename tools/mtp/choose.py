@@ -12,7 +12,7 @@ from dataclasses import dataclass, field as dc_field
 from pathlib import Path
 
 from tools.mtp.answer import Dropped, Recommendation
-from tools.mtp.pick import ALGO, DRAFT, STEPS, Finding, Judge, Verdict, hardware_score
+from tools.mtp.pick import ALGO, DRAFT, STEPS, Finding, InputValue, Judge, Verdict, hardware_score
 from tools.recipes import Recipe
 from tools.source.fields import FieldCatalog
 from tools.source.origin import Origin
@@ -29,6 +29,11 @@ class Considered:
     undecided: list[Finding] = dc_field(default_factory=list)
     dropped: list[Dropped] = dc_field(default_factory=list)
     transferable: bool = True
+    written: dict[str, str] = dc_field(default_factory=dict)   # the --speculative-* flags as the recipe writes them
+    rewrites: list[str] = dc_field(default_factory=list)       # SGLang's rewrites of them, each with its rule
+    unusable: list[str] = dc_field(default_factory=list)       # why it cannot be recommended as it stands
+    needs: dict[str, str] = dc_field(default_factory=dict)     # flag -> environment variable the user must set
+    needs_origins: dict[str, Origin] = dc_field(default_factory=dict)
 
     @property
     def steps(self) -> int:
@@ -58,18 +63,40 @@ def speculative_flags(recipe: Recipe, fields: FieldCatalog) -> tuple[dict[str, s
 
 def consider(recipe: Recipe, judge: Judge, fields: FieldCatalog, exact: bool, arch: str | None) -> Considered:
     flags, origins, dropped = speculative_flags(recipe, fields)
-    seen = Considered(recipe, flags, origins, dropped=dropped)
+    seen = Considered(recipe, flags, origins, dropped=dropped,
+                      written={k: v for k, v in recipe.flags.items() if k.startswith("--speculative-")})
     seen.rationale.append(f"recipe {recipe.name} ({recipe.origin.cite()}) for {recipe.model}"
                           + ("" if exact else f", same architecture {arch}")
-                          + f", hardware {recipe.hardware or 'unspecified'}")
+                          + f", hardware {recipe.hardware or 'unspecified'}"
+                          + (f", the variant for {recipe.condition}" if recipe.condition else ""))
     seen.rationale += [f"dropped {d.name} {d.value} ({d.origin.cite() if d.origin else '?'}): {d.reason}"
                        for d in dropped]
+    by_flag = fields.by_flag()
+    for flag, expression in recipe.unread_flags.items():
+        if flag.startswith("--speculative-"):
+            seen.unusable.append(f"{flag} is `{expression}` ({recipe.launch.cite()}), which static reading cannot "
+                                 "resolve to a value: not recommended with a guess")
+    needs: dict[str, str] = {}
+    for flag, variable in recipe.needs.items():
+        if flag.startswith("--speculative-"):
+            definition = by_flag.get(flag)
+            primary = definition.flags[0] if definition is not None and definition.flags else flag
+            flags[primary] = InputValue(f"${variable}")  # the rules see it given; its value is the user's
+            needs[primary] = variable
+            seen.needs_origins[primary] = recipe.needs_origins.get(flag, recipe.launch)
+    before = len(seen.rationale)
     judge.resolve_alias(flags, origins, seen.rationale, seen.undecided)
     if not exact:
         seen.transferable = _transferable(flags, recipe, judge, seen.undecided)
     judge.fill_automatic(flags, origins, seen.rationale, seen.undecided)
     judge.repair(flags, origins, seen.rationale, seen.undecided)
+    seen.rewrites = seen.rationale[before:]
     seen.verdict = judge.check(flags)
+    for flag, variable in needs.items():
+        if flag in flags:  # still wanted after SGLang's rewrites (a draft-path fallback would have dropped it)
+            seen.needs[flag] = variable
+            del flags[flag]
+            origins.pop(flag, None)
     return seen
 
 
@@ -81,15 +108,48 @@ def _transferable(flags: dict[str, str], recipe: Recipe, judge: Judge, undecided
     return bool(fallback) and flags.get(DRAFT) in (None, recipe.model)
 
 
+# Ties between algorithms that the evidence uses equally often: a draft trained for the target (an
+# MTP head or an EAGLE draft) before a separate small model, before n-gram lookup.
+ALGORITHM_PREFERENCE = ("EAGLE", "EAGLE3", "DSPARK", "FROZEN_KV_MTP", "DFLASH", "STANDALONE", "NGRAM")
+
+
 def best(considered: list[Considered], gpu: str | None, gpus: int | None) -> Considered | None:
-    usable = [c for c in considered if c.transferable and not c.verdict.problems and c.flags.get(ALGO)]
+    """The pick rule, stated in the rationale of what it picks: among recipes that can be recommended
+    (no rule rejects them, every value resolved), complete ones before ones that need an input; the
+    closest to the target hardware; then the algorithm the evidence uses most for this model there
+    (distinct files, then recipes), so that like is compared with like; then the fewest steps."""
+    usable = [c for c in considered if c.transferable and not c.verdict.problems and c.flags.get(ALGO)
+              and not c.unusable]
     if not usable:
         return None
-    scores = {id(c): hardware_score(c.recipe.hardware, c.recipe.tp, gpu, gpus) for c in usable}
+    complete = [c for c in usable if not c.needs]
+    pool = complete or usable
+    scores = {id(c): hardware_score(c.recipe.hardware, c.recipe.tp, gpu, gpus, c.recipe.condition) for c in pool}
     top_score = max(scores.values())
-    top = sorted((c for c in usable if scores[id(c)] == top_score), key=lambda c: c.steps)
-    chosen = top[0]
-    distinct = sorted({c.steps for c in top if c.steps != 99})
+    top = [c for c in pool if scores[id(c)] == top_score]
+    by_algorithm: dict[str, list[Considered]] = {}
+    for c in top:
+        by_algorithm.setdefault(c.flags[ALGO], []).append(c)
+
+    def weight(algorithm: str) -> tuple[int, int, int]:
+        group = by_algorithm[algorithm]
+        order = ALGORITHM_PREFERENCE.index(algorithm) if algorithm in ALGORITHM_PREFERENCE else len(ALGORITHM_PREFERENCE)
+        return len({c.recipe.origin.path for c in group}), len(group), -order
+
+    ranked = sorted(by_algorithm, key=weight, reverse=True)
+    algorithm = ranked[0]
+    chosen = sorted(by_algorithm[algorithm], key=lambda c: c.steps)[0]
+    counts = "; ".join(f"{a} in {weight(a)[0]} file(s), {weight(a)[1]} recipe(s)" for a in ranked)
+    rule = (f"pick rule: of {len(usable)} usable recipe(s)"
+            + (f", the {len(complete)} complete one(s) (no input left to the user)" if complete and len(complete) <
+               len(usable) else "")
+            + f", the {len(top)} closest to the target hardware"
+            + (f" (score {top_score})" if gpu or gpus else " (no target GPU given: all equal)")
+            + f"; then the algorithm the evidence uses most for this model there, like for like: {counts}")
+    if len(ranked) > 1 and weight(ranked[0])[:2] == weight(ranked[1])[:2]:
+        rule += f" (a tie, broken by preference for a trained draft: {', '.join(ALGORITHM_PREFERENCE)})"
+    chosen.rationale.append(rule + f"; then the fewest {STEPS} within {algorithm}")
+    distinct = sorted({c.steps for c in by_algorithm[algorithm] if c.steps != 99})
     if len(distinct) > 1:
         chosen.rationale.append(f"evidence disagrees on {STEPS} ({', '.join(map(str, distinct))}); "
                                 f"chose the most conservative, {chosen.steps}")
@@ -98,8 +158,11 @@ def best(considered: list[Considered], gpu: str | None, gpus: int | None) -> Con
 
 def recommendation(seen: Considered) -> Recommendation:
     checked = [f"holds: {r.rule} ({r.origin.cite()})" for r in seen.verdict.holds]
-    return Recommendation(flags=dict(seen.flags), env={}, rationale=seen.rationale + checked,
-                          origin=seen.recipe.origin, flag_origins=dict(seen.origins), dropped=list(seen.dropped))
+    needed = [f"you must give {flag}: {seen.recipe.name} takes it from ${variable} ({seen.needs_origins[flag].cite()}), "
+              "which has no default; set it to the value for your setup" for flag, variable in seen.needs.items()]
+    return Recommendation(flags=dict(seen.flags), env={}, rationale=seen.rationale + checked + needed,
+                          origin=seen.recipe.origin, flag_origins=dict(seen.origins), dropped=list(seen.dropped),
+                          needs=dict(seen.needs), needs_origins=dict(seen.needs_origins))
 
 
 def from_hooks(arch: str, judge: Judge, root: Path | None = None,

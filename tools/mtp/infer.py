@@ -96,13 +96,20 @@ def _with_env(rec: Recommendation, candidate: Candidate, recipe: Recipe, exact: 
 def _candidate(seen: Considered, vetter: EnvVetter, exact: bool) -> tuple[Candidate, list[Dropped]]:
     r = seen.recipe
     kept, evidence, dropped = vetter.vet(r.env, r.env_origins, r.name) if exact else ({}, {}, [])
+    if exact and r.unread_env:  # a variable SGLang reads whose value is not a value: not recommendable
+        wanted, _, _ = vetter.vet({k: "?" for k in r.unread_env}, {}, r.name)
+        seen.unusable += [f"environment {name} is `{r.unread_env[name]}` ({r.launch.cite()}), which static reading "
+                          "cannot resolve to a value: not recommended with a guess" for name in wanted]
     candidate = Candidate(
         name=r.name, flags=dict(seen.flags), model=r.model or "", env=redacted(r.env), hardware=r.hardware,
         other_flags={k: v for k, v in r.flags.items() if not k.startswith("--speculative-")}, origin=r.origin,
-        rejected=[f"{p} ({rule.origin.cite()})" for p, rule in seen.verdict.problems]
+        rejected=[f"{p} ({rule.origin.cite()})" for p, rule in seen.verdict.problems] + list(seen.unusable)
         + ([] if seen.transferable else ["not MTP (its draft is not taken from the target checkpoint): "
                                          "not carried over to another model"]),
-        env_kept=kept, env_evidence=evidence, env_origins={k: r.env_origins.get(k, r.launch) for k in kept})
+        env_kept=kept, env_evidence=evidence, env_origins={k: r.env_origins.get(k, r.launch) for k in kept},
+        written_flags=dict(seen.written), rewrites=list(seen.rewrites),
+        unread={**r.unread_flags, **{k: v for k, v in r.unread_env.items()}}, needs=dict(seen.needs),
+        condition=r.condition, complete=not seen.unusable and not seen.needs)
     return candidate, dropped
 
 

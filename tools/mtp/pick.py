@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field as dc_field
 
-from tools.constraints.condition import Facts, decide, typed_value
+from tools.constraints.condition import GIVEN, Facts, decide, typed_value
 from tools.constraints.rules import Rule
 from tools.source.fields import FieldCatalog, field_flag, flag_field
 from tools.source.origin import Origin
@@ -22,6 +22,11 @@ ALGO, STEPS, TOPK, TOKENS, DRAFT = ("--speculative-algorithm", "--speculative-nu
                                     "--speculative-draft-model-path")
 TRIO = (STEPS, TOPK, TOKENS)
 CHECKS = ("allowed_algorithms", "requires", "forbids", "all_or_none")
+
+
+class InputValue(str):
+    """A flag value only the user can give (the recipe reads it from an environment variable with no
+    default): the rules see the setting as given, its value unknown. Never written into a script."""
 
 
 def condition(rule: Rule, facts: Facts) -> bool | None:
@@ -62,7 +67,7 @@ class Judge:
         given = {}
         for flag, value in flags.items():
             name = self.flags_to_fields.get(flag, flag_field(flag))
-            given[name] = typed_value(value, self.fields.get(name))
+            given[name] = GIVEN if isinstance(value, InputValue) else typed_value(value, self.fields.get(name))
         return Facts(architecture=self.architecture, given=given, fields=self.fields)
 
     def in_scope(self, flags: dict[str, str], kinds: tuple[str, ...]) -> list[Rule]:
@@ -181,14 +186,18 @@ def _bears(rule: Rule, flags: dict[str, str]) -> bool:
     return rule.field is not None and field_flag(rule.field) in flags
 
 
-def hardware_score(hardware: str | None, tp: int | None, gpu: str | None, gpus: int | None) -> int:
-    """Closeness of a recipe's hardware hint to the target: GPU model, GPU count, TP size."""
+def hardware_score(hardware: str | None, tp: int | None, gpu: str | None, gpus: int | None,
+                   condition: str | None = None) -> int:
+    """Closeness of a recipe's hardware hint to the target: GPU model, GPU count, TP size; a variant
+    for other hardware than the target's (``is_hip()`` on an H200) is far from it."""
     text = (hardware or "").lower()
     score = 0
     if gpu:
         tokens = [t for t in re.findall(r"[a-z]*\d+[a-z]*", gpu.lower()) if len(t) >= 3]
         if any(re.search(rf"(?<![a-z0-9]){re.escape(t)}(?![a-z0-9])", text) for t in tokens):
             score += 4
+        if condition and branch_fits(condition, gpu) is False:
+            score -= 8
     if gpus:
         if f"{gpus}-gpu" in text:
             score += 2
@@ -197,3 +206,27 @@ def hardware_score(hardware: str | None, tp: int | None, gpu: str | None, gpus: 
         elif tp is not None and tp > gpus:
             score -= 8  # needs more GPUs than the target has
     return score
+
+
+# What a hardware predicate of SGLang's asks, as GPU names that answer yes
+_FAMILIES = {
+    "blackwell": r"\b(g?b[123]\d\d|rtx ?50\d\d|blackwell)\b", "sm100": r"\b(g?b[123]\d\d|blackwell)\b",
+    "sm10": r"\b(g?b[123]\d\d|blackwell)\b", "hopper": r"\b(g?h[12]\d{1,2}|h800|hopper)\b",
+    "sm90": r"\b(g?h[12]\d{1,2}|h800|hopper)\b", "ampere": r"\b(a[1-9]\d{1,3}|ampere)\b",
+    "hip": r"\b(mi\d{3}\w*|instinct|amd|radeon)\b", "rocm": r"\b(mi\d{3}\w*|instinct|amd|radeon)\b",
+    "in_amd_ci": r"\b(mi\d{3}\w*|instinct|amd|radeon)\b", "amd": r"\b(mi\d{3}\w*|instinct|amd|radeon)\b",
+    "cuda": r"\b(nvidia|geforce|tesla|[abhl]\d{2,4}|gb\d{3})\b", "npu": r"\b(ascend|npu)\b",
+}
+
+
+def branch_fits(condition: str, gpu: str) -> bool | None:
+    """Whether a variant's hardware condition (``is_blackwell()``, ``not is_hip()``) holds on that GPU;
+    None when it says nothing we can match (an unknown predicate, a compound condition)."""
+    match = re.fullmatch(r"(not )?_?is_(\w+?)(?:_supported|_system)?\(\)", condition.strip())
+    if match is None:
+        return None
+    family = _FAMILIES.get(match.group(2).lower())
+    if family is None:
+        return None
+    fits = re.search(family, gpu.lower()) is not None
+    return fits != bool(match.group(1))

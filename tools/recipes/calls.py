@@ -16,9 +16,11 @@ from typing import Any, Callable
 
 from tools.recipes.modules import LAUNCHER, ClassInfo, ParsedModule
 from tools.recipes.objects import (
-    BoundMethod, Frame, Function, Instance, Unresolved, _Environ, _Return, dataclass_fields, is_dataclass, locate,
+    ENVIRON, BoundMethod, EnvInput, Frame, Function, Instance, ModuleRef, Unresolved, _Environ, _Return,
+    dataclass_fields, is_dataclass, locate,
 )
 from tools.recipes.values import Evaluator
+from tools.source.origin import Origin
 
 MAX_UNROLL = 32  # a loop over a longer literal list is scanned once, not unrolled
 
@@ -85,6 +87,9 @@ def eval_call(ev: Evaluator, node: ast.Call, frame: Frame) -> Any:
                     return run_function(ev, BoundMethod(cls, cls.methods[func.attr], frame.cls or cls), args)
             return Unresolved(node=node)
         receiver = ev.eval(func.value, frame)
+        if (isinstance(receiver, _Environ) and func.attr == "get") or \
+                (isinstance(receiver, ModuleRef) and receiver.name == "os" and func.attr == "getenv"):
+            return _from_environment(ev, node, args, receiver if isinstance(receiver, _Environ) else ENVIRON, frame)
         method = _METHODS.get(func.attr)
         if method is not None and not isinstance(receiver, (Unresolved, ClassInfo)):
             try:
@@ -99,6 +104,23 @@ def eval_call(ev: Evaluator, node: ast.Call, frame: Frame) -> Any:
         kwargs = {k.arg: ev.eval(k.value, frame) for k in node.keywords if k.arg}
         return run_function(ev, target, args, kwargs)
     return Unresolved(node=node)
+
+
+def _from_environment(ev: Evaluator, node: ast.Call, args: list[Any], environ: dict, frame: Frame) -> Any:
+    """``os.environ.get(NAME, default)`` / ``os.getenv(NAME, default)``: what the test itself put in
+    the environment, else the default when it is a real value, else an input the user must give."""
+    if not args or not isinstance(args[0], str):
+        return Unresolved(node=node)
+    name = args[0]
+    if name in environ:
+        return environ[name]
+    default = args[1] if len(args) > 1 else next(
+        (ev.eval(k.value, frame) for k in node.keywords if k.arg == "default"), None)
+    if isinstance(default, Unresolved):
+        return Unresolved(node=node)
+    if isinstance(default, (str, int)) and not isinstance(default, bool) and str(default) != "":
+        return default
+    return EnvInput(name, node=node, origin=Origin(path=frame.module.rel, line=node.lineno))
 
 
 def run_function(ev: Evaluator, target: BoundMethod | Function, args: list[Any],

@@ -22,6 +22,17 @@ class Recipe(BaseModel):
     origin: Origin = Field(description="The class (or function) that describes this server")
     launch: Origin = Field(description="The launcher call")
     unresolved: list[str] = Field(default_factory=list, description="Expressions we could not resolve statically")
+    unread_flags: dict[str, str] = Field(default_factory=dict, description=(
+        "Flags whose value could not be resolved statically (flag -> the expression as written); never in flags"))
+    unread_env: dict[str, str] = Field(default_factory=dict, description=(
+        "Environment variables whose value could not be resolved statically (name -> the expression); never in env"))
+    needs: dict[str, str] = Field(default_factory=dict, description=(
+        "Flags the test takes from an environment variable with no default (flag -> variable): inputs the user "
+        "must give, never in flags"))
+    needs_origins: dict[str, Origin] = Field(default_factory=dict, description="Where each needed variable is read")
+    condition: str | None = Field(None, description=(
+        "The hardware condition this variant of the launch is for, as written (\"is_blackwell()\", "
+        "\"not is_blackwell()\"): the test chooses a value on the GPU it runs on"))
 
     @property
     def speculative(self) -> bool:

@@ -3,6 +3,7 @@ unresolved expressions, references to modules, functions, methods, and dataclass
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -49,6 +50,47 @@ class Unresolved:
 
     def __str__(self) -> str:
         return f"<unresolved: {self.text}>"
+
+
+class EnvInput(Unresolved):
+    """A value the test takes from an environment variable that has no (or an empty) default:
+    an input the user must give, never a value (``os.environ.get("SGLANG_DRAFT", "")``)."""
+
+    __slots__ = ("env_name", "origin")
+
+    def __init__(self, env_name: str, node: ast.AST | None = None, origin: Origin | None = None):
+        super().__init__(node=node)
+        self.env_name, self.origin = env_name, origin
+
+
+class Branches(Unresolved):
+    """``a if is_blackwell() else b``: a choice on the hardware the test runs on. Both branches are
+    evaluated; the recipe becomes one variant per branch, each with its condition noted."""
+
+    __slots__ = ("test", "yes", "no")
+
+    def __init__(self, test: str, yes: Any, no: Any, node: ast.AST | None = None):
+        super().__init__(node=node)
+        self.test, self.yes, self.no = test, yes, no
+
+
+# Calls that ask which hardware the test runs on (sglang.srt.utils, sglang.test.test_utils): a
+# condition on them is a hardware variant, not an unknown.
+HARDWARE_TEST = re.compile(r"^_?is_(blackwell|hopper|ampere|sm\d+\w*|hip|rocm|cuda|npu|xpu|cpu|musa|mps|hpu|"
+                           r"in_amd_ci|amd\w*|mi\d+\w*|gfx\w*|h100|h200|h20|b200|b300|gb200|gb300)", re.I)
+
+
+def hardware_test(node: ast.AST) -> bool:
+    """Whether a condition only asks about the hardware: ``is_blackwell()``, ``not is_hip()``, ``a or b``."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        return hardware_test(node.operand)
+    if isinstance(node, ast.BoolOp):
+        return all(hardware_test(v) for v in node.values)
+    if isinstance(node, ast.Call) and not node.args:
+        func = node.func
+        name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+        return bool(HARDWARE_TEST.match(name))
+    return False
 
 
 class SrcStr(str):

@@ -12,7 +12,8 @@ from typing import Any
 
 from tools.recipes.modules import ClassInfo, ModuleIndex, ParsedModule
 from tools.recipes.objects import (
-    ENVIRON, BoundMethod, Frame, Function, Instance, ModuleRef, Unresolved, locate, origin_of,
+    ENVIRON, BoundMethod, Branches, EnvInput, Frame, Function, Instance, ModuleRef, Unresolved, _Environ,
+    hardware_test, locate, origin_of,
 )
 from tools.source.origin import Origin
 
@@ -104,6 +105,9 @@ class Evaluator:
             return _binop(node, self.eval(node.left, frame), self.eval(node.right, frame))
         if isinstance(node, ast.IfExp):
             test = self.truth(node.test, frame)
+            if test is None and hardware_test(node.test):
+                return Branches(ast.unparse(node.test), self.eval(node.body, frame), self.eval(node.orelse, frame),
+                                node=node)
             return Unresolved(node=node) if test is None else self.eval(node.body if test else node.orelse, frame)
         if isinstance(node, ast.Call):
             return self.call(node, frame)
@@ -158,6 +162,8 @@ class Evaluator:
                 inner = self.eval(element.value, frame)
                 if isinstance(inner, list):
                     items.extend(inner)
+                elif isinstance(inner, Branches):  # *([...] if is_hip() else [...]): spliced per variant
+                    items.append(inner)
                 else:
                     items.append(Unresolved(node=element))
             else:
@@ -177,6 +183,8 @@ class Evaluator:
 
     def _subscript(self, node: ast.Subscript, frame: Frame) -> Any:
         base, key = self.eval(node.value, frame), self.eval(node.slice, frame)
+        if isinstance(base, _Environ) and isinstance(key, str) and key not in base:
+            return EnvInput(key, node=node, origin=Origin(path=frame.module.rel, line=node.lineno))
         try:
             return base[key] if isinstance(base, (list, dict)) and not isinstance(key, Unresolved) else \
                 Unresolved(node=node)

@@ -58,6 +58,8 @@ class FlagChoice(BaseModel):
     @field_validator("value")
     @classmethod
     def _value_ok(cls, value: str) -> str:
+        if "<unresolved" in value:  # the static reader's marker for an expression it could not resolve
+            raise ValueError(f"value {value!r} is an expression static reading could not resolve, not a value")
         return _no_nul(value)
 
 
