@@ -16,6 +16,7 @@ import subprocess
 from pydantic import BaseModel, Field
 
 from tools.base import Tool
+from tools.child_env import child_env
 
 BUSY_MIB = 1024
 GPU_QUERY = ["--query-gpu=index,uuid,name,memory.total,memory.used", "--format=csv,noheader,nounits"]
@@ -105,7 +106,7 @@ def visible(gpus: list[GpuInfo], cuda_visible_devices: str | None) -> tuple[list
 
 def _run(binary: str, query: list[str]) -> tuple[int | None, str, str]:
     try:
-        out = subprocess.run([binary, *query], capture_output=True, text=True, timeout=30)
+        out = subprocess.run([binary, *query], capture_output=True, text=True, timeout=30, env=child_env())
     except subprocess.TimeoutExpired:
         return None, "", f"{binary} did not answer in 30 s"
     return out.returncode, out.stdout, out.stderr

@@ -7,7 +7,6 @@ is its own process group); a restarted agent re-attaches by key.
 """
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
@@ -20,6 +19,7 @@ from tools.jobs.executor import SameHostDefaults
 from tools.jobs.ledger.files import ledger_keys, read_json, tail_log, write_json
 from tools.jobs.ledger.state import SPAWN_WAIT_S, state_from_snapshot
 from tools.jobs.spec import JobSpec, JobState
+from tools.child_env import child_env
 
 WRAPPER = Path(__file__).with_name("wrapper.py")
 
@@ -68,7 +68,7 @@ class LocalExecutor(SameHostDefaults):
         job["env"] = spec.child_env()
         job["intent_at"] = time.time()
         write_json(folder / "job.json", job)  # intent first: a crash after this never double-launches
-        env = dict(os.environ if self.base_env is None else self.base_env)
+        env = child_env(base=self.base_env)
         try:
             with open(folder / "wrapper.err", "ab") as wrapper_err:  # the wrapper keeps its own copy of the fd
                 proc = subprocess.Popen(

@@ -28,6 +28,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from tools.child_env import child_env
+
 SNAPSHOTS_DIR = "snapshots"
 
 # Runs under the SGLang python (stdlib only); args: base URL, tag, phase. Prints one JSON line.
@@ -103,7 +105,7 @@ def take_snapshot(python: str, url: str, tag: str, phase: str, out_file: Path, t
     out_file.parent.mkdir(parents=True, exist_ok=True)
     try:
         done = subprocess.run([python, "-c", SNAPSHOT_PY, url, tag, phase], capture_output=True, text=True,
-                              timeout=timeout_s)
+                              timeout=timeout_s, env=child_env())
         line = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
         snap = Snapshot.model_validate_json(line) if done.returncode == 0 and line else Snapshot(
             tag=tag, phase=phase, errors=[f"snapshot exited {done.returncode}: {done.stderr.strip()[-300:]}"])

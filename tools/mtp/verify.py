@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field
 from tools.mtp.answer import MtpAnswer, Resolved, Verification
 from tools.mtp.pick import ALGO, DRAFT, STEPS, TOKENS, TOPK
 from tools.source.group_run import run_grouped
+from tools.child_env import child_env
 
 SCRIPT = Path(__file__).with_name("verify_flags.py")
 MARKER = "DSV4_VERIFY "
@@ -120,7 +121,7 @@ def verify_many(requests: list[VerifyArgs]) -> list[Verification]:
 
 def _run(python: str, script: Path, argvs: list[list[str]], timeout: float, cwd: Path) -> list[dict | str]:
     """One result per argv: SGLang's (a dict) or why there is none (a string)."""
-    env = {**os.environ, **OFFLINE, "PYTHONDONTWRITEBYTECODE": "1"}
+    env = child_env({**OFFLINE, "PYTHONDONTWRITEBYTECODE": "1"})
     request = argvs[0] if len(argvs) == 1 else argvs  # one argv is passed as it always was
     try:
         done = run_grouped([python, str(script), json.dumps(request)], timeout=timeout, env=env, cwd=cwd)
@@ -149,7 +150,7 @@ def _commit(result: dict) -> str | None:
     location = result.get("sglang_location")
     if not location or not Path(location).is_dir():
         return None
-    done = subprocess.run(["git", "-C", location, "rev-parse", "HEAD"], capture_output=True, text=True)
+    done = subprocess.run(["git", "-C", location, "rev-parse", "HEAD"], capture_output=True, text=True, env=child_env())
     return done.stdout.strip() or None if done.returncode == 0 else None
 
 

@@ -15,6 +15,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from tools.child_env import child_env
+
 
 @dataclass
 class Finished:
@@ -32,7 +34,8 @@ def run_grouped(argv: list[str], timeout: float, env: dict[str, str] | None = No
     """``argv`` with its output captured; on ``timeout`` its whole process group is killed.
     OSError (no such program, not executable) is the caller's to report."""
     process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                               text=True, env=env, cwd=cwd, start_new_session=True)
+                               text=True, env=child_env() if env is None else env, cwd=cwd,
+                               start_new_session=True)
     try:
         out, err = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:

@@ -30,6 +30,7 @@ from pydantic import BaseModel, Field
 
 from tools.base import Tool, ToolError
 from tools.source.group_run import run_grouped
+from tools.child_env import child_env
 
 # Folders a full checkout has and a wheel lacks; reported so readers know what evidence is missing.
 CHECKOUT_ONLY = ("test/registered", "benchmark/kernels", "docs")
@@ -57,7 +58,7 @@ def _download_wheel(version: str, root: Path) -> Path:
     with tempfile.TemporaryDirectory(dir=root.parent) as tmp:
         cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
                "-d", tmp, f"sglang=={version}"]
-        done = subprocess.run(cmd, capture_output=True, text=True)
+        done = subprocess.run(cmd, capture_output=True, text=True, env=child_env())
         wheels = list(Path(tmp).glob("sglang-*.whl"))
         if done.returncode != 0 or not wheels:
             tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
@@ -128,7 +129,8 @@ def _read_version(root: Path, package_dir: Path) -> str | None:
 def _git_commit(root: Path) -> str | None:
     if not (root / ".git").exists():
         return None
-    done = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True)
+    done = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                          env=child_env())
     return done.stdout.strip() or None if done.returncode == 0 else None
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field, TypeAdapter
 
 from tools.base import Tool, ToolError
+from tools.child_env import child_env
 
 MAX_LINE_CHARS = 300  # one minified line must not flood the reader
 
@@ -113,7 +114,7 @@ def _read_output(proc: subprocess.Popen, limit: int | None) -> tuple[bytes, bool
 def _run(cmd: list[str], root: str, limit: int | None) -> tuple[list[Row], bool, int | None, str]:
     """Hits of one rg call; with a limit, stops once more than ``limit`` came."""
     files_only = "--files-with-matches" in cmd
-    with subprocess.Popen(cmd, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
+    with subprocess.Popen(cmd, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=child_env()) as proc:
         assert proc.stdout is not None and proc.stderr is not None
         output, cut = _read_output(proc, limit)
         stderr = proc.stderr.read().decode(errors="replace")

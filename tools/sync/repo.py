@@ -16,6 +16,7 @@ import git
 from pydantic import BaseModel, Field
 
 from tools.base import ToolError
+from tools.child_env import child_env
 
 # Git must never stop to ask for a password or a host key: the agent runs unattended.
 GIT_ENV = {"GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "", "SSH_ASKPASS": "", "LC_ALL": "C"}
@@ -130,7 +131,7 @@ def run_git(repo_dir: str, args: list[str], timeout_s: float) -> GitRun:
 
     (gitpython's kill_after_timeout finds children with ``ps``, which minimal images lack.)
     """
-    env = {**os.environ, **GIT_ENV}
+    env = child_env(GIT_ENV)
     proc = subprocess.Popen(["git", "-C", repo_dir, *args], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True,
                             env=env, start_new_session=True)

@@ -13,6 +13,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from tools.base import Tool, ToolError
+from tools.child_env import child_env
 
 # Relative to the folder that contains the ``sglang`` package, newest layout first.
 CONFIG_DIR_CANDIDATES = (
@@ -149,7 +150,8 @@ def installed_package_parent(python: str, timeout_s: float = 60.0) -> Path | Non
     probe = ("import importlib.util as u; s = u.find_spec('sglang'); "
              "print(s.submodule_search_locations[0] if s and s.submodule_search_locations else '')")
     try:
-        done = subprocess.run([binary, "-c", probe], capture_output=True, text=True, timeout=timeout_s)
+        done = subprocess.run([binary, "-c", probe], capture_output=True, text=True, timeout=timeout_s,
+                              env=child_env())
     except subprocess.TimeoutExpired:
         return None
     location = done.stdout.strip()

@@ -8,6 +8,8 @@ import os
 import re
 import subprocess
 
+from tools.child_env import child_env
+
 MANIFEST = "tuning/manifest.json"
 BACKUP_DIR = "tuning/backup"
 CONFIG_DIRS = (  # relative to the folder holding sglang/, newest layout first, with the module reading it
@@ -57,7 +59,8 @@ def config_dir(args):
     parent = None
     if args.sglang_python:
         try:
-            done = subprocess.run([args.sglang_python, "-c", PROBE], capture_output=True, text=True, timeout=60)
+            done = subprocess.run([args.sglang_python, "-c", PROBE], capture_output=True, text=True, timeout=60,
+                                  env=child_env())
             location = done.stdout.strip() if done.returncode == 0 else ""
             parent = os.path.dirname(location) if location else None
         except (OSError, subprocess.TimeoutExpired):

@@ -23,6 +23,7 @@ from tools.scripts.shell import environment as shell_environment
 from tools.tuning.driver_template import DRIVER_TEMPLATE
 from tools.tuning.plan import GpuWork
 from tools.tuning.script import ScriptInfo
+from tools.child_env import child_env
 
 _PYTHON = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
 _PYTHON.filters["py"] = repr  # a str, as a Python literal: it cannot end the string it is put in
@@ -151,5 +152,6 @@ def shellcheck(paths: list[Path]) -> str:
     binary = shellcheck_binary()
     if binary is None or not paths:
         return ""
-    done = subprocess.run([binary, "-S", "warning", *map(str, paths)], capture_output=True, text=True, timeout=60)
+    done = subprocess.run([binary, "-S", "warning", *map(str, paths)], capture_output=True, text=True, timeout=60,
+                          env=child_env())
     return done.stdout.strip()

@@ -31,7 +31,6 @@ merge, install) is ``tools/tuning/tune_gpus.py``.
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +45,7 @@ from tools.tuning.prepare import PrepareTuningArgs, TuningPreparation, TuningRea
 from tools.tuning.render import render_tuning, shellcheck
 from tools.tuning.script import find_script, introspect_script
 from tools.tuning.tune_gpus import finish_interrupted_install, run_on_gpus
+from tools.child_env import child_env
 
 DISCOVERY_STATE = f"{TUNING_DIR}/discovery.json"
 GPU_HOST_WILL = {  # what resuming on the GPU host does for each verdict that waits for it
@@ -84,7 +84,7 @@ def _prepare(args: TuneKernelsArgs, executor: Executor, gpu_list: list[int]) -> 
     return prepare_tuning(PrepareTuningArgs(
         shapes=args.shapes, log_files=log_files, model_path=args.model_path, tp=args.tp or len(gpu_list) or 1,
         sglang_root=args.sglang_root, device_name=device, retune=args.retune, force_tune=args.force_tune,
-        server_args=args.server_args, env={**os.environ, **args.env}))
+        server_args=args.server_args, env=child_env(args.env)))  # what the server will see
 
 
 def _nothing_discovered(found: DiscoveryResult) -> str:

@@ -20,7 +20,6 @@ Servers (benchmarks) are batch jobs on nodes: ``tools/jobs/slurm/servers.py``.
 from __future__ import annotations
 
 import math
-import os
 import secrets
 import shlex
 import shutil
@@ -29,6 +28,7 @@ from pathlib import Path
 from typing import Literal
 
 from tools.base import ToolError
+from tools.child_env import child_env
 from tools.gpus import DetectGpusResult
 from tools.jobs.executor import Capabilities, SameHostDefaults
 from tools.jobs.ledger.files import ledger_keys, read_json, record_stop_request, tail_log, write_json
@@ -57,7 +57,7 @@ class SlurmExecutor(NodeServers, SameHostDefaults):
         self.root = Path(jobs_root).resolve()
         self.partition = partition
         self.label = f"slurm:{partition}" if partition else "slurm"
-        self.env = dict(os.environ if env is None else env)
+        self.env = child_env(base=env)  # Slurm commands and, through --export, the jobs see only these
         self.python = self.host_python = python
         self.gpu_request = gpu_request
         for command in SLURM_COMMANDS:
@@ -166,7 +166,8 @@ class SlurmExecutor(NodeServers, SameHostDefaults):
         script = self._batch_script(specs)
         script_path = self.root / f"{name}.sbatch"
         script_path.write_text(script)
-        argv = ["sbatch", "--parsable", f"--job-name={name}", "--requeue",
+        # Only the allow-listed variables by name (values from self.env); each job's own are in its job.json.
+        argv = ["sbatch", "--parsable", f"--job-name={name}", "--requeue", f"--export={','.join(sorted(self.env))}",
                 f"--output={self.root / (name + ('_%a' if as_array else '') + '.slurm.out')}",
                 f"--chdir={first.cwd or self.job_dir(first.key)}"]
         if self.partition:

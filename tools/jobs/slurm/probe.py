@@ -45,6 +45,7 @@ def probe_shared_folder(ex, wait_s: float = PROBE_WAIT_S) -> str:
     token = secrets.token_hex(8)
     (folder / "token").write_text(token)
     argv = ["sbatch", "--parsable", f"--job-name=dsv4-{ex.namespace}-probe", "--time=2",
+            f"--export={','.join(sorted(ex.env))}",
             f"--output={folder / 'slurm.out'}", f"--chdir={folder}",
             "--wrap", f"cat {shlex.quote(str(folder / 'token'))} > {shlex.quote(str(folder / 'seen'))}"]
     if ex.partition:

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 from tools.base import ToolError
+from tools.child_env import child_env
 
 FORWARD_WAIT_S = 20.0
 
@@ -72,7 +73,7 @@ class PortForward:
         folder.mkdir(parents=True, exist_ok=True)
         with open(folder / "forward.log", "ab") as err:
             self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
-                                         start_new_session=True)
+                                         start_new_session=True, env=child_env())
         self.record.write_text(json.dumps({"pid": self.proc.pid, "start_time": _start_time(self.proc.pid),
                                            "local_port": self.local_port, "remote": f"{remote_host}:{remote_port}"}))
         self._wait_listening()

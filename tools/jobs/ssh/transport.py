@@ -19,6 +19,7 @@ from pathlib import Path
 from tools.base import ToolError
 from tools.jobs.executor_spec import ExecutorSpec, ExecutorSpecError
 from tools.jobs.ssh.multiplex import NOT_SHARED
+from tools.child_env import child_env
 
 HERE = Path(__file__).parent
 WRAPPER_SOURCE = (HERE.parent / "wrapper.py").read_text()
@@ -102,7 +103,7 @@ class SshTransport:
         remote_command = " ".join(shlex.quote(w) for w in (self.remote_python, "-I", "-S", "-c", LEDGER_SOURCE, op))
         try:
             done = subprocess.run(self._ssh_argv(remote_command), input=json.dumps(request).encode(),
-                                  capture_output=True, timeout=timeout_s + self.connect_timeout_s)
+                                  capture_output=True, timeout=timeout_s + self.connect_timeout_s, env=child_env())
         except FileNotFoundError as err:
             raise ToolError("the `ssh` program is not installed here; install OpenSSH's client "
                             "(Debian: openssh-client)") from err
