@@ -14,18 +14,19 @@ import threading
 import traceback
 from pathlib import Path
 
-from pydantic import ValidationError
-
 from agent.llm.budget import BudgetExhausted
 from agent.checkpoint import CheckpointError, checkpoint_to_rebuild, set_checkpoint_aside
 from agent.config import Settings
+from agent.disk import (DISK_FULL, MIN_FREE_BYTES, free_bytes, is_disk_full, keep_reserve, no_space,
+                        release_reserve, too_full)
 from agent.interrupts import Interrupted, SignalWatch, invoke_responsively
 from agent.live import LiveView
 from agent.runfolder import EXIT_CODES, RunFolder, RunFolderError
 from agent.record_source import LiveSource
-from agent.recorded_settings import CampaignError, endpoint_with_credentials, ssh_options_for
+from agent.recorded_settings import CampaignError, ssh_options_for
+from agent.reopen import complete_finish, locked_run, resume_settings
 from agent.runtime import Runtime
-from agent.trace import TraceError, TraceWriter, read_trace
+from agent.trace import TraceWriter
 from tools.base import ToolError
 from tools.jobs import attempts as attempts_lib
 from tools.stop import wait_for_side_effects
@@ -80,6 +81,8 @@ def _drive(rt: Runtime, thread_id: str, fresh: bool, watch: SignalWatch | None =
         except BudgetExhausted as why:
             return _finish(rt, "budget_exhausted", str(why))
         except Exception as err:  # anything unexpected ends the run with a recorded status
+            if is_disk_full(err):
+                return _disk_full(rt)
             rt.trace.emit("error", "control", error=type(err).__name__, message=str(err),
                           traceback=traceback.format_exc(limit=8))
             return _finish(rt, "failed", f"{type(err).__name__}: {err}")
@@ -118,10 +121,31 @@ def _summary(rt: Runtime, final: dict) -> str:
     return "; ".join(parts) or "no steps ran"
 
 
-def _finish(rt: Runtime, status: str, summary: str, **event_fields) -> int:
-    extra = rt.run.result_fields(status, rt.settings.plan_only)
+def _disk_full(rt: Runtime) -> int:
+    """End the attempt ``failed`` (reason ``disk_full``) in the room its reserve leaves (agent/disk.py)."""
+    release_reserve(rt.run.path)
+    summary = f"{no_space(rt.run.path)}, then `dsv4-agent resume {rt.run.path}`"  # no figure: a replay says it too
+    disk = {"free_bytes": free_bytes(rt.run.path), "needed_bytes": MIN_FREE_BYTES}
+    try:
+        return _finish(rt, "failed", summary, result_extra={"reason": DISK_FULL, "disk": disk}, reason=DISK_FULL,
+                       traceback=traceback.format_exc(limit=8))
+    except Exception as err:
+        if not is_disk_full(err):
+            raise
+        rt.say(f"[control] run failed: {summary} (the disk is too full even for result.json)")
+        return EXIT_CODES["failed"]
+
+
+def _finish(rt: Runtime, status: str, summary: str, result_extra: dict | None = None, **event_fields) -> int:
+    extra = {**rt.run.result_fields(status, rt.settings.plan_only), **(result_extra or {})}
     rt.trace.emit("run_finished", "control", status=status, summary=summary, **event_fields)
-    rt.run.write_result(status, summary, **extra)
+    try:
+        rt.run.write_result(status, summary, **extra)
+    except OSError as err:  # the disk filled up after run_finished: the reserve makes room for the result
+        if not is_disk_full(err):
+            raise
+        release_reserve(rt.run.path)
+        rt.run.write_result(status, summary, **extra)
     rt.say(f"[control] run {status}: {summary}")
     if "next" in extra:
         rt.say(f"[control] next step: {extra['next']}")
@@ -142,6 +166,11 @@ def start(settings: Settings, goal: str, view: LiveView | None = None) -> int:
         raise CampaignError(str(err)) from None
     settings.remember_secrets()
     run.lock()
+    full = too_full(run.path)
+    if full:
+        shutil.rmtree(run.path)  # made a moment ago by this call
+        raise CampaignError(f"cannot start a run: {full}")
+    keep_reserve(run.path)
     config_file = settings.config_file.record() if settings.config_file else None
     run.write_json("config.json", {"goal": goal, "settings": settings.public_dump(), "config_file": config_file})
     try:
@@ -158,17 +187,22 @@ def start(settings: Settings, goal: str, view: LiveView | None = None) -> int:
 def resume(ref: str, runs_dir: str, overrides: dict, view: LiveView | None = None, retry_failed: bool = False,
            rebuild_checkpoint: bool = False) -> int:
     view = view or LiveView(force_plain=True)
-    run, result, events = _locked_run(ref, runs_dir)
+    run, result, events = locked_run(ref, runs_dir)
+    full = too_full(run.path)
+    if full:
+        run.unlock()
+        raise CampaignError(f"cannot resume {run.path.name}: {full}")
+    keep_reserve(run.path)
     started = bool(events)
     recorded = run.read_json("config.json")
     if result is None and events and events[-1]["type"] == "run_finished":
-        result = _complete_finish(run, events[-1], recorded)  # killed between the event and result.json
+        result = complete_finish(run, events[-1], recorded)  # killed between the event and result.json
     try:
         damaged = checkpoint_to_rebuild(run, events, rebuild_checkpoint)
     except CheckpointError as err:
         run.unlock()
         raise CampaignError(str(err)) from None
-    settings = _resume_settings(run, recorded, overrides)
+    settings = resume_settings(run, recorded, overrides)
     rt = _open_runtime(run, settings, recorded["goal"], view)  # refuses a bad executor before any change
     if damaged:
         set_checkpoint_aside(run)
@@ -200,31 +234,6 @@ def resume(ref: str, runs_dir: str, overrides: dict, view: LiveView | None = Non
     return _drive_and_let_go(rt, thread, result is not None or bool(damaged), view)
 
 
-def _locked_run(ref: str, runs_dir: str) -> tuple[RunFolder, dict | None, list[dict]]:
-    """The run to resume, locked, with its result (None: none yet) and its trace's good events."""
-    try:
-        run = RunFolder.find(ref, runs_dir)
-    except RunFolderError as err:
-        raise CampaignError(str(err)) from None
-    try:
-        result = run.result
-    except RunFolderError as err:
-        raise CampaignError(f"cannot resume {run.path.name}: {err}") from None
-    if result is not None and result.get("status") == "finished":
-        raise CampaignError(f"run {run.path.name} already finished; start a new run "
-                            f"or inspect it with `dsv4-agent status {run.path}`")
-    try:
-        run.lock()
-    except RunFolderError as err:
-        raise CampaignError(str(err)) from None
-    try:
-        events = read_trace(run.trace_path).events if run.trace_path.exists() else []
-    except TraceError as err:
-        run.unlock()
-        raise CampaignError(f"cannot resume {run.path.name}: {err}") from None
-    return run, result, events
-
-
 def _drive_and_let_go(rt: Runtime, thread_id: str, fresh: bool, view: LiveView) -> int:
     """Drive the run, then let go of its lock and trace once ``result.json`` is written. The console
     script ends right after; a caller that goes on (a test running the CLI in its own process) would
@@ -233,42 +242,9 @@ def _drive_and_let_go(rt: Runtime, thread_id: str, fresh: bool, view: LiveView) 
         with view:
             return _drive(rt, thread_id, fresh)
     finally:
+        release_reserve(rt.run.path)
         rt.trace.close()
         rt.run.unlock()
-
-
-def _resume_settings(run: RunFolder, recorded: dict, overrides: dict) -> Settings:
-    """The recorded settings, the secrets the environment holds again, and what this resume changes."""
-    key = os.environ.get("DSV4_LLM_API_KEY") or os.environ.get("OPENAI_API_KEY")  # never recorded
-    given = {k: v for k, v in overrides.items() if v is not None}
-    try:
-        # Run now: --plan-only held the GPU jobs of the attempt that wrote the scripts for review.
-        fixed = {"plan_only": False, "llm_api_key": key, **endpoint_with_credentials(recorded["settings"]),
-                 "ssh_options": ssh_options_for(recorded["settings"], overrides.get("ssh_options"))}
-        settings = Settings.model_validate({**recorded["settings"], **fixed, **given})
-    except (ValidationError, CampaignError) as err:
-        run.unlock()
-        if isinstance(err, CampaignError):
-            raise
-        first = err.errors()[0]
-        raise CampaignError(f"cannot resume {run.path.name}: setting {first['loc'][0]!r}: "
-                            f"{first['msg'].removeprefix('Value error, ')}") from None
-    settings.remember_secrets()
-    return settings
-
-
-def _complete_finish(run: RunFolder, finished: dict, recorded: dict) -> dict:
-    """The attempt ended (its run_finished is in the trace) but the agent died before result.json:
-    write the result it was writing, so that resume treats the run as ended, as a replay will.
-    A finished run then stays finished; others resume as a new attempt."""
-    status = finished["status"]
-    run.write_result(status, finished.get("summary", ""),
-                     **run.result_fields(status, bool(recorded["settings"].get("plan_only"))))
-    if status == "finished":
-        run.unlock()
-        raise CampaignError(f"run {run.path.name} already finished (its result.json, lost in a crash, is written "
-                            f"again); start a new run or inspect it with `dsv4-agent status {run.path}`")
-    return run.result
 
 
 def _start_over(rt: Runtime, goal: str, view: LiveView) -> int:
@@ -285,4 +261,4 @@ def load_run(ref: str, runs_dir: str) -> RunFolder:
         raise CampaignError(str(err)) from None
 
 
-__all__ = ["start", "resume", "load_run", "CampaignError", "Interrupted", "Path"]
+__all__ = ["start", "resume", "load_run", "CampaignError", "Interrupted", "Path", "ssh_options_for"]

@@ -39,6 +39,7 @@ class SignalWatch:
         self._wake = threading.Event()  # a signal, or the worker's end (wait_for returns at once)
         self.worker: threading.Thread | None = None  # the graph's thread, once waited for
         self._previous: dict[int, object] = {}
+        self.raised: BaseException | None = None  # see fault()
 
     def __enter__(self) -> "SignalWatch":
         for sig in SIGNALS:
@@ -61,6 +62,12 @@ class SignalWatch:
         self.arrived.set()
         self._wake.set()
 
+    def fault(self, err: BaseException) -> None:
+        """End the run with ``err`` raised at the safe point, as if the graph had raised it (a replay
+        re-creates a recorded full disk this way)."""
+        self.raised = err
+        self._wake.set()
+
     @property
     def stop_now(self) -> bool:
         """A second signal came: wait for nothing more."""
@@ -74,11 +81,13 @@ class SignalWatch:
         """Block until the worker ends; raise ``Interrupted`` as soon as a signal arrived."""
         self.worker = worker
         self._wake.clear()  # an earlier worker's end (a replay drives one watch per attempt) is not this one's
-        while worker.is_alive() and not self.signals:
-            if self._wake.wait(0.2) and not self.signals:
+        while worker.is_alive() and not self.signals and self.raised is None:
+            if self._wake.wait(0.2) and not self.signals and self.raised is None:
                 worker.join(0.2)  # it said it is done: it ends in a moment
         if self.signals:
             raise Interrupted(self.signals[0])
+        if self.raised is not None:
+            raise self.raised
 
     def unless_stop_now(self, work: Callable[[], T], default: T, limit_s: float) -> T:
         """``work()``, unless it takes longer than ``limit_s`` or a second signal comes first."""

@@ -114,13 +114,17 @@ class RunFolder:
         path = self.file(relative)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-        with open(tmp, "w") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        if mode is not None:
-            os.chmod(tmp, mode)
-        os.replace(tmp, path)
+        try:
+            with open(tmp, "w") as f:
+                f.write(text)
+                f.flush()
+                os.fsync(f.fileno())
+            if mode is not None:
+                os.chmod(tmp, mode)
+            os.replace(tmp, path)
+        except OSError:  # a full disk, say: the old file stays whole and no half-written copy is left
+            tmp.unlink(missing_ok=True)
+            raise
         return path
 
     def write_json(self, relative: str, data: Any) -> Path:

@@ -51,7 +51,8 @@ class TraceWriter:
                 with open(self.path, "ab") as f:
                     f.write(b"\n")  # the last event was whole, only its newline was lost
             self._seq = result.next_seq
-        self._file = open(self.path, "ab")  # noqa: SIM115  the writer's for its life; close() closes it
+        self._file = open(self.path, "ab", buffering=0)  # noqa: SIM115  the writer's for its life; close() closes it
+        self._size = os.fstat(self._file.fileno()).st_size  # the end of the last whole event
         self.listeners: list = []  # callables taking each event after it is on disk (live view)
         self.gates: list = []  # callables taking each event (no envelope yet) before it is written; may raise
 
@@ -75,14 +76,26 @@ class TraceWriter:
             line = json.dumps(event, default=str, ensure_ascii=False) + "\n"
             event = json.loads(line)  # what readers will see (paths as strings, tuples as lists)
             validate_event(event)  # a malformed event is the emitter's bug: it never reaches the file
-            self._file.write(line.encode())
-            self._file.flush()
-            os.fsync(self._file.fileno())
+            self._append(line.encode())
             self._seq += 1
             self._attempt_ended = type == "run_finished"
         for listener in self.listeners:
             listener(event)
         return event
+
+    def _append(self, data: bytes) -> None:
+        """Write one whole event, or nothing: a write that fails (a full disk) is cut off again, so the
+        trace never holds half an event that the next one would be glued to."""
+        fd = self._file.fileno()
+        try:
+            written = 0
+            while written < len(data):
+                written += os.write(fd, data[written:])
+            os.fsync(fd)
+        except OSError:
+            os.ftruncate(fd, self._size)  # frees blocks: it works on a full disk
+            raise
+        self._size += len(data)
 
     def close(self) -> None:
         with self._lock:

@@ -70,6 +70,8 @@ class RunFinished(Envelope):
     signal_at: float | None = Field(None, description="When the agent took that signal (wall time): no side effect "
                                                       "(an install) begins after it")
     jobs_running: list[str] | None = Field(None, description="Jobs left running when interrupted (None: not listed)")
+    reason: str | None = Field(None, description="Why a failed run ended where it did: disk_full (no space left on "
+                                                 "the disk holding the run folder), else None")
 
 
 class NodeStarted(Envelope):

@@ -6,6 +6,7 @@ that resumes and replays exactly.
 """
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
@@ -18,9 +19,11 @@ from pathlib import Path
 
 import pytest
 
+from agent.replay.driver import EXIT_REPRODUCED, replay_run
 from agent.trace import read_trace
 from tests.campaign_fixtures import campaign_args, campaign_env
 from tests.cli_helpers import AGENT, clean_env, only_run, run_cli, start_agent, wait_for
+from tests.conftest import missing
 from tests.slowdown import limit
 
 GOAL = "tune kernels"
@@ -191,3 +194,65 @@ def test_a_damaged_checkpoint_is_named_and_rebuilt_from_the_trace_and_the_ledger
     again = run_cli("resume", str(run), "--rebuild-checkpoint", cwd=tmp_path, env=env)
     assert again.returncode == 2 and "already finished" in again.stderr, again.stderr
 
+
+
+@pytest.fixture
+def small_disk(tmp_path) -> Path:
+    """A 3 MB tmpfs: a disk that fills up for real (mounting needs root; elsewhere the test is skipped)."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(disk)],
+                                           capture_output=True).returncode != 0:
+        missing("mounting a 3 MB tmpfs needs root (the CI container runs as root)")
+    yield disk
+    subprocess.run(["umount", "--lazy", str(disk)], check=False)
+
+
+def _fill(disk: Path) -> Path:
+    filler = disk / "filler"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT)
+    try:
+        while True:
+            os.write(fd, b"x" * 4096)
+    except OSError as err:
+        assert err.errno == errno.ENOSPC, err
+    finally:
+        os.close(fd)
+    return filler
+
+
+def test_a_full_disk_ends_the_run_in_one_line_and_resume_and_replay_are_exact(tmp_path, sglang_wheel_root,
+                                                                             small_disk):
+    env = campaign_env(tmp_path, unit_s=0.4)
+    args = [*campaign_args(tmp_path, sglang_wheel_root, GOAL), "--runs-dir", str(small_disk / "runs")]
+    proc = start_agent(*args, cwd=tmp_path, env=env)
+    wait_for(lambda: list(small_disk.glob("runs/*/jobs/tune-gpu1/wrapper.json")), 120, "the tuning jobs to run")
+    filler = _fill(small_disk)
+    output, _ = proc.communicate(timeout=limit(240))
+    run = only_run(small_disk)
+    assert proc.returncode == 1, output
+    assert "Traceback" not in output, output
+    said = [line for line in output.splitlines() if "no space left" in line]
+    assert len(said) == 1 and str(run) in said[0] and "free at least 1.0 MiB" in said[0], output
+    result = json.loads((run / "result.json").read_text())
+    assert result["status"] == "failed" and result["reason"] == "disk_full", result
+    assert result["disk"]["needed_bytes"] == 1 << 20
+    events = read_trace(run / "trace.jsonl").events  # whole: no event half-written
+    assert [e["seq"] for e in events] == list(range(len(events)))
+    assert events[-1]["type"] == "run_finished" and events[-1]["reason"] == "disk_full"
+
+    refused = run_cli("resume", str(run), cwd=tmp_path, env=env)  # still full: refused, nothing written
+    assert refused.returncode == 2 and "no space left" in refused.stderr, refused.stdout + refused.stderr
+    assert refused.stderr.count("\n") == 1 and read_trace(run / "trace.jsonl").events == events
+
+    filler.unlink()
+    for key in ("tune-gpu0", "tune-gpu1"):  # they may have failed on the full disk too; they end either way
+        wait_for(lambda key=key: run_cli("jobs", str(run), "--json", cwd=tmp_path, env=env).stdout.count(
+            '"status": "running"') == 0, 120, f"{key} to end")
+    resumed = run_cli("resume", str(run), cwd=tmp_path, env=env)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert json.loads((run / "result.json").read_text())["status"] == "finished"
+    calls = Counter((tmp_path / "tune_calls.txt").read_text().splitlines())
+    assert sum(n > 1 for n in calls.values()) <= 2  # at most the unit each GPU was in when the disk filled
+    report = replay_run(run)
+    assert report.exit_code == EXIT_REPRODUCED, report.render()

@@ -22,6 +22,7 @@ from rich.console import Console
 
 from agent.checkpoint import set_checkpoint_aside
 from agent.config import Settings
+from agent.disk import DiskFull
 from agent.interrupts import SignalWatch
 from agent.live import LiveView
 from agent.replay.checker import DecisionChecker, Divergence, ReplayDivergence, ReplayStop
@@ -140,7 +141,9 @@ def _replay_attempt(rt: Runtime, recording: Recording, attempt: Attempt, frontie
     thread, fresh = _open_attempt(rt, recording, attempt)
     watch = SignalWatch()
     signal_name = (attempt.finish or {}).get("signal") or "SIGINT"
-    if attempt.interrupted:
+    if attempt.disk_full:
+        frontier.arm(True, lambda: watch.fault(DiskFull()))  # the recorded full disk, where it struck
+    elif attempt.interrupted:
         frontier.arm(True, lambda: watch.inject(signal_name))  # the recorded Ctrl-C, where it came
     else:
         frontier.arm(attempt.killed and not last, frontier.release)  # the recorded kill, where it came

@@ -57,7 +57,12 @@ class Attempt:
 
     @property
     def interrupted(self) -> bool:
-        return self.finish is not None and self.finish.get("status") == "interrupted"
+        """It recorded its end, but wherever a signal or a full disk found it (not at a step's end)."""
+        return self.finish is not None and (self.finish.get("status") == "interrupted" or self.disk_full)
+
+    @property
+    def disk_full(self) -> bool:
+        return self.finish is not None and self.finish.get("reason") == "disk_full"
 
     @property
     def decisions(self) -> list[dict]:

@@ -1,0 +1,73 @@
+"""Opening a run again for ``resume``: find and lock it, read its trace, write the result a crash lost,
+and the settings in force now (the recorded ones, the secrets the environment holds again, what
+this resume changes). Each refusal is a ``CampaignError`` with the fix, and leaves the run unlocked.
+"""
+from __future__ import annotations
+
+import os
+
+from pydantic import ValidationError
+
+from agent.config import Settings
+from agent.recorded_settings import CampaignError, endpoint_with_credentials, ssh_options_for
+from agent.runfolder import RunFolder, RunFolderError
+from agent.trace import TraceError, read_trace
+
+
+def locked_run(ref: str, runs_dir: str) -> tuple[RunFolder, dict | None, list[dict]]:
+    """The run to resume, locked, with its result (None: none yet) and its trace's good events."""
+    try:
+        run = RunFolder.find(ref, runs_dir)
+    except RunFolderError as err:
+        raise CampaignError(str(err)) from None
+    try:
+        result = run.result
+    except RunFolderError as err:
+        raise CampaignError(f"cannot resume {run.path.name}: {err}") from None
+    if result is not None and result.get("status") == "finished":
+        raise CampaignError(f"run {run.path.name} already finished; start a new run "
+                            f"or inspect it with `dsv4-agent status {run.path}`")
+    try:
+        run.lock()
+    except RunFolderError as err:
+        raise CampaignError(str(err)) from None
+    try:
+        events = read_trace(run.trace_path).events if run.trace_path.exists() else []
+    except TraceError as err:
+        run.unlock()
+        raise CampaignError(f"cannot resume {run.path.name}: {err}") from None
+    return run, result, events
+
+
+def resume_settings(run: RunFolder, recorded: dict, overrides: dict) -> Settings:
+    """The recorded settings, the secrets the environment holds again, and what this resume changes."""
+    key = os.environ.get("DSV4_LLM_API_KEY") or os.environ.get("OPENAI_API_KEY")  # never recorded
+    given = {k: v for k, v in overrides.items() if v is not None}
+    try:
+        # Run now: --plan-only held the GPU jobs of the attempt that wrote the scripts for review.
+        fixed = {"plan_only": False, "llm_api_key": key, **endpoint_with_credentials(recorded["settings"]),
+                 "ssh_options": ssh_options_for(recorded["settings"], overrides.get("ssh_options"))}
+        settings = Settings.model_validate({**recorded["settings"], **fixed, **given})
+    except (ValidationError, CampaignError) as err:
+        run.unlock()
+        if isinstance(err, CampaignError):
+            raise
+        first = err.errors()[0]
+        raise CampaignError(f"cannot resume {run.path.name}: setting {first['loc'][0]!r}: "
+                            f"{first['msg'].removeprefix('Value error, ')}") from None
+    settings.remember_secrets()
+    return settings
+
+
+def complete_finish(run: RunFolder, finished: dict, recorded: dict) -> dict:
+    """The attempt ended (its run_finished is in the trace) but the agent died before result.json:
+    write the result it was writing, so that resume treats the run as ended, as a replay will.
+    A finished run then stays finished; others resume as a new attempt."""
+    status = finished["status"]
+    run.write_result(status, finished.get("summary", ""),
+                     **run.result_fields(status, bool(recorded["settings"].get("plan_only"))))
+    if status == "finished":
+        run.unlock()
+        raise CampaignError(f"run {run.path.name} already finished (its result.json, lost in a crash, is written "
+                            f"again); start a new run or inspect it with `dsv4-agent status {run.path}`")
+    return run.result
