@@ -15,7 +15,7 @@ import traceback
 from pathlib import Path
 
 from agent.llm.budget import BudgetExhausted
-from agent.checkpoint import CheckpointError, checkpoint_to_rebuild, set_checkpoint_aside
+from agent.checkpoints import CheckpointError, checkpoint_to_rebuild, set_checkpoint_aside
 from agent.config import Settings
 from agent.disk import (DISK_FULL, MIN_FREE_BYTES, free_bytes, is_disk_full, keep_reserve, no_space,
                         release_reserve, too_full)

@@ -20,7 +20,7 @@ from typing import Callable
 
 from rich.console import Console
 
-from agent.checkpoint import set_checkpoint_aside
+from agent.checkpoints import set_checkpoint_aside
 from agent.config import Settings
 from agent.disk import DiskFull
 from agent.interrupts import SignalWatch
