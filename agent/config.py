@@ -1,35 +1,50 @@
-"""One settings model, one precedence rule: command line > DSV4_* environment > config file > defaults.
+"""The settings, as one table: every field carries its default, help, flag, metavar and help group.
 
-``load_settings(cli_values)`` is the only place the layers meet. Each layer is a pydantic-settings
-source (the environment and the TOML file parse values the way the library does); they are merged
-here in order so that an error can name the layer a bad value came from. ``Settings(...)`` alone
-reads nothing but its arguments, so a recorded run (resume, replay) is never changed by the
-environment of whoever replays it. Secrets (the LLM key) are held as ``SecretStr`` and never
+Add a setting here, as a field made with ``setting(...)``; the command-line option is built from
+the field (``agent/commands/options.py``, through the generated ``option_table.py``), its help
+shows the field's default, and the config file and ``DSV4_*`` environment take it by its name.
+Where the values come from and in which order: ``agent/config_layers.py``. ``Settings(...)``
+alone reads nothing but its arguments. Secrets (the LLM key) are held as ``SecretStr`` and never
 written: ``public_dump`` redacts them for ``config.json``.
 """
 from __future__ import annotations
 
-import os
 import re
-from collections.abc import Mapping
-from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, PrivateAttr, SecretStr, ValidationError, ValidationInfo, field_validator
-from pydantic_settings.exceptions import SettingsError as PydanticSettingsError
-from pydantic_settings import (BaseSettings, EnvSettingsSource, InitSettingsSource, NoDecode,
-                               PydanticBaseSettingsSource, SettingsConfigDict)
+from pydantic import Field, PrivateAttr, SecretStr, ValidationInfo, field_validator
+from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
 
-from agent.config_file import (CONFIG_ENV, WORKING_FOLDER, ConfigFile, ConfigFileError, check_allowed, config_path,
-                               parsed, read_config)
+from agent.config_file import ConfigFile
 from agent.secrets import redact, remember, url_password
+from tools.defaults import ASSUMED_TARGET_GPUS, DEFAULT_MODEL, SGLANG_PYTHON, SGLANG_VERSION
 from tools.jobs.executor_spec import ExecutorSetting, ExecutorSpec
-from tools.scripts.models import ConcurrencyLevels
+from tools.scripts.models import ConcurrencyLevels, MeasurePlan
 from tools.scripts.trust import check_allowed_flags
 from tools.scripts.user_args import parse_server_args, parse_server_env
 
 _SHAPE = re.compile(r"^0*[1-9][0-9]*\s*[,x]\s*0*[1-9][0-9]*$")
 ENV_PREFIX = "DSV4_"
+# The help's groups, in the order --help shows them
+MODEL, SGLANG, GPUS, TUNING, BENCH, LLM, RUN = (
+    "Model", "SGLang", "GPUs and where jobs run", "Kernel tuning", "Benchmark", "LLM planning", "Run")
+_PLAN = MeasurePlan.model_fields  # the benchmark's own defaults, which the sizes below leave in place
+
+
+def setting(default: Any, help: str, flag: str | None = None, metavar: str | None = None, group: str | None = None,
+            *, repeat: bool = False, aliases: tuple[str, ...] = (), shown: object = None, factory=None,
+            **bounds: Any) -> Any:
+    """A field and its option. The help shows ``[default]`` by itself; ``shown`` says it where the
+    value is worked out later (``None`` here, "every free GPU found" there). ``repeat``: the option
+    is given once per entry; ``flag=None``: a setting of the config file and environment only."""
+    extra = {"flag": flag, "metavar": metavar, "group": group, "repeat": repeat, "aliases": list(aliases),
+             "shown": None if shown is None else str(shown)}
+    if factory is not None:
+        return Field(default_factory=factory, description=help, json_schema_extra=extra, **bounds)
+    return Field(default, description=help, json_schema_extra=extra, **bounds)
+
+
+S = setting
 
 
 class SettingsError(Exception):
@@ -46,63 +61,100 @@ def _split_words(raw: Any) -> Any:
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(extra="forbid", env_prefix=ENV_PREFIX, validate_default=False)
 
-    model: str = Field("deepseek-ai/DeepSeek-V4-Flash", description="HF id or local path of the served model")
-    model_path: str | None = Field(None, description="Local checkpoint folder (config.json, tokenizer)")
-    arch: str | None = Field(None, description="Model architecture class (e.g. DeepseekV4ForCausalLM) when no "
-                             "config.json is given; else read from it or matched from the model id")
-    sglang_src: str | None = Field(None, description="SGLang checkout or package dir; else auto-resolved")
-    sglang_version: str = Field("0.5.23", description="PyPI version used when the source must be downloaded")
-    sglang_python: str = Field("python3", description="Interpreter that has SGLang installed")
-    gpus: Annotated[list[int] | None, NoDecode] = Field(None, description="GPU indices to use; None = every free GPU found")
-    target_gpus: int | None = Field(None, ge=1, le=512, description="GPUs of the target when planning here without any")
-    allow_busy_gpus: bool = Field(False, description="Use GPUs that other processes are using")
-    plan_only: bool = Field(False, description="Write every script, start no GPU job (review first)")
-    allow_flags: Annotated[list[str], NoDecode] = Field(
-        default_factory=list, description="Trust-widening server flags a recipe or the model may add, e.g. --trust-remote-code")
-    server_args: Annotated[list[str], NoDecode] = Field(default_factory=list, description="Flags for every server")
-    server_env: Annotated[list[str], NoDecode] = Field(default_factory=list, description="NAME=VALUE for every server")
-    runs_dir: str = Field("runs", description="Where run folders are created")
-    executor: Annotated[ExecutorSetting, NoDecode] = Field(
-        ExecutorSpec(kind="local"), description="local | ssh://user@host[:port] | slurm[:partition]")
-    ssh_options: Annotated[list[str], NoDecode] = Field(default_factory=list,
-                                                         description="Extra ssh arguments, e.g. -F ssh_config")
-    nvidia_smi: str = Field("nvidia-smi", description="nvidia-smi on the GPU host (the SSH executor runs it there)")
-    nodes: int = Field(1, ge=1, le=512, description="Nodes one server spans; >1 also writes multi-node scripts")
-    dist_init_addr: str | None = Field(None, description="HOST:PORT of node 0 for multi-node serve scripts")
-    pull: bool = Field(False, description="Fast-forward the SGLang checkout before the campaign")
-    remote: str = Field("origin", description="Remote to pull from")
-    branch: str = Field("main", description="Branch to pull")
-    allow_dirty: bool = Field(False, description="Pull into a dirty checkout when upstream touches none of its changes")
-    shapes: Annotated[list[str], NoDecode] = Field(default_factory=list, description="FP8 GEMM shapes 'N,K' to tune")
-    retune: bool = Field(False, description="Tune shapes even when configs exist")
-    force_tune: bool = Field(False, description="Tune even when evidence says Triton is not used")
-    tp: int | None = Field(None, ge=1, description="Tensor parallel size; default = number of GPUs")
-    concurrency: Annotated[ConcurrencyLevels, NoDecode] = Field(default_factory=lambda: [1, 8, 16],
-                                                                description="Benchmark concurrency levels")
-    tokenizer: str | None = Field(None, description="Local tokenizer path for offline benchmarks")
-    input_len: int | None = Field(None, gt=0, description="Benchmark prompt length in tokens [1024]")
-    output_len: int | None = Field(None, gt=0, description="Benchmark output length in tokens [1024]")
-    prompts_per_concurrency: int | None = Field(None, gt=0, description="Prompts per point = this x concurrency, "
-                                                "at least min_prompts [8]")
-    min_prompts: int | None = Field(None, gt=0, description="Fewest prompts of any benchmark point [16]")
-    repeats: int = Field(3, ge=1, description="Runs of every benchmark point on the same server (median, spread)")
-    mtp_variants: int | None = Field(None, ge=1, description="Most MTP settings from the evidence to measure")
-    mtp_steps: Annotated[list[str], NoDecode] = Field(default_factory=list,
-                                                      description="Extra MTP settings: steps, or steps/topk/draft")
-    accuracy_questions: int = Field(50, ge=1, description="GSM8K questions per variant for the accuracy gate")
-    accuracy_data: str | None = Field(None, description="GSM8K test.jsonl for offline use (few_shot_gsm8k --data-path)")
-    accuracy_tolerance: float | None = Field(None, ge=0, le=1, description="Accuracy drop allowed [95% interval]")
-    max_ttft_ms: float | None = Field(None, gt=0, description="SLO: highest TTFT (ms) at the SLO percentile")
-    max_tpot_ms: float | None = Field(None, gt=0, description="SLO: highest TPOT (ms) at the SLO percentile")
-    slo_percentile: Literal["p50", "p90", "p95", "p99"] = Field("p99", description="Percentile the SLOs apply to")
-    llm_base_url: str | None = Field(None, description="OpenAI-compatible endpoint; unset = playbook")
-    llm_model: str | None = Field(None, description="Model name at the LLM endpoint")
-    llm_api_key: SecretStr | None = Field(None, description="API key of the LLM endpoint (never written)")
-    accept_unsupported_flags: bool = Field(False, description="Write LLM-proposed flags that lack evidence")
-    max_llm_steps: int = Field(30, gt=0, description="LLM budget: model turns before the run ends budget_exhausted")
-    llm_max_tokens: int = Field(400_000, gt=0, description="LLM budget: total tokens (prompt + completion)")
-    llm_max_seconds: float = Field(900.0, gt=0, description="LLM budget: seconds spent in model calls and tools")
-    llm_stream: bool = Field(False, description="Stream the LLM's answers (Server-Sent Events)")
+    model: str = S(DEFAULT_MODEL, "Model id or path.", "--model", "ID", MODEL)
+    model_path: str | None = S(None, "Local checkpoint folder (config.json, tokenizer).", "--model-path", "DIR", MODEL)
+    arch: str | None = S(None, "Model architecture, e.g. DeepseekV4ForCausalLM, for the MTP evidence when "
+                         "--model-path has no config.json.", "--arch", "CLASS", MODEL,
+                         shown="read from it, else matched from the model id")
+    tokenizer: str | None = S(None, "Local tokenizer for offline benchmarks.", "--tokenizer", "DIR", MODEL)
+    sglang_src: str | None = S(None, "SGLang checkout or package folder.", "--sglang", "DIR", SGLANG,
+                               shown="found automatically")
+    sglang_python: str = S(SGLANG_PYTHON, "Interpreter with SGLang installed.", "--sglang-python", "PYTHON", SGLANG)
+    sglang_version: str = S(SGLANG_VERSION, "SGLang wheel version to download when no source is found.",
+                            "--sglang-version", "VERSION", SGLANG)
+    pull: bool = S(False, "Fast-forward the SGLang checkout first.", "--pull", None, SGLANG)
+    remote: str = S("origin", "Remote to pull from.", "--remote", "NAME", SGLANG)
+    branch: str = S("main", "Branch to pull.", "--branch", "NAME", SGLANG)
+    allow_dirty: bool = S(False, "Pull into a dirty checkout when upstream touches none of its changes.",
+                          "--allow-dirty", None, SGLANG)
+    gpus: Annotated[list[int] | None, NoDecode] = S(
+        None, "GPU indices to use, e.g. 0,1,2,3; with no GPU here, the target's.", "--gpus", "LIST", GPUS,
+        shown="every free GPU found")
+    target_gpus: int | None = S(None, "Planning with no GPU here: how many GPUs the target has.", "--target-gpus",
+                                "N", GPUS, shown=f"{ASSUMED_TARGET_GPUS}, said so", ge=1, le=512)
+    allow_busy_gpus: bool = S(False, "Use GPUs that other processes are using (they are named).", "--allow-busy-gpus",
+                              None, GPUS)
+    tp: int | None = S(None, "Tensor-parallel size; must fit the GPUs.", "--tp", "N", GPUS, shown="number of GPUs",
+                       ge=1)
+    executor: Annotated[ExecutorSetting, NoDecode] = S(
+        ExecutorSpec(kind="local"), "Where GPU jobs run: local | ssh://user@host[:port] | slurm[:partition].",
+        "--executor", "WHERE", GPUS)
+    ssh_options: Annotated[list[str], NoDecode] = S(
+        None, "Extra ssh argument for ssh:// executors, e.g. --ssh-option=-F --ssh-option=cfg (repeat).",
+        "--ssh-option", "ARG", GPUS, repeat=True, factory=list)
+    nvidia_smi: str = S("nvidia-smi", "nvidia-smi on the GPU host.", "--nvidia-smi", "PATH", GPUS)
+    nodes: int = S(1, "Nodes one server spans; >1 also writes multi-node serve scripts.", "--nodes", "N", GPUS,
+                   ge=1, le=512)
+    dist_init_addr: str | None = S(None, "Address of node 0 for the per-node scripts (with --nodes).",
+                                   "--dist-init-addr", "HOST:PORT", GPUS)
+    shapes: Annotated[list[str], NoDecode] = S(None, "FP8 GEMM shape to tune, e.g. 4096,7168 (repeat).", "--shapes",
+                                               "N,K", TUNING, repeat=True, factory=list)
+    retune: bool = S(False, "Tune shapes that already have configs.", "--retune", None, TUNING)
+    force_tune: bool = S(False, "Tune even where the evidence says the Triton FP8 path is not used.", "--force-tune",
+                         None, TUNING)
+    concurrency: Annotated[ConcurrencyLevels, NoDecode] = S(None, "Benchmark concurrency levels.", "--concurrency",
+                                                            "LIST", BENCH, factory=_PLAN["concurrency"].default_factory)
+    input_len: int | None = S(None, "Benchmark prompt tokens.", "--input-len", "TOKENS", BENCH,
+                              shown=_PLAN["input_len"].default, gt=0)
+    output_len: int | None = S(None, "Benchmark output tokens.", "--output-len", "TOKENS", BENCH,
+                               shown=_PLAN["output_len"].default, gt=0)
+    prompts_per_concurrency: int | None = S(None, "Prompts per point = this x concurrency, at least --min-prompts.",
+                                            "--prompts-per-concurrency", "N", BENCH,
+                                            shown=_PLAN["prompts_per_concurrency"].default, gt=0)
+    min_prompts: int | None = S(None, "Fewest prompts of any point, so low concurrency still sees enough requests.",
+                                "--min-prompts", "N", BENCH, shown=_PLAN["min_prompts"].default, gt=0)
+    repeats: int = S(3, "Runs of every point on the same server; median and spread.", "--repeats", "K", BENCH, ge=1)
+    mtp_variants: int | None = S(None, "Measure at most N MTP settings from the evidence, recommended first.",
+                                 "--mtp-variants", "N", BENCH, shown="all", ge=1)
+    mtp_steps: Annotated[list[str], NoDecode] = S(
+        None, "More MTP settings to measure: steps (1,2,3) or steps/topk/draft (3/1/4), checked against the hooks' "
+        "rules.", "--mtp-steps", "LIST", BENCH, factory=list)
+    accuracy_questions: int = S(50, "GSM8K questions per variant for the accuracy gate.", "--accuracy-questions", "N",
+                                BENCH, ge=1)
+    accuracy_data: str | None = S(None, "GSM8K test.jsonl (few_shot_gsm8k --data-path); offline without it the gate "
+                                  "is skipped.", "--accuracy-data", "FILE", BENCH)
+    accuracy_tolerance: float | None = S(None, "Largest accuracy drop allowed, e.g. 0.02.", "--accuracy-tolerance",
+                                         "FRACTION", BENCH, shown="the baseline's 95% interval", ge=0, le=1)
+    max_ttft_ms: float | None = S(None, "SLO: highest TTFT in ms at --slo-percentile.", "--max-ttft-ms", "MS", BENCH,
+                                  gt=0)
+    max_tpot_ms: float | None = S(None, "SLO: highest TPOT in ms at --slo-percentile.", "--max-tpot-ms", "MS", BENCH,
+                                  gt=0)
+    slo_percentile: Literal["p50", "p90", "p95", "p99"] = S("p99", "Percentile the SLOs apply to: p50 p90 p95 p99.",
+                                                            "--slo-percentile", "P", BENCH)
+    llm_base_url: str | None = S(None, "OpenAI-compatible endpoint; unset = the deterministic playbook.",
+                                 "--llm-base-url", "URL", LLM)
+    llm_model: str | None = S(None, "Model name at the LLM endpoint.", "--llm-model", "NAME", LLM,
+                              shown="the one it serves")
+    llm_api_key: SecretStr | None = S(None, "API key of the LLM endpoint (never written; never on a command line).")
+    accept_unsupported_flags: bool = S(False, "Write LLM-proposed flags that have no cited evidence.",
+                                       "--accept-unsupported-flags", None, LLM)
+    max_llm_steps: int = S(30, "LLM budget: model turns.", "--max-llm-steps", "N", LLM, gt=0)
+    llm_max_tokens: int = S(400_000, "LLM budget: total tokens.", "--llm-max-tokens", "N", LLM, gt=0)
+    llm_max_seconds: float = S(900.0, "LLM budget: seconds in model calls and tools.", "--llm-max-seconds", "SECONDS",
+                               LLM, gt=0)
+    llm_stream: bool = S(False, "Stream the LLM's answers.", "--llm-stream/--no-llm-stream", None, LLM)
+    allow_flags: Annotated[list[str], NoDecode] = S(
+        None, "Let a recipe or the model add this trust-widening server flag, e.g. --allow-flag=--trust-remote-code "
+        "(repeat).", "--allow-flag", "FLAG", SGLANG, repeat=True, factory=list)
+    server_args: Annotated[list[str], NoDecode] = S(
+        None, "Flags added to every serve script, e.g. --server-arg '--mem-fraction-static 0.8' (repeat); "
+        "trust-widening ones need --allow-flag.", "--server-arg", "'FLAG [VALUE]'", SGLANG, repeat=True, factory=list)
+    server_env: Annotated[list[str], NoDecode] = S(
+        None, "Environment of every serve script, e.g. --server-env NCCL_DEBUG=INFO (repeat).", "--server-env",
+        "NAME=VALUE", SGLANG, repeat=True, factory=list)
+    plan_only: bool = S(False, "Write every script, start no GPU job; `dsv4-agent resume RUN` runs them.",
+                        "--plan-only", None, RUN, aliases=("--dry-run",))
+    runs_dir: str = S("runs", "Folder holding run folders.", "--runs-dir", "DIR", RUN)
     # The settings file load_settings read (None: none); not a setting, never validated from input.
     _config_file: ConfigFile | None = PrivateAttr(None)
 
@@ -216,83 +268,3 @@ def parse_gpu_list(raw: str) -> list[int]:
 def _entry(word: str) -> str:
     """A bad list entry, named once: ``'-1'``, or ``'a'``."""
     return repr(word.strip())
-
-
-class _Environment(EnvSettingsSource):
-    """``DSV4_*`` variables from a given mapping (the process environment unless a test passes one)."""
-
-    def __init__(self, environ: Mapping[str, str]):
-        self._environ = environ
-        super().__init__(Settings, env_prefix=ENV_PREFIX)
-
-    def _load_env_vars(self) -> Mapping[str, str | None]:
-        return {k.lower(): v for k, v in self._environ.items()}
-
-
-def _openai_environment(environ: Mapping[str, str]) -> dict[str, Any]:
-    """The openai client's own variables, below the DSV4_* names."""
-    names = {"llm_base_url": "OPENAI_BASE_URL", "llm_api_key": "OPENAI_API_KEY"}
-    return {field: environ[name] for field, name in names.items() if environ.get(name)}
-
-
-def _from_file(path: Path, how: str) -> tuple[dict[str, Any], ConfigFile | None]:
-    if how == WORKING_FOLDER and not os.path.lexists(path):
-        return {}, None
-    if how != WORKING_FOLDER and not path.exists():
-        raise SettingsError(f"config file {path} does not exist; pass an existing TOML file to --config "
-                            f"(or unset {CONFIG_ENV})")
-    try:
-        found = read_config(path, how)
-        if how == WORKING_FOLDER:
-            check_allowed(found)
-        return parsed(found), found
-    except ConfigFileError as err:
-        raise SettingsError(str(err)) from None
-
-
-def load_settings(cli: dict[str, Any] | None = None, cwd: Path | None = None,
-                  environ: Mapping[str, str] | None = None, config: str | None = None,
-                  flags: Mapping[str, str] | None = None) -> Settings:
-    """Merge the layers, lowest first; a CLI value of None means 'not given' and does not override.
-
-    ``config`` is the ``--config`` value; ``flags`` maps a setting to the option that sets it, so
-    that an error about a command-line value names the option the user typed.
-    """
-    environ = os.environ if environ is None else environ
-    cwd = Path.cwd() if cwd is None else cwd
-    path, how = config_path(config, cwd, environ)
-    from_file, found = _from_file(path, how)
-    cli_values = {k: v for k, v in (cli or {}).items() if v is not None}
-    layers: list[tuple[str, dict[str, Any]]] = [
-        (str(path), from_file),
-        ("environment (OPENAI_*)", _openai_environment(environ)),
-        ("environment", _environment_values(environ)),
-        ("command line", InitSettingsSource(Settings, init_kwargs=cli_values)()),
-    ]
-    merged = {key: value for _where, layer in layers for key, value in layer.items()}
-    origin = {key: where for where, layer in layers for key in layer}
-    try:
-        settings = Settings(**merged)
-    except ValidationError as err:
-        raise SettingsError(_explain(err, origin, flags or {})) from None
-    settings._config_file = found
-    return settings
-
-
-def _environment_values(environ: Mapping[str, str]) -> dict[str, Any]:
-    try:
-        return _Environment(environ)()
-    except PydanticSettingsError as err:  # e.g. a value that does not decode
-        raise SettingsError(f"environment: {err}") from None
-
-
-def _explain(err: ValidationError, origin: dict[str, str], flags: Mapping[str, str]) -> str:
-    first = err.errors()[0]
-    key = str(first["loc"][0]) if first["loc"] else "?"
-    where = origin.get(key, "defaults")
-    hint = "unknown setting" if first["type"] == "extra_forbidden" else first["msg"].removeprefix("Value error, ")
-    if where == "command line" and key in flags:
-        return f"{flags[key]} {hint}"
-    if where == "environment":
-        return f"setting {key!r} from environment ({ENV_PREFIX}{key.upper()}): {hint}"
-    return f"setting {key!r} from {where}: {hint}"

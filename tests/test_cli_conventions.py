@@ -82,7 +82,7 @@ def test_run_help_groups_its_options_into_panels():
 def test_every_setting_option_sets_a_real_setting():
     assert set(OPTIONS) <= set(Settings.model_fields)
     config_only = set(Settings.model_fields) - set(OPTIONS)
-    assert config_only == {"sglang_version", "llm_api_key"}  # the key never goes on a command line
+    assert config_only == {"llm_api_key"}  # the key never goes on a command line
 
 
 def test_a_typo_gets_a_suggestion_and_starts_nothing(tmp_path):
@@ -239,8 +239,8 @@ def test_tuning_json_is_the_tools_result_model():
     from tools.tuning.plan import TuningPlan
     from tools.tuning.shapes import FindShapesResult
 
-    plan = cli("tuning", "plan", "--shape", "4096,7168", "--gpus", "2", "--json")
+    plan = cli("tuning", "plan", "--shapes", "4096,7168", "--gpu-count", "2", "--json")
     assert plan.exit_code == 0 and TuningPlan.model_validate_json(plan.stdout).total_units == 18
-    shapes = cli("tuning", "shapes", "--shape", "4096,7168", "--json")
+    shapes = cli("tuning", "shapes", "--shapes", "4096,7168", "--json")
     assert shapes.exit_code == 0 and [(s.n, s.k) for s in FindShapesResult.model_validate_json(shapes.stdout).shapes] \
         == [(4096, 7168)]

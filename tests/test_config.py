@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.config import Settings, SettingsError, load_settings
+from agent.config import Settings, SettingsError
+from agent.config_layers import load_settings
 from agent.config_file import ConfigFileError, allow
 
 

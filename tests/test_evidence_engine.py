@@ -180,7 +180,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_cli_json_and_exit_codes(tmp_path):
-    done = _cli("mtp", "--sglang", str(FIXTURE), "--model", "acme/Moe-Mtp-7B", "--gpus", "4", "--json")
+    done = _cli("mtp", "--sglang", str(FIXTURE), "--model", "acme/Moe-Mtp-7B", "--gpu-count", "4", "--json")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["recommended"]["flags"]["--speculative-algorithm"] == "EAGLE"
     missing = _cli("mtp", "--sglang", str(tmp_path / "nope"), "--model", "x")

@@ -130,7 +130,7 @@ def test_cli_shapes_plan_and_uninstall_errors(tmp_path):
         "quantization_config": {"quant_method": "fp8", "weight_block_size": [128, 128]}}))
     shapes = runner.invoke(app, ["tuning", "shapes", "--model-path", str(tmp_path), "--tp", "8"])
     assert shapes.exit_code == 0 and "N=4096 K=1024" in shapes.output and "wq_b" in shapes.output
-    plan = runner.invoke(app, ["tuning", "plan", "--shape", "4096,7168", "--shape", "7168,2048", "--gpus", "4"])
+    plan = runner.invoke(app, ["tuning", "plan", "--shapes", "4096,7168", "--shapes", "7168,2048", "--gpu-count", "4"])
     assert plan.exit_code == 0 and "36 units" in plan.output and "GPU 3:" in plan.output
     missing = runner.invoke(app, ["tuning", "uninstall", str(tmp_path / "nope"), "--runs-dir", str(tmp_path)])
     assert missing.exit_code == 2  # a run that does not exist is a usage error

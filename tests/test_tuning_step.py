@@ -11,7 +11,7 @@ import textwrap
 import time
 from pathlib import Path
 
-from agent.config import load_settings
+from agent.config_layers import load_settings
 from agent.runfolder import RunFolder
 from agent.steps.base import PlanStep, StepContext
 from agent.steps.tune_kernels import run

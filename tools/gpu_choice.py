@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from tools.defaults import ASSUMED_TARGET_GPUS
 from tools.gpus import DetectGpusResult, GpuInfo
 
-ASSUMED_TARGET_GPUS = 8  # one H100/H200 node: what DeepSeek-V4-class models are served on
 
 
 class GpuRequestError(Exception):

@@ -105,11 +105,34 @@ def _format_panels(command, ctx, formatter) -> None:
             formatter.write_dl(sections[title])
 
 
+# Options a command once spelled otherwise (one meaning per name: --gpus is GPU indices, a count is
+# --gpu-count). The old spelling gets a "did you mean" and exit 2, never a guess at what it meant.
+RENAMED_OPTIONS: dict[str, dict[str, str]] = {
+    "mtp": {"--gpus": "--gpu-count", "--version": "--sglang-version"},
+    "tuning plan": {"--gpus": "--gpu-count", "--shape": "--shapes"},
+    "tuning shapes": {"--shape": "--shapes"},
+}
+
+
+def _refuse_old_spellings(ctx, args: list[str]) -> None:
+    renamed = RENAMED_OPTIONS.get(ctx.command_path.removeprefix(PROG).strip(), {})
+    for arg in args:
+        if arg == "--":
+            return
+        old = arg.split("=", 1)[0]
+        if old in renamed:
+            raise UsageError(f"{old} is now {renamed[old]}; did you mean {renamed[old]}?", ctx=ctx)
+
+
 class Command(TyperCommand):
     """A subcommand: plain-text help with option panels, without importing pydantic for it."""
 
     def get_params(self, ctx) -> list:
         return plain_bool_flags(super().get_params(ctx))
+
+    def parse_args(self, ctx, args: list[str]) -> list[str]:
+        _refuse_old_spellings(ctx, args)
+        return super().parse_args(ctx, args)
 
     def format_options(self, ctx, formatter) -> None:
         _format_panels(self, ctx, formatter)

@@ -39,7 +39,7 @@ def run(goal: Goal, config: ConfigFile = None, as_json: JsonFlag = False, **sett
 
     preload_graph_libraries()
     from agent.campaign import CampaignError, start
-    from agent.config import SettingsError, load_settings
+    from agent.config_layers import SettingsError, load_settings
     from agent.live import LiveView
     from agent.playbook import GoalError, plan_goal
     from agent.runfolder import RunFolderError

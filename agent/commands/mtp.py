@@ -8,36 +8,33 @@ import typer
 import sys
 
 from agent.commands.base import EXIT_FAILED, PROG, JsonFlag, end_when_written, fail
+from agent.commands.options import pick, with_options
 from agent.terminal import echo, printable
 
 Str = Optional[str]
 LOOKUP_TIMEOUT_S = 10.0  # find_spec in --sglang-python: no SGLang import, so a short wait is plenty
+MTP_OPTIONS = pick("model", "model_path", "arch", "sglang_src", "sglang_python", "sglang_version", required=("model",),
+                   model="HF model id (or local path) to serve.",
+                   model_path="Local checkpoint folder with config.json.",
+                   arch="Architecture, e.g. DeepseekV4ForCausalLM [from config.json].")
+# InferMtpArgs' names for the settings the options set; a setting left out keeps the tool's default
+_ARGS = {"model": "model", "model_path": "model_path", "arch": "arch", "sglang_src": "sglang",
+         "sglang_python": "sglang_python", "sglang_version": "version"}
 
 
+@with_options(MTP_OPTIONS)
 def mtp(
-    model: Annotated[str, typer.Option("--model", metavar="ID", help="HF model id (or local path) to serve.")],
-    sglang: Annotated[Str, typer.Option("--sglang", metavar="DIR",
-                                        help="SGLang checkout or package folder [found automatically].")] = None,
-    arch: Annotated[Str, typer.Option("--arch", metavar="CLASS",
-                                      help="Architecture, e.g. DeepseekV4ForCausalLM [from config.json].")] = None,
     gpu: Annotated[Str, typer.Option("--gpu", metavar="NAME", help="Target GPU name, e.g. 'NVIDIA H200'.")] = None,
-    gpus: Annotated[Optional[int], typer.Option("--gpus", metavar="N", min=1,
-                                                help="Number of GPUs on the target.")] = None,
-    model_path: Annotated[Str, typer.Option("--model-path", metavar="DIR",
-                                            help="Local checkpoint folder with config.json.")] = None,
-    sglang_python: Annotated[str, typer.Option("--sglang-python", metavar="PYTHON",
-                                               help="Interpreter that has SGLang.")] = "python3",
-    sglang_version: Annotated[str, typer.Option("--sglang-version", metavar="VERSION",
-                                                help="SGLang wheel version to download when no source is found "
-                                                     "(this was --version before, which now prints "
-                                                     "dsv4-agent's own version).")] = "0.5.23",
+    gpu_count: Annotated[Optional[int], typer.Option("--gpu-count", metavar="N", min=1,
+                                                     help="Number of GPUs on the target.")] = None,
     verify: Annotated[bool, typer.Option("--verify", help=(
         "Have SGLang itself resolve the recommended flags (in --sglang-python, with --model-path's config.json; "
         "no weights loaded) and show static vs resolved. Exit 1 when it could not run."))] = False,
     verify_timeout: Annotated[float, typer.Option("--verify-timeout", metavar="SECONDS", min=1, max=3600, help=(
         "How long SGLang's resolution may take before its process group is killed (a cold import of SGLang can "
-        "take minutes); finding sglang through --sglang-python gets at most 10 s of it."))] = 600,
+        f"take minutes); finding sglang through --sglang-python gets at most {LOOKUP_TIMEOUT_S:g} s of it."))] = 600,
     as_json: JsonFlag = False,
+    **settings,
 ) -> None:
     """Infer --speculative-* (MTP) flags from SGLang's tests, fixtures and hooks, every value cited.
 
@@ -49,17 +46,17 @@ def mtp(
     from tools.base import ToolError
     from tools.mtp.infer import InferMtpArgs, infer_mtp
 
+    given = {_ARGS[k]: v for k, v in settings.items() if v is not None}
     try:
-        answer = infer_mtp(InferMtpArgs(sglang=sglang, model=model, arch=arch, gpu=gpu, gpus=gpus,
-                                        model_path=model_path, sglang_python=sglang_python, version=sglang_version,
-                                        lookup_timeout_s=min(LOOKUP_TIMEOUT_S, verify_timeout)))
+        args = InferMtpArgs(**given, gpu=gpu, gpus=gpu_count, lookup_timeout_s=min(LOOKUP_TIMEOUT_S, verify_timeout))
+        answer = infer_mtp(args)
     except ToolError as err:
         fail(str(err))
     # The parse cache holds ~100 MB of syntax trees this process is done with: keep the cyclic collector
     # from walking them again while the answer is verified and written (teardown is skipped below).
     gc.freeze()
     if verify:
-        answer = _verified(answer, sglang_python, model_path, verify_timeout)
+        answer = _verified(answer, args.sglang_python, args.model_path, verify_timeout)
     if as_json:
         echo(answer.model_dump_json(indent=2))
     else:

@@ -14,7 +14,7 @@ Keep = Annotated[Optional[str], typer.Option("--keep", metavar="DIR", help="Keep
 RunsDir = Annotated[str, typer.Option("--runs-dir", metavar="DIR",
                                       help="Folder holding run folders (new runs of --rerun go here).")]
 Tolerance = Annotated[float, typer.Option("--tolerance", metavar="PCT", min=0,
-                                          help="--rerun: a metric change up to this many percent is noise [5].")]
+                                          help="--rerun: a metric change up to this many percent is noise.")]
 Raw = Annotated[bool, typer.Option("--raw", help="--rerun: also print the raw field-by-field diff.")]
 
 

@@ -7,6 +7,7 @@ import typer
 
 from agent.commands.base import EXIT_FAILED, Command, JsonFlag, RunRef, RunsDir, fail, sub_app
 from agent.terminal import echo
+from tools.defaults import ASSUMED_TARGET_GPUS
 
 tuning = sub_app("FP8 block-GEMM kernel tuning: shapes, plan, prove, uninstall.")
 Force = Annotated[bool, typer.Option("--force", help="Also restore files changed since the install.")]
@@ -86,7 +87,7 @@ ModelPath = Annotated[Optional[str], typer.Option("--model-path", metavar="PATH"
                                                   help="Checkpoint folder or its config.json.")]
 Logs = Annotated[Optional[list[str]], typer.Option("--log", metavar="FILE",
                                                    help="Server log to mine for default-config warnings (repeat).")]
-Shapes = Annotated[Optional[list[str]], typer.Option("--shape", metavar="N,K", help="A shape (repeat).")]
+Shapes = Annotated[Optional[list[str]], typer.Option("--shapes", metavar="N,K", help="A shape (repeat).")]
 Tp = Annotated[int, typer.Option("--tp", metavar="N", min=1, help="Tensor-parallel size.")]
 
 
@@ -112,20 +113,20 @@ def shapes(model_path: ModelPath = None, log: Logs = None, shape: Shapes = None,
         echo(found.note)
 
 
-RequiredShapes = Annotated[list[str], typer.Option("--shape", metavar="N,K", help="A shape (repeat).")]
-Gpus = Annotated[int, typer.Option("--gpus", metavar="N", min=1, help="Number of GPUs.")]
+RequiredShapes = Annotated[list[str], typer.Option("--shapes", metavar="N,K", help="A shape (repeat).")]
+GpuCount = Annotated[int, typer.Option("--gpu-count", metavar="N", min=1, help="Number of GPUs.")]
 BatchSizes = Annotated[Optional[list[int]], typer.Option("--batch-size", metavar="M",
                                                          help="Batch size M (repeat) [SGLang's list].")]
 
 
 @tuning.command("plan", cls=Command)
-def plan(shape: RequiredShapes, gpus: Gpus = 8, batch_size: BatchSizes = None, as_json: JsonFlag = False) -> None:
+def plan(shape: RequiredShapes, gpu_count: GpuCount = ASSUMED_TARGET_GPUS, batch_size: BatchSizes = None, as_json: JsonFlag = False) -> None:
     """Show how (shape x batch size) units would be split over GPUs, longest first."""
     from tools.base import ToolError
     from tools.tuning.plan import PlanTuningArgs, plan_tuning
 
     try:
-        args = PlanTuningArgs(shapes=shape, gpus=list(range(gpus)), **({"batch_sizes": batch_size} if batch_size else {}))
+        args = PlanTuningArgs(shapes=shape, gpus=list(range(gpu_count)), **({"batch_sizes": batch_size} if batch_size else {}))
         result = plan_tuning(args)
     except ToolError as err:
         fail(str(err))

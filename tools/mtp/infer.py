@@ -15,6 +15,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from tools.base import Tool
+from tools.defaults import SGLANG_PYTHON, SGLANG_VERSION
 from tools.constraints.extract import ExtractConstraintsArgs, extract_constraints
 from tools.mtp.answer import (Candidate, Constraint, Dropped, MtpAnswer, Recommendation, SourceRef,
                               Verification)
@@ -41,8 +42,8 @@ class InferMtpArgs(BaseModel):
     gpu: str | None = Field(None, description="Target GPU name, e.g. 'NVIDIA H200'")
     gpus: int | None = Field(None, description="Number of GPUs on the target")
     model_path: str | None = Field(None, description="Local checkpoint folder holding config.json")
-    sglang_python: str = Field("python3", description="Interpreter that has SGLang installed")
-    version: str = Field("0.5.23", description="PyPI version used when the source must be downloaded")
+    sglang_python: str = Field(SGLANG_PYTHON, description="Interpreter that has SGLang installed")
+    version: str = Field(SGLANG_VERSION, description="PyPI version used when the source must be downloaded")
     lookup_timeout_s: float = Field(10, gt=0, description="How long --sglang-python may take to say where sglang is")
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from tools.base import Tool, ToolError
+from tools.defaults import SGLANG_PYTHON
 from tools.measure.accept_snapshots import SNAPSHOT_PY
 from tools.measure.accuracy import client_args
 from tools.measure.server_check import expected_identity
@@ -60,7 +61,7 @@ class RenderScriptsArgs(BaseModel):
 
     out_dir: str = Field(description="Folder to write the scripts into (the run folder)")
     plan: MeasurePlan = Field(description="Variants (flags with evidence) and the sweep")
-    sglang_python: str = Field("python3", description="Default interpreter with SGLang installed")
+    sglang_python: str = Field(SGLANG_PYTHON, description="Default interpreter with SGLang installed")
 
 
 class RenderScriptsResult(BaseModel):

@@ -29,6 +29,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from tools.base import Tool, ToolError
+from tools.defaults import SGLANG_PYTHON, SGLANG_VERSION
 from tools.source.group_run import run_grouped
 from tools.child_env import child_env
 
@@ -78,8 +79,8 @@ class ResolveSourceArgs(BaseModel):
 
     path: str | None = Field(None, description="A git checkout of SGLang or a folder containing sglang/; "
                                                 "None = SGLANG_SRC, then the SGLang python, then the wheel")
-    sglang_python: str = Field("python3", description="Interpreter that has SGLang installed")
-    version: str = Field("0.5.23", description="PyPI version to download when nothing else is found")
+    sglang_python: str = Field(SGLANG_PYTHON, description="Interpreter that has SGLang installed")
+    version: str = Field(SGLANG_VERSION, description="PyPI version to download when nothing else is found")
     lookup_timeout_s: float = Field(10, gt=0, description="How long the SGLang interpreter may take to say where "
                                                          "sglang is (find_spec only: no import)")
 

@@ -13,6 +13,7 @@ import git
 from pydantic import BaseModel, Field
 
 from tools.base import Tool, ToolError
+from tools.defaults import DEFAULT_MODEL
 from tools.sync.deps import DependencyReport, dependency_report
 from tools.sync.evidence import EvidenceRun, load_answer, run_evidence
 from tools.sync.impact import ImpactFile, impact_files, model_terms
@@ -30,7 +31,7 @@ class SyncArgs(BaseModel):
     remote: str = Field("origin", description="Remote to fetch from")
     branch: str = Field("main", description="Upstream branch; the checked-out branch must track remote/branch")
     allow_dirty: bool = Field(False, description="Pull despite local changes when the incoming commits do not touch them")
-    model: str = Field("deepseek-ai/DeepSeek-V4-Flash", description="Target model id or path")
+    model: str = Field(DEFAULT_MODEL, description="Target model id or path")
     architecture: str | None = Field(None, description="HF architecture, e.g. DeepseekV4ForCausalLM; None = inferred")
     model_path: str | None = Field(None, description="Local checkpoint folder with config.json")
     gpu: str | None = Field(None, description="GPU name for the evidence engine, e.g. H200")
