@@ -36,6 +36,7 @@ def test_a_playbook_run_has_no_llm_sections(tmp_path: Path):
 
 
 def test_plan_md_escapes_an_llm_planners_reasons(tmp_path: Path):
+    from agent.config import Settings
     from agent.planner import render_plan_md
     from agent.preflight import Preflight
     from agent.steps.base import PlanStep
@@ -43,7 +44,8 @@ def test_plan_md_escapes_an_llm_planners_reasons(tmp_path: Path):
     preflight = Preflight.model_validate(json.loads((Path(__file__).parent / "golden" / "playbook-mtp-tune"
                                                      / "preflight.json").read_text()))
     why = "measure | then <script>alert(1)</script>\n| 9 | injected | row |"
-    md = render_plan_md("goal\nwith a newline", [PlanStep(kind="benchmark", lane="gpu", why=why)], [], preflight, "LLM")
+    md = render_plan_md("goal\nwith a newline", [PlanStep(kind="benchmark", lane="gpu", why=why)], [], preflight, "LLM",
+                        Settings())
     rows = [line for line in md.splitlines() if line.startswith("| 1 ")]
     assert len(rows) == 1 and "\\| then" in rows[0] and "| 9 |" not in md.replace("\\|", "")
     assert md.startswith("# Plan: goal with a newline\n")
@@ -51,3 +53,24 @@ def test_plan_md_escapes_an_llm_planners_reasons(tmp_path: Path):
     build_report(tmp_path)
     page = (tmp_path / "report.html").read_text()
     assert "<script>alert" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+
+
+def test_the_constraints_that_bear_on_the_recommendation_are_shown_and_the_rest_folded(tmp_path: Path):
+    """On the golden run's own evidence: each constraint shown is cited by the recommendation's reasons;
+    every other one is in a <details> (report.html) below them; none is lost."""
+    import shutil
+
+    golden = Path(__file__).parent / "golden" / "playbook-mtp-tune"
+    for name in ("mtp.json", "evidence.md"):
+        shutil.copy(golden / name, tmp_path / name)
+    answer = json.loads((tmp_path / "mtp.json").read_text())
+    reasons = "\n".join(answer["recommended"]["rationale"])
+    build_report(tmp_path)
+    page = (tmp_path / "report.html").read_text()
+    shown, folded = page[page.index('id="evidence"'):].split("<details>", 1)
+    shown = shown.split("Constraints on the recommended settings (", 1)[1]
+    bearing = [li.split("</li>")[0] for li in shown.split("<li>")[1:]]
+    assert bearing and len(bearing) == int(shown.split(" of ")[0])
+    assert all(line.rsplit(" (", 1)[1].rstrip(")") in reasons for line in bearing)  # each one's citation
+    assert len(bearing) + folded.split("</details>")[0].count("<li>") == len(answer["constraints"])
+    assert "## Constraints (" not in (tmp_path / "report.md").read_text()  # evidence.md's own list: replaced

@@ -4,6 +4,9 @@
 by someone else (plan.md, research notes, evidence.md): shown as is in report.md and rendered in
 report.html by markdown-it with raw HTML disabled, so its markup is formatting, never tags or
 scripts. ``Image`` is a file in the run folder, embedded as a data URI so report.html stands alone.
+``Details`` folds blocks under a summary line in report.html (``<details>``); report.md shows them
+under the summary in bold. Every table, ours or markdown's, scrolls inside its own box
+(``div.scroll``), so a wide one never widens the page on a phone.
 """
 from __future__ import annotations
 
@@ -20,7 +23,9 @@ _MARKDOWN = MarkdownIt("commonmark", {"html": False}).enable("table")
 
 
 def render_markdown(text: str) -> str:
-    return _MARKDOWN.render(text)
+    # raw HTML is off, so a literal "<table>" in the text comes out escaped: only markdown's own tables match
+    return _MARKDOWN.render(text).replace("<table>", '<div class="scroll"><table>').replace("</table>",
+                                                                                          "</table></div>")
 
 
 @dataclass
@@ -85,7 +90,20 @@ class Image:
                 "</figure>")
 
 
-Block = Para | Items | Code | Markdown | Image | Table
+@dataclass
+class Details:
+    summary: str
+    blocks: list = field(default_factory=list)
+
+    def markdown(self) -> str:
+        return "\n\n".join([f"**{md_text(self.summary)}**", *(b.markdown() for b in self.blocks)])
+
+    def html(self) -> str:
+        inner = "\n".join(b.html() for b in self.blocks)
+        return f"<details><summary>{html.escape(md_text(self.summary))}</summary>\n{inner}</details>"
+
+
+Block = Para | Items | Code | Markdown | Image | Table | Details
 
 
 @dataclass

@@ -4,8 +4,9 @@
 Reads ``config.json``, ``preflight.json``, ``measure_plan.json``, ``bench/`` (every point's JSONL,
 failures, snapshots, accuracy), ``verdict.json`` (else the verdict is computed from ``bench/``),
 ``steps/``, ``plan.md``, ``evidence.md`` and what the tools returned (the tuning proof). The page
-opens with the header (model, GPU, TP, SGLang version, lengths, prompts, date) and the verdict,
-so a reader sees the decision first. ``report.html`` is self-contained: plots are data URIs.
+opens with the verdict, so a reader sees the decision first, then the header (model id and its
+path, GPU, TP, SGLang version, lengths, prompts, date). ``report.html`` is self-contained (plots are
+data URIs) and reads on a phone: wide tables scroll in their own box, images scale to the page.
 """
 from __future__ import annotations
 
@@ -90,12 +91,14 @@ def header(run_dir: Path, plan: MeasurePlan | None) -> list[tuple[str, str]]:
     source = pre.get("sglang_source") or {}
     when = (_json(run_dir / "result.json") or {}).get("finished_at") or (run_dir / "config.json").stat().st_mtime \
         if (run_dir / "config.json").exists() else time.time()
-    rows = [("model", settings.get("model_path") or settings.get("model") or "?"),
-            ("GPU", f"{len(gpus)} × {', '.join(names)}" if gpus else "none here (planned for a GPU host)"),
-            ("TP", str(plan.variants[0].tp) if plan else str(settings.get("tp") or "?")),
-            ("SGLang", f"{source.get('version') or '?'} ({source.get('kind', '?')}"
-                       + (f", commit {source['commit'][:12]}" if source.get("commit") else "") + ")"),
-            ("goal", str(config.get("goal", "?")))]
+    model, path = settings.get("model"), settings.get("model_path")
+    rows = [("model", model or path or "?")]
+    rows += [("model path", path)] if path and path != model else []
+    rows += [("GPU", f"{len(gpus)} × {', '.join(names)}" if gpus else "none here (planned for a GPU host)"),
+             ("TP", str(plan.variants[0].tp) if plan else str(settings.get("tp") or "?")),
+             ("SGLang", f"{source.get('version') or '?'} ({source.get('kind', '?')}"
+                        + (f", commit {source['commit'][:12]}" if source.get("commit") else "") + ")"),
+             ("goal", str(config.get("goal", "?")))]
     if plan:
         rows += [("lengths", f"input {plan.input_len} / output {plan.output_len} tokens (random ids)"),
                  ("prompts", f"{plan.prompts_per_concurrency} per concurrency slot, at least {plan.min_prompts}; "

@@ -12,9 +12,13 @@ from tools.measure.accuracy import AccuracyResult, GateResult
 from tools.measure.results import COMPARED, BenchRecord, ComparisonRow
 from tools.measure.verdict import NOISY, PointStats, Verdict
 
-LABELS = {"median_ttft_ms": "TTFT p50 ms", "p99_ttft_ms": "TTFT p99 ms", "median_tpot_ms": "TPOT p50 ms",
-          "p99_tpot_ms": "TPOT p99 ms", "median_itl_ms": "ITL p50 ms", "p99_itl_ms": "ITL p99 ms",
-          "output_throughput": "out tok/s", "accept_length": "accept len"}
+# Column headers name the unit: milliseconds, tokens or requests per second, tokens per verify step.
+NAMES = {"median_ttft_ms": "TTFT p50", "p99_ttft_ms": "TTFT p99", "median_tpot_ms": "TPOT p50",
+         "p99_tpot_ms": "TPOT p99", "median_itl_ms": "ITL p50", "p99_itl_ms": "ITL p99",
+         "output_throughput": "output", "accept_length": "accept length"}
+UNITS = {"output_throughput": "tok/s", "total_throughput": "tok/s", "request_throughput": "req/s",
+         "accept_length": "tok/step"}
+LABELS = {m: f"{name} ({UNITS.get(m, 'ms')})" for m, name in NAMES.items()}
 RATIO_METRICS = ("median_ttft_ms", "median_tpot_ms", "median_itl_ms", "output_throughput")
 ALL_METRICS = [f"{s}_{k}_ms" for k in ("ttft", "tpot", "itl") for s in ("median", "p90", "p95", "p99")] + \
               [f"{s}_e2e_latency_ms" for s in ("median", "p90", "p95", "p99")] + \
@@ -27,9 +31,12 @@ def _fmt(value: float | None, digits: int = 2) -> str:
 
 
 def _short(metric: str) -> str:
-    name = metric.replace("_latency", "").removesuffix("_ms").replace("median_", "p50_")
-    return {"request_throughput": "req/s", "output_throughput": "out tok/s", "total_throughput": "tot tok/s"}.get(
-        metric, name.replace("_", " "))
+    """``p99_e2e_latency_ms`` -> ``E2E p99 (ms)``; ``output_throughput`` -> ``output (tok/s)``."""
+    if metric.endswith("_throughput"):
+        kind = metric.removesuffix("_throughput")
+        return f"{'requests' if kind == 'request' else kind} ({UNITS[metric]})"
+    stat, name = metric.replace("_latency", "").removesuffix("_ms").replace("median", "p50").split("_", 1)
+    return f"{name.upper()} {stat} (ms)"
 
 
 def verdict_section(verdict: Verdict | None, labels: dict[str, str], planned: bool) -> Section:
@@ -57,8 +64,8 @@ def verdict_section(verdict: Verdict | None, labels: dict[str, str], planned: bo
 
 def metrics_section(stats: list[PointStats], labels: dict[str, str]) -> Section:
     """Every metric SGLang's client writes, per point: the median of the repeats (range when repeated)."""
-    table = Table(["variant", "setting", "conc", "repeats", *[_short(m) for m in ALL_METRICS], "accept len"],
-                  id="metrics")
+    table = Table(["variant", "setting", "concurrency", "repeats", *[_short(m) for m in ALL_METRICS],
+                   LABELS["accept_length"]], id="metrics")
     noisy = []
     for s in stats:
         cells = []
@@ -75,7 +82,8 @@ def metrics_section(stats: list[PointStats], labels: dict[str, str]) -> Section:
 
 
 def comparison_section(rows: list[ComparisonRow]) -> Section:
-    head = ["variant", "conc"] + [LABELS[m] for m in COMPARED] + [f"{LABELS[m]} ×base" for m in RATIO_METRICS]
+    head = ["variant", "concurrency"] + [LABELS[m] for m in COMPARED] + [f"{NAMES[m]} (× baseline)"
+                                                                         for m in RATIO_METRICS]
     table = Table(head, id="comparison")
     for row in rows:
         cells = []
@@ -104,7 +112,8 @@ def accuracy_section(results: dict[str, AccuracyResult], gates: dict[str, GateRe
     if not results:
         return Section("Accuracy (GSM8K)", [Para("Not run yet: each variant's server gets SGLang's GSM8K few-shot "
                                                  "check after its benchmark points.")], id="accuracy")
-    table = Table(["variant", "accuracy", "invalid", "questions", "gate", "why"], id="accuracy-table")
+    table = Table(["variant", "accuracy (share correct)", "invalid (share)", "questions", "gate", "why"],
+                  id="accuracy-table")
     for name in sorted(set(results) | set(gates), key=lambda v: (v != "baseline", v)):
         res, g = results.get(name), gates.get(name)
         verdict = "-" if g is None else {True: "pass", False: "FAIL", None: "not checked"}[g.passed]
@@ -115,17 +124,31 @@ def accuracy_section(results: dict[str, AccuracyResult], gates: dict[str, GateRe
     return Section("Accuracy (GSM8K)", [table, Para(note)], id="accuracy")
 
 
+# results.csv keeps 4 significant digits, a resolution of 0.1 % of the value: finer than the spread between
+# repeats of a serving benchmark point (around a percent; above NOISY it is flagged), so no digit it drops
+# was a measured one. results.json keeps the client's own numbers.
+CSV_DIGITS = 4
+
+
+def _csv_number(value: float | None) -> float | int | str:
+    if value is None:
+        return ""
+    rounded = float(f"{value:.{CSV_DIGITS}g}")
+    return int(rounded) if rounded.is_integer() else rounded
+
+
 def results_files(stats: list[PointStats], labels: dict[str, str], records: list[BenchRecord]) -> tuple[str, str]:
-    """results.csv (one row per point, medians and ranges) and results.json (the points, and every run)."""
+    """results.csv (one row per point, medians and ranges, rounded) and results.json (the points, and every
+    run, as measured)."""
     out = io.StringIO()
     writer = csv.writer(out)
     writer.writerow(["variant", "setting", "concurrency", "repeats", "accept_length",
                      *[f"{m}{suffix}" for m in ALL_METRICS for suffix in ("", "_low", "_high")]])
     for s in stats:
-        row = [s.variant, labels.get(s.variant, ""), s.concurrency, s.repeats, s.accept_length]
+        row = [s.variant, labels.get(s.variant, ""), s.concurrency, s.repeats, _csv_number(s.accept_length)]
         for m in ALL_METRICS:
             spread = s.metrics.get(m)
-            row += [spread.median, spread.low, spread.high] if spread else ["", "", ""]
+            row += [_csv_number(v) for v in (spread.median, spread.low, spread.high)] if spread else ["", "", ""]
         writer.writerow(row)
     data = {"points": [{"setting": labels.get(s.variant, ""), **s.model_dump(mode="json")} for s in stats],
             "runs": [r.model_dump(mode="json") for r in records]}

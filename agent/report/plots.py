@@ -3,7 +3,9 @@
 Per variant, against concurrency: median TPOT and output throughput (bars show the range of the
 repeats), accept length (only points whose own value was isolated); and latency against
 throughput (median TPOT over output tok/s, one point per concurrency), the curve a deployment is
-chosen on.
+chosen on. A variant has one colour in every plot (the baseline the first of matplotlib's cycle,
+then the others in the order they were measured); each PNG names the colours it drew in its
+``dsv4-plot`` text chunk (JSON), so a test can check them.
 """
 from __future__ import annotations
 
@@ -11,9 +13,24 @@ from pathlib import Path
 
 # The Figure API, not pyplot: no display or backend to pick on a headless host, no global figure
 # registry shared by threads, and a fifth less to import.
+import json
+
+from matplotlib import rcParams
+from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
 
-from tools.measure.verdict import PointStats
+from tools.measure.verdict import BASELINE, PointStats
+
+PNG_META_KEY = "dsv4-plot"
+Colours = dict[str, str]
+
+
+def variant_colours(stats: list[PointStats]) -> Colours:
+    """One colour per variant, the same in every plot: the baseline first, then in measured order."""
+    names = list(dict.fromkeys(s.variant for s in stats))
+    names.sort(key=lambda n: n != BASELINE)  # stable: the others keep their order
+    cycle = rcParams["axes.prop_cycle"].by_key()["color"]
+    return {name: to_hex(cycle[i % len(cycle)]) for i, name in enumerate(names)}
 
 
 def _series(stats: list[PointStats], metric: str) -> dict[str, list[tuple[int, float, float, float]]]:
@@ -36,11 +53,14 @@ def _save(fig, ax, title: str, path: Path) -> Path:
     # Fixed margins that fit six-digit ticks and the axis labels, instead of tight_layout: laying out
     # each figure again to measure its text took a third of the report's time, after the GPU work.
     fig.subplots_adjust(left=0.15, right=0.97, bottom=0.15, top=0.9)
-    fig.savefig(path, format="png")
+    handles, names = ax.get_legend_handles_labels()
+    drawn = {name: to_hex((h[0] if isinstance(h, tuple) else h).get_color()) for h, name in zip(handles, names, strict=True)}
+    fig.savefig(path, format="png", metadata={PNG_META_KEY: json.dumps({"colours": drawn})})
     return path
 
 
-def _line_plot(stats: list[PointStats], metric: str, ylabel: str, title: str, path: Path) -> Path | None:
+def _line_plot(stats: list[PointStats], metric: str, ylabel: str, title: str, path: Path,
+               colours: Colours) -> Path | None:
     series = _series(stats, metric)
     if not series:
         return None
@@ -49,7 +69,7 @@ def _line_plot(stats: list[PointStats], metric: str, ylabel: str, title: str, pa
     for name, points in series.items():
         xs, ys = [p[0] for p in points], [p[1] for p in points]
         ax.errorbar(xs, ys, yerr=[[p[1] - p[2] for p in points], [p[3] - p[1] for p in points]], marker="o",
-                    linewidth=2, capsize=3, label=name)
+                    linewidth=2, capsize=3, label=name, color=colours[name])
     ax.set_xscale("log", base=2)
     ticks = sorted({p[0] for points in series.values() for p in points})
     ax.set_xticks(ticks, [str(t) for t in ticks])
@@ -58,7 +78,7 @@ def _line_plot(stats: list[PointStats], metric: str, ylabel: str, title: str, pa
     return _save(fig, ax, title, path)
 
 
-def _latency_vs_throughput(stats: list[PointStats], path: Path) -> Path | None:
+def _latency_vs_throughput(stats: list[PointStats], path: Path, colours: Colours) -> Path | None:
     tpot, thr = _series(stats, "median_tpot_ms"), _series(stats, "output_throughput")
     names = [n for n in tpot if n in thr]
     if not names:
@@ -68,7 +88,8 @@ def _latency_vs_throughput(stats: list[PointStats], path: Path) -> Path | None:
     for name in names:
         latency = {p[0]: p[1] for p in tpot[name]}
         pairs = sorted((t[1], latency[t[0]], t[0]) for t in thr[name] if t[0] in latency)
-        ax.plot([p[0] for p in pairs], [p[1] for p in pairs], marker="o", linewidth=2, label=name)
+        ax.plot([p[0] for p in pairs], [p[1] for p in pairs], marker="o", linewidth=2, label=name,
+                color=colours[name])
         for x, y, conc in pairs:
             ax.annotate(f"c{conc}", (x, y), textcoords="offset points", xytext=(4, 4), fontsize=8)
     ax.set_xlabel("output tokens/s (median of repeats)")
@@ -79,14 +100,15 @@ def _latency_vs_throughput(stats: list[PointStats], path: Path) -> Path | None:
 def write_plots(stats: list[PointStats], out_dir: Path) -> list[Path]:
     """Write the plots that have data; returns the paths written."""
     out_dir.mkdir(parents=True, exist_ok=True)
+    colours = variant_colours(stats)
     made = [
         _line_plot(stats, "median_tpot_ms", "median TPOT (ms)", "Time per output token vs concurrency",
-                   out_dir / "tpot_vs_concurrency.png"),
+                   out_dir / "tpot_vs_concurrency.png", colours),
         _line_plot(stats, "output_throughput", "output tokens/s", "Output throughput vs concurrency",
-                   out_dir / "throughput_vs_concurrency.png"),
-        _latency_vs_throughput(stats, out_dir / "latency_vs_throughput.png"),
+                   out_dir / "throughput_vs_concurrency.png", colours),
+        _latency_vs_throughput(stats, out_dir / "latency_vs_throughput.png", colours),
         # only points whose accept length was isolated have a value: a cumulative figure is not plotted
         _line_plot(stats, "accept_length", "accept length (tokens/step)",
-                   "Speculative accept length per point", out_dir / "accept_length.png"),
+                   "Speculative accept length per point", out_dir / "accept_length.png", colours),
     ]
     return [p for p in made if p is not None]

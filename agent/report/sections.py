@@ -4,9 +4,10 @@ failed points. Each reads the run folder (or takes data a tool returned) and ret
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
-from agent.report.blocks import Code, Items, Markdown, Para, Section
+from agent.report.blocks import Code, Details, Items, Markdown, Para, Section
 from agent.report.table import Table
 from tools.tuning.prove import RunProof
 
@@ -57,8 +58,46 @@ def evidence_section(run_dir: Path) -> Section | None:
         return None
     text = path.read_text(errors="replace").split("\n", 1)
     body = text[1] if len(text) > 1 else text[0]  # its title is the section's; its headings go one level down
+    answer = _answer(run_dir)
+    listed = _CONSTRAINTS.search(body)
+    if answer is not None and listed:  # the list comes from mtp.json instead: the few that bear first
+        after = body.find("\n## ", listed.end())
+        body = body[:listed.start()] + (body[after + 1:] if after >= 0 else "")
     body = "\n".join("#" + line if line.startswith("#") else line for line in body.splitlines())
-    return Section("MTP evidence (with citations)", [Markdown(_capped(body))], id="evidence")
+    blocks: list = [Markdown(_capped(body))]
+    return Section("MTP evidence (with citations)", blocks + (_constraints(answer) if answer else []), id="evidence")
+
+
+_CONSTRAINTS = re.compile(r"^## Constraints \(\d+\)[ \t]*$", re.M)
+
+
+def _answer(run_dir: Path) -> dict | None:
+    try:
+        answer = json.loads((run_dir / "mtp.json").read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+    return answer if isinstance(answer, dict) and isinstance(answer.get("constraints"), list) else None
+
+
+def _constraints(answer: dict) -> list:
+    """The constraints that bear on the recommended settings (the rules the choice passed or was made
+    by: the recommendation's reasons cite them), shown; every other one in scope folded away."""
+    reasons = (answer.get("recommended") or {}).get("rationale") or []
+    cited = [(c, f"{c['origin']['path']}:{c['origin']['line']}") for c in answer["constraints"]]
+    bears = [(c, where) for c, where in cited
+             if any(c["rule"] in line or re.search(re.escape(where) + r"(?!\d)", line) for line in reasons)]
+    rest = [pair for pair in cited if pair not in bears]
+    total = len(cited)
+    head = (f"### Constraints on the recommended settings ({len(bears)} of {total} in scope)" if reasons else
+            f"### Constraints ({total} in scope; nothing was recommended, so none bears on a choice)")
+    blocks: list = [Markdown(head)]
+    if bears:
+        blocks.append(Items([f"{c['rule']} ({where})" for c, where in bears]))
+    if rest:
+        blocks.append(Details(f"{'The other ' if bears else ''}{len(rest)} constraint(s) in scope for "
+                              f"{answer.get('architecture') or 'this model'}: rules of SGLang's hooks for settings "
+                              "these flags do not make", [Items([f"{c['rule']} ({where})" for c, where in rest])]))
+    return blocks
 
 
 def flag_review_section(run_dir: Path) -> Section | None:

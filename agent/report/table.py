@@ -8,11 +8,13 @@ so no cell can change the table's shape or inject markup in either form.
 from __future__ import annotations
 
 import html
+import re
 from dataclasses import dataclass, field
 
 from tools.markdown import md_text, markdown_table, without_control
 
 __all__ = ["Table", "md_text"]
+_NUMBER = re.compile(r"-?[\d.,]+(?:×)?(?: \([\d.,]+–[\d.,]+\))?")  # 2.37, 0.65× (0.65–0.70): right-aligned
 
 
 @dataclass
@@ -32,6 +34,12 @@ class Table:
     def html(self) -> str:
         ident = f' id="{html.escape(self.id)}"' if self.id else ""
         head = "".join(f"<th>{html.escape(str(c))}</th>" for c in self.columns)
-        body = "".join("<tr>" + "".join(f"<td>{html.escape(without_control(c))}</td>"
-                                        for c in row) + "</tr>" for row in self.rows)
-        return f"<table{ident}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+        body = "".join("<tr>" + "".join(_cell(c) for c in row) + "</tr>" for row in self.rows)
+        # in a box of its own that scrolls sideways: a wide table never widens the page
+        return f'<div class="scroll"><table{ident}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
+
+
+def _cell(value: object) -> str:
+    text = without_control(value)
+    css = ' class="num"' if _NUMBER.fullmatch(text) else ""
+    return f"<td{css}>{html.escape(text)}</td>"
