@@ -23,9 +23,10 @@ from agent.interrupts import Interrupted, SignalWatch, invoke_responsively
 from agent.live import LiveView
 from agent.runfolder import EXIT_CODES, RunFolder, RunFolderError
 from agent.record_source import LiveSource
-from agent.recorded_settings import CampaignError, ssh_options_for
+from agent.recorded_settings import CampaignError, missing_host_path, ssh_options_for
 from agent.reopen import complete_finish, locked_run, resume_settings
 from agent.runtime import Runtime
+from agent.steps.table import redone_by
 from agent.trace import TraceWriter
 from tools.base import ToolError
 from tools.jobs import attempts as attempts_lib
@@ -203,6 +204,10 @@ def resume(ref: str, runs_dir: str, overrides: dict, view: LiveView | None = Non
         run.unlock()
         raise CampaignError(str(err)) from None
     settings = resume_settings(run, recorded, overrides)
+    missing = missing_host_path(settings, overrides)
+    if missing:
+        run.unlock()
+        raise CampaignError(missing)
     rt = _open_runtime(run, settings, recorded["goal"], view)  # refuses a bad executor before any change
     if damaged:
         set_checkpoint_aside(run)
@@ -218,13 +223,20 @@ def resume(ref: str, runs_dir: str, overrides: dict, view: LiveView | None = Non
         history = [*recorded.get("resumed_with", []), {"attempt": thread, "changed": changed}]
         run.write_json("config.json", {**recorded, "settings": settings.public_dump(), "resumed_with": history})
     retried = attempts_lib.retry_failed(rt.executor) if retry_failed else []
+    # A new attempt on another host (a bundle, another --sglang): what its finished steps made from the
+    # old host's paths (the MTP evidence, the scripts) is made again from this host's.
+    jobs_elsewhere = settings.executor.kind == "ssh"
+    redone = run.forget_outcomes(redone_by(changed, jobs_elsewhere)) if result is not None else []
     dropped = rt.trace.dropped
     rt.trace.emit("run_resumed", "control", run=run.path.name, thread=thread, after=(result or {}).get("status"),
                   rebuilt_checkpoint=damaged, changed={k: settings.public_dump()[k] for k in changed},
                   previous={k: recorded["settings"].get(k) for k in changed}, retry_granted=retried,
+                  **({"redone": redone} if redone else {}),
                   dropped_tail={"bytes": dropped.size, "lines": dropped.lines, "why": dropped.why} if dropped else None,
                   seq_gaps=[g.describe() for g in rt.trace.gaps])
     rt.say(f"[control] resuming {run.path}")
+    if redone:
+        rt.say(f"[control] running again with this host's paths ({', '.join(changed)} changed): {', '.join(redone)}")
     for problem in ([f"cut off what the crash left at the end of the trace: {dropped.describe()}"] if dropped else []) \
             + [f"the trace has a sequence gap: {g.describe()}" for g in rt.trace.gaps]:
         rt.say(f"[control] note: {problem}")

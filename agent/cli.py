@@ -21,6 +21,7 @@ CAMPAIGN, INSPECT, PARTS = "Campaigns", "Runs", "Evidence and tools"
 COMMANDS = [
     (campaign.run, "run", CAMPAIGN, campaign.RUN_HELP),
     (campaign.resume, "resume", CAMPAIGN, campaign.RESUME_HELP),
+    (campaign.bundle, "bundle", CAMPAIGN, campaign.BUNDLE_HELP),
     (runs.status, "status", INSPECT, None),
     (runs.jobs, "jobs", INSPECT, None),
     (runs.runs, "runs", INSPECT, None),

@@ -13,12 +13,11 @@ import threading
 import time
 
 from agent.preflight import Preflight
+from agent.runfolder import REUSABLE_STATUSES as REUSABLE
 from agent.runtime import Runtime
 from agent.steps.base import PlanStep, StepContext, StepOutcome
 from agent.steps.table import BY_KIND, kinds_at
 from tools.base import ToolError
-
-REUSABLE = ("done", "skipped")
 
 
 def recorded_outcome(rt: Runtime, kind: str) -> StepOutcome | None:

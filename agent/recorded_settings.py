@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
+from pathlib import Path
 
 from agent.secrets import MARK
 
@@ -44,3 +46,24 @@ def endpoint_with_credentials(recorded: dict) -> dict:
         raise CampaignError(f"this run's LLM endpoint {url} had a password, which is never recorded; set "
                             "DSV4_LLM_BASE_URL to the full URL to resume")
     return {"llm_base_url": again}
+
+
+HOST_PATHS = {"sglang_src": "--sglang DIR", "model_path": "--model-path DIR", "tokenizer": "--tokenizer DIR",
+              "accuracy_data": "--accuracy-data FILE"}
+
+
+def missing_host_path(settings, overrides: dict) -> str | None:
+    """A path setting that names nothing on this host, where the jobs run here or on a shared file
+    system (a run planned elsewhere, a bundle): what to pass instead. Over SSH they are the host's."""
+    if settings.executor.kind == "ssh":
+        return None
+    for field, option in HOST_PATHS.items():
+        value = getattr(settings, field)
+        if value and not Path(value).expanduser().exists():
+            whose = "does not exist" if overrides.get(field) else "(as the run recorded it) does not exist on this host"
+            return f"{option.split()[0]} {value} {whose}; pass this host's with {option}"
+    python = settings.sglang_python
+    if not shutil.which(python):
+        whose = "is not found" if overrides.get("sglang_python") else "(as the run recorded it) is not found on this host"
+        return f"--sglang-python {python} {whose}; pass this host's interpreter with SGLang: --sglang-python PATH"
+    return None

@@ -21,6 +21,7 @@ from agent.secrets import redact_text
 
 ExitStatus = Literal["finished", "planned", "failed", "interrupted", "budget_exhausted"]
 EXIT_STATUSES: tuple[str, ...] = ("finished", "planned", "failed", "interrupted", "budget_exhausted")
+REUSABLE_STATUSES = ("done", "skipped")  # step outcomes a resumed or re-driven campaign reuses (agent/lanes.py)
 EXIT_CODES: dict[str, int] = {"finished": 0, "planned": 0, "failed": 1, "interrupted": 130,
                               "budget_exhausted": 3}
 
@@ -165,10 +166,27 @@ class RunFolder:
             extra["report"] = str(report)
         if status == "planned" and plan_only:
             extra["next"] = f"review the scripts in {self.path}, then: dsv4-agent resume {self.path}"
-        elif status == "planned":
-            extra["next"] = (f"on a GPU host with SGLang: dsv4-agent resume {self.path} "
-                             f"--sglang-python PATH  (or review and run {self.path}/run_measure.sh)")
+        elif status == "planned":  # the GPU host is elsewhere: reached over SSH from here, or handed the run
+            here, name = shlex.quote(str(self.path)), shlex.quote(self.path.name + ".tar.gz")
+            extra["next"] = (f"with SSH to the GPU host, from here: `dsv4-agent resume {here} --executor ssh://HOST "
+                             f"--sglang-python PATH`; without: `dsv4-agent bundle {here}`, copy {name} to the GPU "
+                             f"host and there `dsv4-agent resume {name} --sglang-python PATH` (docs/workflow.md)")
         return extra
+
+    def forget_outcomes(self, kinds: list[str]) -> list[str]:
+        """Drop the reusable outcomes of these steps (their trace events stay): the next attempt runs
+        them again. Returns the kinds that had one."""
+        dropped = []
+        for kind in kinds:
+            path = self.path / "steps" / f"{kind}.json"
+            try:
+                status = json.loads(path.read_text()).get("status")
+            except (FileNotFoundError, ValueError):
+                continue
+            if status in REUSABLE_STATUSES:
+                path.unlink()
+                dropped.append(kind)
+        return dropped
 
     def keep_preflight(self, attempt: int) -> None:
         """Attempt ``attempt`` found what preflight.json says; the next may find otherwise (another host),

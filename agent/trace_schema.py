@@ -56,6 +56,8 @@ class RunResumed(Envelope):
     changed: dict[str, Any] = Field(default_factory=dict, description="Settings given anew on resume, new values")
     previous: dict[str, Any] = Field(default_factory=dict, description="The same settings' values before")
     retry_granted: list[str] = Field(default_factory=list, description="Job attempts --retry-failed let run again")
+    redone: list[str] = Field(default_factory=list, description="Finished steps run again: settings they were made "
+                                                                "from (this host's paths) changed")
     dropped_tail: DroppedTail | None = Field(None, description="What a crash left at the trace's end, cut off")
     seq_gaps: list[str] = Field(default_factory=list, description="Sequence gaps found in the trace, described")
     rebuilt_checkpoint: str | None = Field(None, description="Why the checkpoint was set aside (resume "

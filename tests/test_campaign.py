@@ -167,8 +167,9 @@ def test_no_gpu_ends_planned_with_scripts_and_the_next_command(tmp_path):
 
 
 def test_a_failed_step_ends_the_run_failed(tmp_path):
-    not_a_checkout = tmp_path / "plain"
-    not_a_checkout.mkdir()
+    not_a_checkout = tmp_path / "plain"  # an SGLang package, but no git checkout to pull into
+    (not_a_checkout / "sglang").mkdir(parents=True)
+    (not_a_checkout / "sglang" / "__init__.py").write_text("")
     out = run_cli("sync upstream", "--sglang", str(not_a_checkout), cwd=tmp_path, env={"PATH": "/usr/bin:/bin"})
     assert out.returncode == 1, out.stdout + out.stderr
     result = json.loads((only_run(tmp_path) / "result.json").read_text())

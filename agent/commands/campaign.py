@@ -1,6 +1,9 @@
 """``dsv4-agent "GOAL"`` (alias ``run``) and ``resume``."""
 from __future__ import annotations
 
+import shlex
+import shutil
+from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
@@ -10,10 +13,11 @@ from agent.commands.options import OPTIONS, flag_names, pick, with_options
 
 RUN_OPTIONS = list(OPTIONS.values())
 RESUME_OPTIONS = pick(
-    "sglang_python", "sglang_src", "model_path", "tokenizer", "executor", "ssh_options", "nvidia_smi", "gpus",
+    "sglang_python", "sglang_src", "model_path", "tokenizer", "accuracy_data", "executor", "ssh_options", "nvidia_smi", "gpus",
     "allow_busy_gpus", "max_llm_steps", "llm_max_tokens", "llm_max_seconds",
     sglang_python="Interpreter with SGLang on this host.", sglang_src="SGLang checkout on this host.",
     model_path="Local checkpoint folder on this host.", tokenizer="Local tokenizer on this host.",
+    accuracy_data="GSM8K test.jsonl on this host.",
     executor="Where to run the GPU steps now (a run whose jobs already ran keeps its executor).",
     ssh_options="ssh argument for an ssh:// executor (repeat); the run folder's own are never used.",
     gpus="GPU indices to use on this host.",
@@ -63,7 +67,10 @@ def run(goal: Goal, config: ConfigFile = None, as_json: JsonFlag = False, **sett
 
 RESUME_HELP = (
     "Continue a run that crashed, was interrupted, or was only planned (no GPU where it was made). "
-    "Finished steps are reused, running jobs re-attached, nothing launched twice.")
+    "Finished steps are reused, running jobs re-attached, nothing launched twice. RUN may be a bundle "
+    "(`dsv4-agent bundle RUN` made elsewhere): it is unpacked into --runs-dir and continued, its trace too; "
+    "steps made from the planning machine's paths (the MTP evidence, the scripts) are made again from the "
+    "paths given here.")
 
 
 RetryFailed = Annotated[bool, typer.Option(
@@ -87,21 +94,77 @@ def resume(run: RunRef, runs_dir: RunsDir = "runs", retry_failed: RetryFailed = 
     from agent.live import LiveView
 
     view = LiveView(to_stderr=as_json)
+    unpacked = _unpack(run, runs_dir) if run.endswith(".tar.gz") and Path(run).is_file() else None
     try:
-        code = resume_run(run, runs_dir, overrides, view, retry_failed=retry_failed,
+        code = resume_run(str(unpacked[0]) if unpacked else run, runs_dir, overrides, view, retry_failed=retry_failed,
                           rebuild_checkpoint=rebuild_checkpoint)
     except CampaignError as err:
+        if unpacked and unpacked[1]:
+            shutil.rmtree(unpacked[0])  # refused before any change: leave no run behind that this call unpacked
         fail(str(err))
     _print_result(view, as_json)
     end_when_written(code)
+
+
+def _unpack(archive: str, runs_dir: str):
+    from agent.bundle import BundleError, unpack_bundle
+
+    try:
+        return unpack_bundle(Path(archive), Path(runs_dir))
+    except BundleError as err:
+        fail(str(err))
+
+
+Output = Annotated[Optional[str], typer.Option("--output", "-o", metavar="FILE",
+                                               help="Where to write the bundle: a file, or a folder for <run name>.tar.gz [./<run name>.tar.gz].")]
+BUNDLE_HELP = (
+    "Pack a planned run into one .tar.gz (scripts, plan, evidence, trace, checkpoint) for a GPU host that "
+    "this machine cannot reach. There: dsv4-agent resume BUNDLE.tar.gz --sglang-python PATH (and its own "
+    "--sglang, --model-path, --tokenizer); the run goes on where it stopped. A run that has started jobs "
+    "stays where its jobs are. Example: dsv4-agent bundle latest -o /media/usb/plan.tar.gz")
+
+
+def bundle(run: RunRef, runs_dir: RunsDir = "runs", output: Output = None, as_json: JsonFlag = False) -> None:
+    from agent.bundle import SUFFIX, BundleError, make_bundle
+    from agent.commands.base import print_json
+    from agent.runfolder import RunFolder, RunFolderError
+    from agent.terminal import echo
+
+    try:
+        folder = RunFolder.find(run, runs_dir)
+    except RunFolderError as err:
+        fail(str(err))
+    target = Path(output) if output else Path(folder.path.name + SUFFIX)
+    if target.is_dir() or (output or "").endswith("/"):
+        target = target / (folder.path.name + SUFFIX)
+    try:
+        made = make_bundle(folder, target)
+    except BundleError as err:
+        fail(str(err))
+    except OSError as err:
+        fail(f"cannot write {target}: {err.strerror}; pass --output FILE in a writable folder")
+    then = f"dsv4-agent resume {shlex.quote(target.name)} {_host_options(folder)}".rstrip()
+    if as_json:
+        print_json({"bundle": str(made.path), "run": made.run, "files": made.files, "bytes": made.bytes,
+                    "next": then})
+        return
+    echo(f"wrote {made.path} ({made.files} files, {made.bytes / 1024:.0f} KiB) holding run {made.run}")
+    echo(f"copy it to the GPU host, then there: {then}")
+
+
+def _host_options(folder) -> str:
+    """The options that give the GPU host's own paths for the ones this run recorded."""
+    settings = folder.read_json("config.json").get("settings", {})
+    wanted = ["--sglang-python PATH"]
+    wanted += [option for field, option in (("sglang_src", "--sglang DIR"), ("model_path", "--model-path DIR"),
+                                            ("tokenizer", "--tokenizer DIR")) if settings.get(field)]
+    return " ".join(wanted)
 
 
 def _check_sglang_path(settings) -> None:
     """``--sglang`` must hold SGLang where it is read: here, unless the jobs run over SSH (a path there)."""
     if not settings.sglang_src or settings.executor.kind == "ssh":
         return
-    from pathlib import Path
-
     from tools.base import ToolError
     from tools.source.resolve import ResolveSourceArgs, resolve_source
 
@@ -119,8 +182,6 @@ def _check_sglang_path(settings) -> None:
 def _check_mtp(settings, wants_mtp: bool) -> None:
     """The MTP evidence this run will read, before it starts: a goal asking for MTP needs a setting to
     measure, and each --mtp-steps entry must pass the rules of the tree (the plan checks the same)."""
-    from pathlib import Path
-
     from agent.steps.measure_plan import hook_rules
     from tools.base import ToolError
     from tools.measure.variants import evidence_choices, parse_user_setting, user_choices

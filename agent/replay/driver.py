@@ -172,9 +172,10 @@ def _open_attempt(rt: Runtime, recording: Recording, attempt: Attempt) -> tuple[
     if result is not None:
         (rt.run.path / "result.json").replace(rt.run.path / f"result.attempt-{len(earlier) + 1}.json")
     thread = f"attempt-{len(earlier) + 1 + (result is not None)}"
-    served = {k: opening[k] for k in ("changed", "previous", "retry_granted", "dropped_tail", "seq_gaps",
+    served = {k: opening[k] for k in ("changed", "previous", "retry_granted", "redone", "dropped_tail", "seq_gaps",
                                       "rebuilt_checkpoint") if k in opening}
     rt.settings = _with_changes(rt.settings, served.get("changed") or {})
+    rt.run.forget_outcomes(served.get("redone") or [])  # as the recorded resume did: those steps run again
     if served.get("rebuilt_checkpoint"):  # as the recorded resume did: the graph starts afresh
         set_checkpoint_aside(rt.run)
     rt.trace.emit("run_resumed", "control", run=rt.run.path.name, thread=thread,

@@ -28,6 +28,10 @@ class StepSpec:
     kind: StepKind
     lane: Lane
     node: Node
+    # Settings a resume may give anew (paths of the host it runs on) that a finished outcome of this
+    # step was made from: when one changes, the resume runs the step again instead of reusing it.
+    host_inputs: tuple[str, ...] = ()
+    reads_here: bool = False  # those paths are read where the agent runs (not where the jobs run)
 
     @property
     def run(self) -> Callable[[StepContext, PlanStep], StepOutcome]:
@@ -40,12 +44,22 @@ class StepSpec:
 STEPS: tuple[StepSpec, ...] = (
     StepSpec("sync", "control", "sync"),
     StepSpec("tune_kernels", "gpu", "gpu_lane"),
-    StepSpec("infer_mtp", "research", "research_lane"),
-    StepSpec("write_scripts", "research", "research_lane"),
+    StepSpec("infer_mtp", "research", "research_lane", ("sglang_src", "sglang_python", "model_path"), reads_here=True),
+    # the scripts hold the interpreter, checkpoint and tokenizer paths, and the MTP answer's flags
+    StepSpec("write_scripts", "research", "research_lane",
+             ("sglang_src", "sglang_python", "model_path", "tokenizer", "accuracy_data")),
     StepSpec("benchmark", "gpu", "measure"),
 )
 BY_KIND: dict[str, StepSpec] = {spec.kind: spec for spec in STEPS}
 STEP_ORDER: tuple[str, ...] = tuple(spec.kind for spec in STEPS)
+
+
+def redone_by(changed: list[str] | set[str], jobs_elsewhere: bool = False) -> list[str]:
+    """The step kinds whose finished outcomes a resume that changes these settings must not reuse.
+    ``jobs_elsewhere`` (an SSH executor): the paths name the job host's files, so a step that reads
+    its inputs where the agent runs keeps what it found here."""
+    return [spec.kind for spec in STEPS
+            if set(spec.host_inputs) & set(changed) and not (jobs_elsewhere and spec.reads_here)]
 
 
 def kinds_at(node: Node) -> tuple[str, ...]:
