@@ -51,12 +51,13 @@ def _kind(field) -> str:
 
 
 def _min(field, kind: str) -> float | None:
-    """Typer's inclusive bound from the field's: ``ge`` as it is, ``gt`` as the next whole number."""
+    """Typer's inclusive bound from the field's ``ge`` (and a float's ``gt``, which the field then
+    refuses itself); a whole number's ``gt`` is left to the field, whose message names the bound."""
     for bound in field.metadata:
         if getattr(bound, "ge", None) is not None:
             return bound.ge
-        if getattr(bound, "gt", None) is not None:
-            return bound.gt + 1 if kind == "int" else bound.gt
+        if getattr(bound, "gt", None) is not None and kind == "float":
+            return bound.gt
     return None
 
 
