@@ -29,11 +29,12 @@ def foreign_sleep():
     proc.wait()
 
 
-def _crafted_run(tmp_path: Path, key: str, ledger: dict[str, dict]) -> Path:
+def _crafted_run(tmp_path: Path, key: str, ledger: dict[str, dict], **job_fields) -> Path:
     run = tmp_path / "runs" / "20260101T000000Z-crafted"
     (run / "jobs" / key).mkdir(parents=True)
     (run / "config.json").write_text(json.dumps({"goal": "tune kernels", "settings": {"executor": "local"}}))
-    job = {"key": key, "argv": ["sleep", "300"], "kind": "tune", "lane": "gpu", "gpus": [0], "intent_at": time.time()}
+    job = {"key": key, "argv": ["sleep", "300"], "kind": "tune", "lane": "gpu", "gpus": [0], "intent_at": time.time(),
+           **job_fields}
     (run / "jobs" / key / "job.json").write_text(json.dumps(job))
     for name, data in ledger.items():
         (run / "jobs" / key / f"{name}.json").write_text(json.dumps(data))
@@ -76,6 +77,42 @@ def test_stop_never_signals_a_group_the_ledger_only_names(tmp_path, foreign_slee
     assert _alive(foreign_sleep)
     listed = run_cli("jobs", str(wrong_time), cwd=tmp_path)
     assert "tune-gpu0" in listed.stdout and "running" not in listed.stdout  # not taken for our job either
+
+
+def test_a_ledger_copying_a_foreign_process_pid_and_start_time_gets_nothing_signalled(tmp_path, foreign_sleep):
+    """pid, group and kernel start time copied from /proc: what a forged ledger can know. It cannot
+    put our job token into the environment the foreign process started with."""
+    pid, start = foreign_sleep.pid, processes.start_time(foreign_sleep.pid)
+    copied = {"launch": {"pid": pid, "start_time": start},
+              "wrapper": {"pid": pid, "start_time": start, "child_pgid": pid, "child_start_time": start}}
+    with_token = _crafted_run(tmp_path / "a", "tune-gpu0", copied, token="0123456789abcdef0123456789abcdef")
+    out = run_cli("jobs", str(with_token), "--stop", "tune-gpu0", cwd=tmp_path)
+    assert out.returncode == 0, out.stdout + out.stderr  # none of its processes is ours: nothing to stop
+    listed = run_cli("jobs", str(with_token), cwd=tmp_path)
+    assert "tune-gpu0" in listed.stdout and "running" not in listed.stdout, listed.stdout
+    without = _crafted_run(tmp_path / "b", "tune-gpu0", copied)  # as an older agent's ledger would be
+    out = run_cli("jobs", str(without), "--stop", "tune-gpu0", cwd=tmp_path)
+    assert out.returncode == 2 and "holds no job token" in out.stderr and f"kill -TERM -- -{pid}" in out.stderr, \
+        out.stdout + out.stderr
+    assert not (without / "jobs" / "tune-gpu0" / "stop.json").exists()
+    assert _alive(foreign_sleep) and processes.start_time(pid) == start  # never signalled
+    assert not processes.carries_token(pid, "0123456789abcdef0123456789abcdef")
+
+
+def test_a_job_we_started_carries_its_token_and_is_stopped(tmp_path):
+    from tools.jobs.local import LocalExecutor
+    from tools.jobs.spec import JobSpec
+
+    executor = LocalExecutor(tmp_path / "jobs")
+    executor.launch(JobSpec(key="sleeper", argv=["sleep", "300"], gpus=[]))
+    job = json.loads((tmp_path / "jobs" / "sleeper" / "job.json").read_text())
+    wrapper = wait_for(lambda: json.loads((tmp_path / "jobs" / "sleeper" / "wrapper.json").read_text())
+                       if (tmp_path / "jobs" / "sleeper" / "wrapper.json").exists() else None, 30, "wrapper.json")
+    members = processes.group_members(wrapper["child_pgid"])
+    assert members and all(processes.carries_token(m, job["token"]) for m in members)  # leader and command
+    assert processes.carries_token(wrapper["pid"], job["token"])
+    assert executor.stop("sleeper").status == "stopped"
+    assert not processes.group_alive(wrapper["child_pgid"], wrapper["child_start_time"])
 
 
 def _tune_started(root: Path) -> bool:

@@ -35,3 +35,27 @@ def test_a_ledger_job_id_that_is_not_one_is_refused_and_other_jobs_live_on(slurm
         assert "JobState=PENDING" in shown or "JobState=RUNNING" in shown, shown  # nothing of theirs cancelled
     finally:
         slurm.run("scancel", other_id)
+
+
+def test_a_ledger_naming_someone_elses_real_job_id_cancels_nothing(slurm, tmp_path):
+    """A valid id copied from squeue: scancel gets the job name we gave our job, and Slurm acts only
+    on a job with that name, so the other job runs on."""
+    other = slurm.run("sbatch", "--parsable", "--job-name=someone-else", f"--output={tmp_path / 'other.out'}",
+                      "--wrap", "sleep 120")
+    assert other.returncode == 0, other.stderr
+    other_id = other.stdout.strip().split(";")[0]
+    try:
+        ex = SlurmExecutor(tmp_path / "run" / "jobs", env=slurm.env)
+        for key, name in (("forged", "dsv4-abcd1234-forged"), ("nameless", "someone-else")):
+            folder = ex.job_dir(key)
+            folder.mkdir(parents=True)
+            (folder / "job.json").write_text(json.dumps({"key": key, "argv": ["true"], "intent_at": time.time(),
+                                                         "slurm_name": name, "slurm_array_index": None}))
+            (folder / "slurm.json").write_text(json.dumps({"job_id": other_id}))
+        ex.stop("forged", grace_s=0)
+        with pytest.raises(ToolError, match="names no job name of ours"):
+            ex.stop("nameless")
+        shown = slurm.run("scontrol", "show", "job", "-o", other_id).stdout
+        assert "JobState=PENDING" in shown or "JobState=RUNNING" in shown, shown
+    finally:
+        slurm.run("scancel", other_id)

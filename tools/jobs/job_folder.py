@@ -14,8 +14,11 @@ signalled. Files (written by the executor, ``wrapper.py`` and the job's leader):
   exit.json          how the job ended, written by the wrapper (or from command_exit.json here
                      when the wrapper died and the job's group has ended)
 
-A process is signalled only when its pid runs with the start time recorded for it, and a group
-only when its leader is that recorded process and still leads it.
+A process is signalled only when its pid runs with the start time recorded for it and carries
+the job's token (``job.json``'s ``token``, read back from ``/proc/PID/environ``; see
+``processes.py``), and a group only when its leader is that recorded process and still leads it. A
+ledger without a token (an older agent's, or an edited one) may still count its processes as
+running, so that nothing is started twice beside them, but never gets them signalled.
 """
 import contextlib
 import json
@@ -58,15 +61,22 @@ def wrapper_identity(launch, wrapper):
     return pid, start
 
 
+def job_token(job):
+    """The job's token from its job.json, or None (a ledger that has none)."""
+    token = (job or {}).get("token") if isinstance(job, dict) else None
+    return token if isinstance(token, str) and token else None
+
+
 def snapshot(job_dir):
     """The parsed ledger files and what runs, checked here; see ``tools/jobs/ledger/state.py``."""
     files = {name: read_json(os.path.join(job_dir, name + ".json"))
              for name in ("job", "launch", "wrapper", "exit", "command_exit")}
     pid, start = wrapper_identity(files["launch"], files["wrapper"])
     wrapper = files["wrapper"] or {}
+    token = job_token(files["job"])
     snap = dict(files, stop=os.path.exists(os.path.join(job_dir, "stop.json")), now=time.time(),
-                alive=processes.is_process(pid, start),
-                job_alive=processes.group_alive(wrapper.get("child_pgid"), wrapper.get("child_start_time")))
+                alive=processes.is_process(pid, start, token),
+                job_alive=processes.group_alive(wrapper.get("child_pgid"), wrapper.get("child_start_time"), token))
     if snap["exit"] is None and snap["command_exit"] is not None and not snap["alive"] and not snap["job_alive"]:
         ended = dict(snap["command_exit"], reason="stopped" if snap["stop"] else "exited", recorded_by="ledger")
         write_json(os.path.join(job_dir, "exit.json"), ended)  # the wrapper died: its leader's record stands
@@ -87,6 +97,12 @@ def unverifiable(snap):
         return ("no start time is recorded for its process group %d, so it cannot be told from another "
                 "process that reused the id; nothing was signalled. Check it with `ps -o pid,pgid,lstart,args "
                 "-g %d` and, if it is this job, stop it by hand with `kill -TERM -- -%d`" % (group, group, group))
+    if job_token(snap["job"]) is None and (snap["alive"] or snap["job_alive"]):
+        shown = group or pid
+        return ("its job.json holds no job token (an older dsv4-agent wrote it, or it was edited), so its processes "
+                "cannot be proven to be the ones this agent started; nothing was signalled. Check them with "
+                "`ps -o pid,pgid,lstart,args -g %s` and, if they are this job, stop them by hand with "
+                "`kill -TERM -- -%s`" % (shown, shown))
     return ""
 
 
@@ -94,14 +110,17 @@ def _signal_ours(snap, sig):
     """Send ``sig`` to the wrapper and/or the job's group, each only if it is the one we recorded."""
     pid, start = wrapper_identity(snap["launch"], snap["wrapper"])
     wrapper = snap["wrapper"] or {}
-    if sig == signal.SIGTERM and processes.is_process(pid, start):
+    token = job_token(snap["job"])
+    if token is None:
+        return  # unverifiable() refused already; never signal what carries no proof
+    if sig == signal.SIGTERM and processes.is_process(pid, start, token):
         os.kill(pid, sig)  # the wrapper ends the group itself, with the job's grace
         return
     group, leader = wrapper.get("child_pgid"), wrapper.get("child_start_time")
-    if processes.is_group_leader(group, leader):
+    if processes.is_group_leader(group, leader, token):
         with contextlib.suppress(ProcessLookupError):
             os.killpg(group, sig)
-    if sig == signal.SIGKILL and processes.is_process(pid, start):
+    if sig == signal.SIGKILL and processes.is_process(pid, start, token):
         os.kill(pid, sig)
 
 

@@ -7,6 +7,7 @@ is its own process group); a restarted agent re-attaches by key.
 """
 from __future__ import annotations
 
+import secrets
 import subprocess
 import sys
 import time
@@ -48,7 +49,8 @@ class LocalExecutor(SameHostDefaults):
     def job_listens(self, key: str, port: int) -> bool:
         """True when the job's own process group holds a socket listening on ``port`` here."""
         wrapper = read_json(self.job_dir(key) / "wrapper.json") or {}
-        return processes.group_listens(wrapper.get("child_pgid"), wrapper.get("child_start_time"), port)
+        token = job_folder.job_token(read_json(self.job_dir(key) / "job.json"))
+        return processes.group_listens(wrapper.get("child_pgid"), wrapper.get("child_start_time"), port, token)
 
     def job_dir(self, key: str) -> Path:
         return self.root / key
@@ -67,8 +69,9 @@ class LocalExecutor(SameHostDefaults):
         job = spec.model_dump()
         job["env"] = spec.child_env()
         job["intent_at"] = time.time()
+        job["token"] = secrets.token_hex(16)  # the proof a process is this job's (tools/jobs/processes.py)
         write_json(folder / "job.json", job)  # intent first: a crash after this never double-launches
-        env = child_env(base=self.base_env)
+        env = child_env({processes.TOKEN_VARIABLE: job["token"]}, base=self.base_env)
         try:
             with open(folder / "wrapper.err", "ab") as wrapper_err:  # the wrapper keeps its own copy of the fd
                 proc = subprocess.Popen(

@@ -87,8 +87,11 @@ def main(job_dir):
     signal.signal(signal.SIGTERM, lambda *_: stop_requested.append(time.time()))
     signal.signal(signal.SIGHUP, signal.SIG_IGN)  # the agent's terminal going away is no stop
     with open(os.path.join(job_dir, "log.txt"), "ab", buffering=0) as log:
+        env = dict(os.environ)
+        if job.get("token"):  # the leader and the command carry it: our proof that the group is this job
+            env[processes.TOKEN_VARIABLE] = job["token"]
         proc = subprocess.Popen([sys.executable, "-S", os.path.abspath(__file__), "--lead", job_dir], stdout=log,
-                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True, env=env)
         leader_start = processes.start_time(proc.pid)
         _write_json(os.path.join(job_dir, "wrapper.json"), {
             "pid": os.getpid(), "start_time": processes.start_time(os.getpid()),

@@ -20,6 +20,7 @@ Servers (benchmarks) are batch jobs on nodes: ``tools/jobs/slurm/servers.py``.
 from __future__ import annotations
 
 import math
+import re
 import secrets
 import shlex
 import shutil
@@ -161,7 +162,8 @@ class SlurmExecutor(NodeServers, SameHostDefaults):
             folder.mkdir(parents=True, exist_ok=True)
             job = spec.model_dump()
             job["env"] = {k: v for k, v in spec.child_env().items() if k != "CUDA_VISIBLE_DEVICES"}  # Slurm's to set
-            job.update(intent_at=time.time(), slurm_name=name, slurm_array_index=index if as_array else None)
+            job.update(intent_at=time.time(), slurm_name=name, slurm_array_index=index if as_array else None,
+                       token=secrets.token_hex(16))  # the wrapper puts it into its job's environment
             write_json(folder / "job.json", job)  # intent first: a crash never double-submits
         script = self._batch_script(specs)
         script_path = self.root / f"{name}.sbatch"
@@ -267,12 +269,19 @@ class SlurmExecutor(NodeServers, SameHostDefaults):
             job_id = self._find_submitted(read_json(folder / "job.json") or {})
         if job_id is None:
             return self.poll(key)
+        # Slurm itself checks the proof: scancel acts on the id only if the job has the name we gave it
+        # (dsv4-<run tag>-<key>), so a ledger naming someone else's job id cancels nothing.
+        name = (read_json(folder / "job.json") or {}).get("slurm_name")
+        if not (isinstance(name, str) and re.fullmatch(r"dsv4-[0-9a-f]+-[A-Za-z0-9._-]+", name)):
+            raise ToolError(f"job {key!r} was not stopped: its job.json names no job name of ours ({name!r}), so "
+                            f"Slurm job {job_id} cannot be proven to be it; check it with `scontrol show job "
+                            f"{job_id}` and cancel it by hand with `scancel {job_id}` if it is")
         if state.status == "running":
-            cancel(job_id, self.env, "--batch", "--signal=TERM")
+            cancel(job_id, self.env, f"--name={name}", "--batch", "--signal=TERM")
             deadline = time.monotonic() + grace + 5.0
             while time.monotonic() < deadline and self.poll(key).status == "running":
                 time.sleep(0.2)
-        cancel(job_id, self.env)  # ends whatever is left, pending or running
+        cancel(job_id, self.env, f"--name={name}")  # ends whatever is left, pending or running
         deadline = time.monotonic() + 30.0
         state = self.poll(key)
         while not state.done and time.monotonic() < deadline:

@@ -34,7 +34,15 @@ def main(job_dir):
         with contextlib.suppress(FileNotFoundError):
             os.remove(os.path.join(job_dir, name))
     wrapper = os.path.join(os.path.dirname(os.path.abspath(__file__)), "wrapper.py")
-    os.execv(sys.executable, [sys.executable, "-S", wrapper, job_dir])
+    env = dict(os.environ)
+    try:
+        with open(os.path.join(job_dir, "job.json")) as f:
+            token = json.load(f).get("token")
+    except (OSError, ValueError):
+        token = None
+    if token:  # the wrapper carries the job's token, as it does where it is started by an executor
+        env["DSV4_JOB_TOKEN"] = token
+    os.execve(sys.executable, [sys.executable, "-S", wrapper, job_dir], env)
 
 
 if __name__ == "__main__":

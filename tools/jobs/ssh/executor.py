@@ -125,6 +125,7 @@ class SshExecutor(SshTransport):
         paths = self.paths()
         job = spec.model_dump()
         job["env"] = spec.child_env()
+        job["token"] = secrets.token_hex(16)  # the proof a process is this job's (tools/jobs/processes.py)
         job = paths.rewrite(job)
         answer = self._call("launch", {"key": spec.key, "job": job, "wrapper_source": WRAPPER_SOURCE,
                                        "processes_source": PROCESSES_SOURCE,

@@ -5,12 +5,14 @@ and the accept-length snapshots (``/health``, ``/server_info``, ``/metrics``) ar
 so they go through ``ssh -N -L 127.0.0.1:LOCAL:HOST:PORT`` started here in a process group of its
 own. Only that group is ever signalled. Its pid and kernel start time are kept in
 ``<job folder>/forward.json`` so that, after the agent was killed, the next forward for the same
-job ends the stale one it left behind (and nothing else: a reused pid has another start time).
+job ends the stale one it left behind (and nothing else: a reused pid has another start time, and
+a pid and start time copied into a forged record lack the token the forward was started with).
 """
 from __future__ import annotations
 
 import contextlib
 import json
+import secrets
 import os
 import signal
 import socket
@@ -20,6 +22,7 @@ from pathlib import Path
 
 from tools.base import ToolError
 from tools.child_env import child_env
+from tools.jobs.processes import TOKEN_VARIABLE, is_process
 
 FORWARD_WAIT_S = 20.0
 
@@ -71,11 +74,13 @@ class PortForward:
         argv = [*ssh_prefix, "-N", "-o", "ExitOnForwardFailure=yes",
                 "-L", f"127.0.0.1:{self.local_port}:{target}:{remote_port}", "--", destination]
         folder.mkdir(parents=True, exist_ok=True)
+        token = secrets.token_hex(16)
         with open(folder / "forward.log", "ab") as err:
             self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
-                                         start_new_session=True, env=child_env())
+                                         start_new_session=True, env=child_env({TOKEN_VARIABLE: token}))
         self.record.write_text(json.dumps({"pid": self.proc.pid, "start_time": _start_time(self.proc.pid),
-                                           "local_port": self.local_port, "remote": f"{remote_host}:{remote_port}"}))
+                                           "token": token, "local_port": self.local_port,
+                                           "remote": f"{remote_host}:{remote_port}"}))
         self._wait_listening()
 
     @property
@@ -106,8 +111,8 @@ class PortForward:
             stale = json.loads(self.record.read_text())
         except (FileNotFoundError, json.JSONDecodeError):
             return
-        pid = stale.get("pid")
-        if pid and stale.get("start_time") and _start_time(pid) == stale["start_time"]:
+        pid = stale.get("pid") if isinstance(stale, dict) else None
+        if isinstance(pid, int) and stale.get("token") and is_process(pid, stale.get("start_time"), stale["token"]):
             _end_group(pid)
         self.record.unlink(missing_ok=True)
 

@@ -149,11 +149,14 @@ def op_launch(req):
         os.replace(tmp, os.path.join(req["root"], name))
     job["intent_at"] = time.time()
     _write_json(os.path.join(job_dir, "job.json"), job)  # intent first: a crash never double-starts
+    env = dict(os.environ)
+    if job.get("token"):  # the wrapper carries the job's token too: it is signalled only with that proof
+        env[processes.TOKEN_VARIABLE] = job["token"]
     with open(os.path.join(job_dir, "wrapper.err"), "ab") as err:
         proc = subprocess.Popen(
             [sys.executable, "-S", wrapper_path, os.path.abspath(job_dir)], cwd=job_dir,
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
-            start_new_session=True, close_fds=True,
+            start_new_session=True, close_fds=True, env=env,
         )
     _write_json(os.path.join(job_dir, "launch.json"),
                 {"pid": proc.pid, "start_time": processes.start_time(proc.pid), "launched_at": time.time()})
