@@ -9,11 +9,14 @@ import json
 import shutil
 import textwrap
 import time
+from typing import TYPE_CHECKING
 
 from agent.runfolder import RunFolder, RunFolderError
 from agent.terminal import one_line
-from agent.trace import TraceError, read_trace
-from tools.jobs import JobState
+from agent.trace_read import TraceError, read_trace
+
+if TYPE_CHECKING:
+    from tools.jobs import JobState  # status reads no job: pydantic stays unimported
 
 printable = one_line  # one line of terminal-safe text (agent/terminal.py)
 
@@ -68,7 +71,7 @@ def status_data(run: RunFolder) -> dict:
     trace: dict = {"events": None, "warning": None, "error": None}
     if run.trace_path.exists():
         try:
-            read = read_trace(run.trace_path)
+            read = read_trace(run.trace_path, schema=False)  # a count and what is wrong: no pydantic
             trace.update(events=len(read.events), warning=read.warning or None)
         except TraceError as err:
             trace["error"] = str(err)

@@ -12,6 +12,11 @@ no byte sequence makes a reader crash. What is found:
   and ``resume`` (events were lost or written twice);
 - a bad line *followed by* good events is corruption in the middle: ``read_trace`` (resume) refuses
   it, ``read_events`` (replay, timeline) keeps what comes before it.
+
+Each event is checked against its type's model (agent/trace_schema.py, pydantic). ``status``, which
+only counts events and names what is wrong with the file, reads with ``schema=False``: the envelope
+is checked here (a JSON object with ``v``, ``seq``, ``type``, in a version this build reads),
+the fields of each type are not, and pydantic is never imported.
 """
 from __future__ import annotations
 
@@ -85,8 +90,23 @@ class _Line:
     problem: str | None
 
 
-def _parse(raw: bytes, terminated: bool) -> tuple[dict | None, str | None]:
-    from agent.trace_schema import EventError, validate_event, version_problem  # pydantic: only once a trace is read
+def _envelope_problem(event: object) -> str | None:
+    """Without the schema: what makes this JSON value no event (None: an event, as far as seen)."""
+    if not isinstance(event, dict):
+        return f"not a trace event (a JSON {type(event).__name__}, not an object)"
+    missing = [k for k in ("v", "seq", "type") if k not in event]
+    if missing:
+        return f"not a trace event (no {', '.join(missing)})"
+    if not isinstance(event["seq"], int) or isinstance(event["seq"], bool) or event["seq"] < 0:
+        return f"not a trace event (seq {event['seq']!r} is not a count)"
+    return None
+
+
+def _parse(raw: bytes, terminated: bool, schema: bool = True) -> tuple[dict | None, str | None]:
+    if schema:
+        from agent.trace_schema import EventError, validate_event, version_problem  # pydantic: only once a trace is read
+    else:
+        from agent.trace_versions import version_problem
 
     try:
         text = raw.decode("utf-8")
@@ -98,6 +118,9 @@ def _parse(raw: bytes, terminated: bool) -> tuple[dict | None, str | None]:
         return None, TORN if not terminated else f"not JSON ({err.msg})"
     if isinstance(event, dict) and version_problem(event.get("v")) and "seq" in event and "type" in event:
         return None, VERSION + version_problem(event.get("v"))  # an event, but of a format we do not read
+    if not schema:
+        problem = _envelope_problem(event)  # a wrong version with seq and type is said above
+        return (None, problem) if problem else (event, None)
     try:
         validate_event(event if isinstance(event, dict) else {"type": None})
     except EventError as err:
@@ -105,7 +128,7 @@ def _parse(raw: bytes, terminated: bool) -> tuple[dict | None, str | None]:
     return event, None
 
 
-def _lines(data: bytes) -> list[_Line]:
+def _lines(data: bytes, schema: bool = True) -> list[_Line]:
     out: list[_Line] = []
     start = 0
     number = 0
@@ -116,16 +139,16 @@ def _lines(data: bytes) -> list[_Line]:
         raw = data[start:stop if terminated else len(data)]
         number += 1
         if raw.strip():
-            event, problem = _parse(raw, terminated)
+            event, problem = _parse(raw, terminated, schema)
             out.append(_Line(number, end, event, problem))
         start = end
     return out
 
 
-def scan(path: Path | str) -> tuple[TraceReadResult, list[_Line]]:
+def scan(path: Path | str, schema: bool = True) -> tuple[TraceReadResult, list[_Line]]:
     """The trace read leniently (every good event, the bad tail, the gaps) and all its parsed lines."""
     data = Path(path).read_bytes()
-    lines = _lines(data)
+    lines = _lines(data, schema)
     last_good = max((i for i, line in enumerate(lines) if line.event is not None), default=-1)
     events = [line.event for line in lines[:last_good + 1] if line.event is not None]
     good_size = lines[last_good].end if last_good >= 0 else 0
@@ -138,9 +161,10 @@ def scan(path: Path | str) -> tuple[TraceReadResult, list[_Line]]:
     return TraceReadResult(events, tail, gaps, good_size), lines
 
 
-def read_trace(path: Path | str) -> TraceReadResult:
-    """Every event, refusing corruption in the middle; a bad tail and sequence gaps are reported."""
-    result, lines = scan(path)
+def read_trace(path: Path | str, schema: bool = True) -> TraceReadResult:
+    """Every event, refusing corruption in the middle; a bad tail and sequence gaps are reported.
+    ``schema=False``: each event's envelope is checked, not its type's fields (see above)."""
+    result, lines = scan(path, schema)
     newer = next((line for line in lines if (line.problem or "").startswith(VERSION)), None)
     if newer is not None:  # never cut off, never resumed on: a record of a format this build does not read
         raise TraceError(f"{path}: line {newer.number}: {newer.problem[len(VERSION):]}")

@@ -16,8 +16,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-SCHEMA_VERSION = 1  # the format this code writes (docs/trace.md)
-SUPPORTED_VERSIONS: frozenset[int] = frozenset({SCHEMA_VERSION})
+from agent.trace_versions import SCHEMA_VERSION, SUPPORTED_VERSIONS, version_problem  # noqa: F401 - the format this code writes (docs/trace.md)
+
 
 
 class Envelope(BaseModel):
@@ -157,18 +157,6 @@ EVENT_MODELS: dict[str, type[Envelope]] = {
 
 class EventError(ValueError):
     """One event does not match the format; the message names the field."""
-
-
-def version_problem(version: Any) -> str | None:
-    """None when a reader of this build understands ``version``; else why not and what to do."""
-    if version in SUPPORTED_VERSIONS:
-        return None
-    if isinstance(version, int) and version > SCHEMA_VERSION:
-        return (f"trace format v{version} was written by a newer dsv4-agent (this one reads "
-                f"v{', v'.join(map(str, sorted(SUPPORTED_VERSIONS)))}); upgrade dsv4-agent to read it")
-    return (f"trace format {version!r} is not one this dsv4-agent reads (it reads "
-            f"v{', v'.join(map(str, sorted(SUPPORTED_VERSIONS)))}); the file predates versioned traces "
-            "or is not a dsv4-agent trace — see docs/trace.md")
 
 
 def validate_event(event: dict) -> Envelope:

@@ -33,7 +33,7 @@ def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
     raise typer.Exit(code)
 
 
-_END_AT_ONCE = False  # set by the console script (agent.cli.main); tests' in-process runs keep it off
+_END_AT_ONCE = False  # set by the console script (agent.commands.main.main); tests' in-process runs keep it off
 
 
 def end_at_once_when_done() -> None:

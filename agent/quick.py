@@ -1,0 +1,216 @@
+"""Answers to the questions that only read, imported by the console script before anything else.
+
+``--version``, ``-h``/``--help`` of the tool, ``status RUN``, ``runs`` and ``jobs RUN`` (the
+listing) are asked far more often than campaigns are run, and the command-line framework alone
+costs more to import than they cost to answer. Here they are parsed by hand, for exactly the
+forms listed in ``READERS``; anything else returns None and the whole command line
+(agent/commands/main.py) answers it, with the same output. Outputs and error lines are the same
+either way (tests/test_quick.py holds them equal).
+
+The tool's help is the whole command line's own text, rendered by it once per terminal width and
+per version of the command sources, and kept in the cache (``$DSV4_CACHE_DIR`` or
+``~/.cache/dsv4-agent``, ``help/``); a change to any of agent/commands/, agent/cli.py or the
+installed packages renders it anew.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+from agent import __version__
+
+PROG = "dsv4-agent"
+EXIT_USAGE = 2
+EXIT_PIPE_CLOSED = 141
+COMPLETION_ENV = "_DSV4_AGENT_COMPLETE"  # typer's shell completion asks through the environment
+
+
+class Refused(Exception):
+    def __init__(self, message: str, code: int = EXIT_USAGE):
+        super().__init__(message)
+        self.code = code
+
+
+def answer(argv: list[str]) -> int | None:
+    """The exit status once answered here; None when the whole command line must answer."""
+    if COMPLETION_ENV in os.environ:
+        return None
+    try:
+        if argv == ["--version"]:
+            print(f"{PROG} {__version__}", flush=True)
+            return 0
+        if argv in (["-h"], ["--help"]):
+            sys.stdout.write(tool_help())
+            sys.stdout.flush()
+            return 0
+        reader = READERS.get(argv[0]) if argv else None
+        if reader is None:
+            return None
+        flags, valued, repeated, positionals, run = reader
+        parsed = parse(argv[1:], flags, valued, repeated, positionals)
+        if parsed is None:
+            return None
+        run(*parsed)
+        sys.stdout.flush()
+        return 0
+    except Refused as err:
+        from agent.secrets import redact_text
+        from agent.terminal import printable
+
+        print(f"{PROG}: {printable(redact_text(str(err)))}", file=sys.stderr, flush=True)
+        return err.code
+    except BrokenPipeError:  # the reader of stdout went away (| head): later writes go nowhere
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_PIPE_CLOSED
+
+
+def parse(args: list[str], flags: set[str], valued: set[str], repeated: set[str],
+          positionals: int) -> tuple[list[str], dict] | None:
+    """Positionals and options as click would read them, or None for anything else."""
+    pos: list[str] = []
+    opts: dict = {}
+    at = 0
+    while at < len(args):
+        word = args[at]
+        if word == "--":
+            pos += args[at + 1:]
+            break
+        if word.startswith("-") and word != "-":
+            name, eq, value = word.partition("=")
+            if name in flags and not eq:
+                opts[name] = True
+            elif name in valued | repeated:
+                if not eq:
+                    at += 1
+                    if at == len(args):
+                        return None
+                    value = args[at]
+                if name in repeated:
+                    opts.setdefault(name, []).append(value)
+                else:
+                    opts[name] = value
+            else:
+                return None
+        else:
+            pos.append(word)
+        at += 1
+    return (pos, opts) if len(pos) == positionals else None
+
+
+def _print_json(data) -> None:
+    import json
+
+    print(json.dumps(data, indent=2, sort_keys=False, default=str), flush=True)
+
+
+def _find(run: str, runs_dir: str):
+    from agent.runfolder import RunFolder, RunFolderError
+
+    try:
+        return RunFolder.find(run, runs_dir)
+    except RunFolderError as err:
+        raise Refused(str(err)) from None
+
+
+def _status(pos: list[str], opts: dict) -> None:
+    from agent.run_status import render_status, status_data
+    from agent.terminal import echo
+
+    folder = _find(pos[0], opts.get("--runs-dir", "runs"))
+    if opts.get("--json"):
+        _print_json(status_data(folder))
+    else:
+        echo(render_status(folder))
+
+
+def _runs(_pos: list[str], opts: dict) -> None:
+    from pathlib import Path
+
+    from agent.run_list import list_runs
+    from agent.terminal import echo, one_line
+
+    folder = Path(opts.get("--runs-dir", "runs"))
+    if not folder.is_dir():
+        raise Refused(f"no runs folder {folder}; pass --runs-dir DIR")
+    entries = list_runs(folder)
+    if opts.get("--json"):
+        _print_json([e.data() for e in entries])
+        return
+    for e in entries:
+        echo(f"{e.name}  {e.status:<16} {one_line(e.goal)}")
+    if not entries:
+        echo(f"no runs in {folder}")
+
+
+def _jobs(pos: list[str], opts: dict) -> None:
+    from agent.recorded_settings import CampaignError, ssh_options_for
+    from agent.run_status import job_data, render_jobs
+    from agent.terminal import echo
+    from tools.base import ToolError
+    from tools.jobs.factory import make_executor
+
+    folder = _find(pos[0], opts.get("--runs-dir", "runs"))
+    recorded = folder.read_json("config.json")["settings"]
+    try:
+        executor = make_executor(recorded.get("executor", "local"), folder.jobs_dir,
+                                 ssh_options=ssh_options_for(recorded, opts.get("--ssh-option")))
+        found = executor.jobs()
+    except (ToolError, CampaignError) as err:
+        raise Refused(str(err)) from None
+    if opts.get("--json"):
+        _print_json([job_data(j) for j in found])
+    else:
+        echo(render_jobs(found))
+
+
+# command: (flags, options with a value, repeatable options, positionals, answer)
+READERS = {
+    "status": ({"--json"}, {"--runs-dir"}, set(), 1, _status),
+    "runs": ({"--json"}, {"--runs-dir"}, set(), 0, _runs),
+    "jobs": ({"--json"}, {"--runs-dir"}, {"--ssh-option"}, 1, _jobs),
+}
+
+
+def tool_help() -> str:
+    """``dsv4-agent -h`` as the whole command line prints it, from the cache when it holds it."""
+    import hashlib
+    import shutil
+    from pathlib import Path
+
+    here = Path(__file__).resolve().parent
+    sources = [here / "cli.py", *sorted((here / "commands").glob("*.py"))]
+    stamp = [__version__, sys.version, str(shutil.get_terminal_size().columns)]
+    installed = [Path(p) for p in sys.path if p.endswith(("site-packages", "dist-packages"))]  # typer's version
+    for path in [*sources, *installed]:
+        try:
+            info = os.stat(path)
+        except OSError:
+            continue
+        stamp.append(f"{path}:{info.st_mtime_ns}:{info.st_size}")
+    cache = Path(os.environ.get("DSV4_CACHE_DIR") or Path.home() / ".cache" / "dsv4-agent") / "help"
+    kept = cache / f"{hashlib.sha256(chr(0).join(stamp).encode()).hexdigest()[:32]}.txt"
+    try:
+        return kept.read_text()
+    except OSError:
+        pass
+    text = _render_help()
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+        fresh = kept.with_suffix(f".{os.getpid()}.tmp")
+        fresh.write_text(text)
+        os.replace(fresh, kept)
+    except OSError:
+        pass  # no cache here: the next -h renders it again
+    return text
+
+
+def _render_help() -> str:
+    """What click's help option prints: the group's help and a newline."""
+    import typer
+
+    from agent.commands.main import app
+
+    command = typer.main.get_command(app)
+    with command.make_context(PROG, [], resilient_parsing=True) as ctx:
+        return ctx.get_help() + "\n"
