@@ -1,1 +1,1 @@
-"""CLI subcommands as plain functions, one module per area; ``agent/cli.py`` lists them."""
+"""CLI subcommands as plain functions, one module per area; ``agent/commands/main.py`` lists them."""
