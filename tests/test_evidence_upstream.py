@@ -128,3 +128,26 @@ def test_no_rendered_script_holds_a_placeholder_or_an_empty_required_value(tree,
                 assert choice.value != "" or choice.flag in switches, (model, choice.flag, "has no value")
             rendered += 1
     assert rendered > len(models)  # every model gave at least its candidates
+
+
+def test_rules_run_in_sglangs_order_so_nextn_is_refused_for_deepseek_v4(tree):
+    """SGLang's pipeline runs the model hook (DeepSeek-V4: EAGLE or DSPARK only) before the speculative
+    hook resolves NEXTN to EAGLE; the order is read from the pipeline, and the candidate shows both the
+    written NEXTN and its rewrite."""
+    answer = _answer(tree, "deepseek-ai/DeepSeek-V4-Pro")
+    cand = next(c for c in answer.candidates if "TestDeepseekV4ProNextN" in c.name)
+    assert cand.written_flags[ALGO] == "NEXTN" and cand.flags[ALGO] == "EAGLE"
+    assert any("NEXTN written as EAGLE" in r for r in cand.rewrites)
+    why = cand.rejected[0]
+    assert why.startswith(f"{ALGO} NEXTN is not allowed (only EAGLE, DSPARK); checked as written: "
+                          "handle_model_specific_adjustments (python/sglang/srt/arg_groups/pipeline.py:")
+    hook = why.rsplit("(", 1)[1].rstrip(")")
+    assert hook.startswith("python/sglang/srt/arg_groups/deepseek_v4_hook.py:")
+    assert "NEXTN" not in _line(tree, type(cand.origin)(path=hook.rsplit(":", 1)[0], line=int(hook.rsplit(":", 1)[1])))
+    steps = [int(part.split(")")[0]) for part in why.split("pipeline.py:")[1:]]
+    assert steps[0] < steps[1]  # the model hook's step is run first
+    pipeline = (tree / "python/sglang/srt/arg_groups/pipeline.py").read_text().splitlines()
+    assert "handle_model_specific_adjustments" in pipeline[steps[0] - 1]
+    assert "handle_speculative_decoding" in pipeline[steps[1] - 1]
+    rec = answer.recommended  # the recipe is refused; the hooks' own choice stands
+    assert rec is not None and rec.flags[ALGO] == "EAGLE" and "automatic choice" in " ".join(rec.rationale)

@@ -23,6 +23,7 @@ import ast
 from dataclasses import dataclass, field as dc_field
 
 from tools.constraints.context import algorithm_test, arch_test, field_of
+from tools.source.origin import Origin
 
 Test = tuple[ast.expr, bool]  # (test, negated)
 
@@ -138,6 +139,36 @@ class CallSites:
         return {name: " or ".join(f"({' and '.join(t)})" if len(t) > 1 else t[0] for t in calls)
                 for name, calls in by_callee.items() if all(calls)}
 
+
+    def stages(self, trees: list[tuple[str, ast.Module]]) -> dict[str, tuple[int, str, Origin]]:
+        """function -> (its place in SGLang's resolution order, the step that reaches it, where that step
+        is run). The order is the resolution pipeline's own: the function that hands the most hooks to a
+        runner (``run_hook(handle_x, server_args)``, ``run_post_process_pass(server_args, _x)``), in the
+        order it does so; a function takes the earliest step that calls it, directly or through helpers."""
+        runs: dict[tuple[str, str], list[tuple[int, str]]] = {}
+        for rel, tree in trees:
+            for fn in (n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
+                for node in ast.walk(fn):
+                    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id.startswith("run_"):
+                        step = next((a.id for a in node.args if isinstance(a, ast.Name) and a.id != "server_args"), None)
+                        if step is not None:
+                            runs.setdefault((rel, fn.name), []).append((node.lineno, step))
+        if not runs:
+            return {}
+        (rel, _), steps = max(runs.items(), key=lambda kv: len(kv[1]))
+        callees: dict[str, set[str]] = {}
+        for site in self.sites:
+            callees.setdefault(site.caller, set()).add(site.callee)
+        found: dict[str, tuple[int, str, Origin]] = {}
+        for index, (line, step) in enumerate(sorted(steps)):
+            pending = [step]
+            while pending:
+                name = pending.pop()
+                if name in found:
+                    continue
+                found[name] = (index, step, Origin(path=rel, line=line))
+                pending += sorted(callees.get(name, ()))
+        return found
 
     def tuple_fields(self) -> dict[str, list[str]]:
         """chooser -> the settings its returned tuple fills, in order."""

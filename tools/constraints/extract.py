@@ -94,11 +94,15 @@ def _extract_constraints(args: ExtractConstraintsArgs) -> ConstraintsResult:
     fn_algos = sites.algorithms(_dispatcher_scopes(package, warnings))
     tuple_fields = sites.tuple_fields()
     gates = sites.gates()
+    stages = sites.stages(parsed)
     rules: list[Rule] = []
     for rel, tree in parsed:
         walker = Walker(rel, fn_archs, fn_algos, tuple_fields, gates)
         walker.walk(tree.body, Scope())
         rules += walker.rules
+    for rule in rules:
+        if rule.function in stages:
+            rule.stage, rule.stage_step, rule.stage_origin = stages[rule.function]
     if args.architecture:
         rules = [r for r in rules if r.architectures is None or args.architecture in r.architectures]
     return ConstraintsResult(rules=rules, files_read=len(parsed), warnings=warnings)

@@ -34,6 +34,11 @@ class Rule(BaseModel):
     literal: bool = Field(False, description="values are constants from the source (checkable), not expressions")
     function: str
     origin: Origin
+    stage: int | None = Field(None, description=(
+        "Its place in SGLang's resolution order (the pipeline's steps, in the order they run); None when the tree "
+        "has no pipeline the rule's function is reached from"))
+    stage_step: str | None = Field(None, description="The pipeline step that reaches the rule's function")
+    stage_origin: Origin | None = Field(None, description="Where the pipeline runs that step")
 
     def applies(self, architecture: str | None, algorithm: str | None) -> bool:
         """Whether the architecture/algorithm scope covers this configuration (conditions aside)."""

@@ -135,6 +135,9 @@ def evidence_choices(answer: MtpAnswer, rules: list[Rule], target_gpu: str | Non
             notes.append(f"{setting_label(cand.flags)} ({cand.origin.cite()}) is not complete as it stands "
                          f"({'; '.join(missing) or 'see its candidate entry'}): not measured")
             continue
+        if cand.rejected and cand.model.lower().rstrip("/").split("/")[-1] == answer.model.lower().rstrip("/").split("/")[-1]:
+            notes.append(f"{setting_label(cand.flags)} ({cand.origin.cite()}) breaks a hook rule: {cand.rejected[0]}")
+            continue
         if not _carries_over(cand, answer.model, judge):
             notes.append(f"{setting_label(cand.flags)} ({cand.origin.cite()}) is a recipe for {cand.model} whose draft "
                          "is not the target checkpoint's own: not measured")

@@ -84,6 +84,8 @@ def consider(recipe: Recipe, judge: Judge, fields: FieldCatalog, exact: bool, ar
             flags[primary] = InputValue(f"${variable}")  # the rules see it given; its value is the user's
             needs[primary] = variable
             seen.needs_origins[primary] = recipe.needs_origins.get(flag, recipe.launch)
+    early = judge.before_alias(flags)  # SGLang's order: these see the algorithm as written
+    early_verdict = judge.check(flags, only=early)
     before = len(seen.rationale)
     judge.resolve_alias(flags, origins, seen.rationale, seen.undecided)
     if not exact:
@@ -91,7 +93,11 @@ def consider(recipe: Recipe, judge: Judge, fields: FieldCatalog, exact: bool, ar
     judge.fill_automatic(flags, origins, seen.rationale, seen.undecided)
     judge.repair(flags, origins, seen.rationale, seen.undecided)
     seen.rewrites = seen.rationale[before:]
-    seen.verdict = judge.check(flags)
+    seen.verdict = judge.check(flags, skip=early)
+    seen.verdict.problems[:0] = [(f"{text}; {judge.order_note(rule, seen.written)}", rule)
+                                 for text, rule in early_verdict.problems]
+    seen.verdict.undecided[:0] = early_verdict.undecided
+    seen.verdict.holds[:0] = early_verdict.holds
     for flag, variable in needs.items():
         if flag in flags:  # still wanted after SGLang's rewrites (a draft-path fallback would have dropped it)
             seen.needs[flag] = variable

@@ -140,11 +140,31 @@ class Judge:
                 del flags[DRAFT]
                 origins.pop(DRAFT, None)
 
+    def before_alias(self, flags: dict[str, str]) -> list[Rule]:
+        """Checks SGLang runs before it resolves the algorithm's alias (pipeline order read from the tree:
+        DeepSeek-V4's model hook refuses NEXTN before handle_speculative_decoding would make it EAGLE)."""
+        algorithm = flags.get(ALGO)
+        aliases = [r for r in self.in_scope(flags, ("alias",)) if algorithm in r.values[1:] and r.stage is not None]
+        if not aliases:
+            return []
+        first = min(r.stage for r in aliases)  # type: ignore[type-var]
+        return [r for r in self.in_scope(flags, CHECKS) if r.stage is not None and r.stage < first]
+
+    def order_note(self, rule: Rule, flags: dict[str, str]) -> str:
+        alias = min((r for r in self.in_scope(flags, ("alias",)) if r.stage is not None), key=lambda r: r.stage or 0)
+        return (f"checked as written: {rule.stage_step} ({rule.stage_origin.cite() if rule.stage_origin else '?'}) "
+                f"runs before {alias.stage_step} ({alias.stage_origin.cite() if alias.stage_origin else '?'}) resolves "
+                f"the alias ({alias.origin.cite()})")
+
     # ---- checks ---------------------------------------------------------------------------------
-    def check(self, flags: dict[str, str]) -> Verdict:
+    def check(self, flags: dict[str, str], only: list[Rule] | None = None,
+              skip: list[Rule] | None = None) -> Verdict:
+        """The checks in scope (or ``only`` those; never those in ``skip``) against these flags."""
         verdict = Verdict()
         facts = self.facts(flags)
-        for rule in self.in_scope(flags, CHECKS):
+        skipped = {id(r) for r in skip or []}
+        rules = [r for r in (self.in_scope(flags, CHECKS) if only is None else only) if id(r) not in skipped]
+        for rule in rules:
             holds = condition(rule, facts)
             if holds is False:
                 continue
