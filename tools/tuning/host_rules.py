@@ -8,7 +8,11 @@ import os
 import re
 import subprocess
 
-from tools.child_env import child_env
+try:
+    from tools.child_env import child_env
+except ImportError:  # inlined into the script a GPU host runs as a job: its environment is a job's already
+    def child_env():
+        return None  # subprocess's default: this process's environment
 
 MANIFEST = "tuning/manifest.json"
 BACKUP_DIR = "tuning/backup"
@@ -25,8 +29,6 @@ PROBE = ("import importlib.util as u; s = u.find_spec('sglang'); "
 
 class Problem(Exception):
     """A problem the user can fix; the message names it and the fix."""
-
-
 
 
 def check_config(path):
