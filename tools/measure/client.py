@@ -7,17 +7,14 @@ which: the new module's file exists or not.
 from __future__ import annotations
 
 from pathlib import Path
+from tools.source.layout import find_package
 
 CURRENT, OLDER = "sglang.benchmark.serving", "sglang.bench_serving"
 
 
 def package_dir(root: Path | str) -> Path:
     """The ``sglang/`` package folder of a checkout (python/sglang), a wheel (sglang) or the package itself."""
-    root = Path(root)
-    for candidate in (root / "python" / "sglang", root / "sglang", root):
-        if (candidate / "__init__.py").exists():
-            return candidate
-    return root
+    return find_package(root) or Path(root)
 
 
 def bench_client_module(root: Path | str | None) -> str:

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from tools.constraints.extract import Rule
 from tools.mtp.infer import Candidate, MtpAnswer
+from tools.recipes.model import same_model
 from tools.mtp.pick import ALGO, DRAFT, STEPS, TOKENS, TOPK, Judge, hardware_score
 from tools.source.fields import read_fields_at
 from tools.source.origin import Origin
@@ -72,8 +73,7 @@ def _judge(answer: MtpAnswer, rules: list[Rule]) -> Judge:
 
 
 def _carries_over(cand: Candidate, model: str, judge: Judge) -> bool:
-    same = cand.model.lower().rstrip("/").split("/")[-1] == model.lower().rstrip("/").split("/")[-1]
-    if same:
+    if same_model(cand.model, model):
         return True
     fallback = [r for r in judge.applying(dict(cand.flags), ("draft_path_fallback",), []) if r.architectures]
     return bool(fallback) and cand.flags.get(DRAFT) in (None, cand.model)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from tools.base import ToolError
 from tools.source.origin import Origin
+from tools.recipes.model import model_name
 from tools.source.search import SearchArgs, search
 
 CLASS_DEF = r"^class\s+([A-Za-z0-9_]+For(?:CausalLM|ConditionalGeneration))\s*\("
@@ -72,7 +73,7 @@ def _skips_a_version(name: str, prefix: str) -> bool:
 def from_tree(model: str, root: str, package_dir: str) -> tuple[str, Origin] | None:
     """Best class-name match for the model id among SGLang's model classes, with its definition."""
     # "org/Name" or just "Name": the class prefix may include the org (acme/Moe-7B -> AcmeMoe...)
-    raw = [model.rstrip("/").split("/")[-1], model]
+    raw = [model_name(model), model]
     names = {_norm(n): n for n in raw}
     best: tuple[tuple[int, int, int], str, Origin] | None = None
     for name, origin in model_classes(root, package_dir):
@@ -88,7 +89,7 @@ def from_tree(model: str, root: str, package_dir: str) -> tuple[str, Origin] | N
 def _family_names(model: str) -> list[str]:
     """``zai-org/GLM-5-FP8`` -> ["GLM-5-FP8", "GLM-5"]: the name, then shorter prefixes that still
     carry a version number (a bare "GLM" would match every GLM)."""
-    parts = [p for p in re.split(r"[-_]", model.rstrip("/").split("/")[-1]) if p]
+    parts = [p for p in re.split(r"[-_]", model_name(model)) if p]
     names = []
     for end in range(len(parts), 0, -1):
         prefix = parts[:end]

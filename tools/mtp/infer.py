@@ -24,6 +24,7 @@ from tools.mtp.choose import Considered, best, consider, from_hooks, recommendat
 from tools.mtp.env import EnvVetter, redacted
 from tools.mtp.pick import Judge
 from tools.recipes import ExtractRecipesArgs, Recipe, extract_recipes
+from tools.recipes.model import same_model
 from tools.source.fields import FieldCatalog, read_fields
 from tools.source.pysource import gc_paused
 from tools.source.research_cache import ResearchScope
@@ -45,13 +46,6 @@ class InferMtpArgs(BaseModel):
     sglang_python: str = Field(SGLANG_PYTHON, description="Interpreter that has SGLang installed")
     version: str = Field(SGLANG_VERSION, description="PyPI version used when the source must be downloaded")
     lookup_timeout_s: float = Field(10, gt=0, description="How long --sglang-python may take to say where sglang is")
-
-
-def _matches_model(recipe: Recipe, model: str) -> bool:
-    if not recipe.model:
-        return False
-    a, b = recipe.model.lower().rstrip("/"), model.lower().rstrip("/")
-    return a == b or a.split("/")[-1] == b.split("/")[-1]
 
 
 def _architecture(args: InferMtpArgs, info: SourceInfo, notes: list[str]) -> str | None:
@@ -144,7 +138,7 @@ def _infer_mtp(args: InferMtpArgs) -> MtpAnswer:
                                                  speculative_only=True, max_recipes=5000), scope)
     unknowns += recipes.warnings
     arch = _architecture(args, info, notes)
-    exact = [r for r in recipes.recipes if _matches_model(r, args.model)]
+    exact = [r for r in recipes.recipes if same_model(r.model, args.model)]
     pool = exact or (_same_architecture(recipes.recipes, arch, info) if arch else [])
     judge = Judge(rules, arch, fields)
     considered = [consider(r, judge, fields, bool(exact), arch) for r in pool]

@@ -6,6 +6,17 @@ from pydantic import BaseModel, Field
 from tools.source.origin import Origin
 
 
+def model_name(model: str) -> str:
+    """A model id's name without its organisation or path: ``deepseek-ai/DeepSeek-V4-Flash/`` -> ``DeepSeek-V4-Flash``."""
+    return model.rstrip("/").split("/")[-1]
+
+
+def same_model(a: str | None, b: str | None) -> bool:
+    """The one "same model" rule: the same name, whatever the organisation, path or letter case
+    (a recipe for ``deepseek-ai/DeepSeek-V4-Flash`` holds for ``/models/DeepSeek-V4-Flash``)."""
+    return bool(a) and bool(b) and model_name(a).lower() == model_name(b).lower()
+
+
 class Recipe(BaseModel):
     name: str = Field(description="path::Class (or path::function); [variant] for launch settings with a "
                                    "variant, #n when one body launches several servers")

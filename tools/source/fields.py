@@ -16,6 +16,7 @@ from pathlib import Path
 
 from tools.source.origin import Origin
 from tools.source.pysource import parse_file
+from tools.source.layout import find_package
 
 FIELD_FILES_GLOB = "srt/arg_groups/fields/*.py"
 ARGPARSE_FILE = "srt/server_args.py"
@@ -139,8 +140,8 @@ def field_files(package_dir: Path) -> list[Path]:
 
 def read_fields_at(root: Path) -> FieldCatalog:
     """The fields of the SGLang source at ``root`` (a checkout's python/sglang, or a package's sglang/)."""
-    package = root / "python" / "sglang" if (root / "python" / "sglang").is_dir() else root / "sglang"
-    return read_fields(package, root) if package.is_dir() else FieldCatalog()
+    package = find_package(root)
+    return read_fields(package, root) if package is not None else FieldCatalog()
 
 
 def read_fields(package_dir: Path, root: Path, files: list[Path] | None = None) -> FieldCatalog:

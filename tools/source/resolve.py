@@ -32,6 +32,7 @@ from tools.base import Tool, ToolError
 from tools.defaults import SGLANG_PYTHON, SGLANG_VERSION
 from tools.source.group_run import run_grouped
 from tools.child_env import child_env
+from tools.source.layout import find_package
 
 # Folders a full checkout has and a wheel lacks; reported so readers know what evidence is missing.
 CHECKOUT_ONLY = ("test/registered", "benchmark/kernels", "docs")
@@ -99,13 +100,10 @@ class SourceInfo(BaseModel):
 
 def _layout(path: Path) -> tuple[Path, Path] | None:
     """(root, package_dir) for a checkout, a package parent or the sglang/ folder itself."""
-    if (path / "python" / "sglang" / "__init__.py").is_file():
-        return path, path / "python" / "sglang"
-    if (path / "sglang" / "__init__.py").is_file():
-        return path, path / "sglang"
-    if path.name == "sglang" and (path / "__init__.py").is_file():
-        return path.parent, path
-    return None
+    package = find_package(path)
+    if package is None:
+        return None
+    return (path.parent if package == path else path), package
 
 
 def _read_version(root: Path, package_dir: Path) -> str | None:

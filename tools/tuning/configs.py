@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field
 
 from tools.base import Tool, ToolError
 from tools.child_env import child_env
+from tools.source.layout import find_package
 
 # Relative to the folder that contains the ``sglang`` package, newest layout first.
 CONFIG_DIR_CANDIDATES = (
@@ -50,10 +51,10 @@ def parse_config_file_name(name: str) -> dict | None:
 
 def package_parent(sglang_root: Path) -> Path:
     """The folder holding ``sglang/``: the root itself (wheel, site-packages) or ``python/`` (checkout)."""
+    package = find_package(sglang_root)
+    if package is not None:
+        return package.parent
     root = Path(sglang_root)
-    for base in (root, root / "python", root.parent):
-        if (base / "sglang" / "__init__.py").exists():
-            return base
     raise ToolError(f"{root} holds no sglang package (looked for sglang/__init__.py in it, python/ and "
                     "its parent); pass --sglang-src PATH to a checkout or an installed sglang")
 
