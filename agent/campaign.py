@@ -147,13 +147,15 @@ def _finish(rt: Runtime, status: str, summary: str, result_extra: dict | None = 
             raise
         release_reserve(rt.run.path)
         rt.run.write_result(status, summary, **extra)
+    if rt.view is not None:
+        rt.view.finish()  # the live view's last screen stays above the lines that end the run
     rt.say(f"[control] run {status}: {summary}")
     if "next" in extra:
         rt.say(f"[control] next step: {extra['next']}")
-    if "verdict" in extra:
+    rt.say(f"[control] run folder: {rt.run.path}")
+    if "verdict" in extra:  # the verdict and the report's path are the last lines a reader sees
         rec = extra["verdict"].get("recommended")
         rt.say(f"[control] verdict: {'deploy ' + rec if rec else 'no recommendation'}: {extra['verdict'].get('reason')}")
-    rt.say(f"[control] run folder: {rt.run.path}")
     if "report" in extra:
         rt.say(f"[control] report: {extra['report']}")
     return EXIT_CODES[status]

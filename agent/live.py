@@ -1,12 +1,16 @@
-"""The terminal view of a campaign: an overall clock, the lanes, and every job while it runs.
+"""The terminal view of a campaign: an overall clock with the campaign's ETA, the lanes, and its jobs.
 
 On a terminal it is a rich ``Live`` view redrawn four times a second, the campaign's lines printed
-above it: the time since the campaign started, what each lane is doing, and one row per job
-(tuning jobs, servers, benchmark points) with its GPUs, status, a progress bar where the job
-reports units (tuning units per GPU, benchmark points per variant), its elapsed time and an ETA
-from its rate so far. Elsewhere (CI, pipes) it prints plain lines: a job launched or finished,
-an error, and progress at each quarter of a job's units. A closed pipe (``| head``) or a closed
-terminal (SIGHUP, then EIO on every write) silences the output and the campaign goes on.
+above it: the time since the campaign started and the ETA of the GPU work left (agent/live_eta.py:
+from the plan and the rates so far), what each lane is doing, and one row per job (tuning jobs,
+servers, the accuracy check) with its GPUs (as ``jobs`` shows them), status, a progress bar where
+the job reports units, its elapsed time and an ETA from its rate so far. A variant's benchmark
+points share one row (``bench <variant>``: points done of the plan's, the point running now). When
+the campaign ends the view is drawn one last time and left on screen, and the campaign's last
+lines (the verdict, the report's path) come after it. Elsewhere (CI, pipes) it prints plain lines:
+a job launched or finished, an error, and progress at each quarter of a job's (or a variant's
+points') units. A closed pipe (``| head``) or a closed terminal (SIGHUP, then EIO on every write)
+silences the output and the campaign goes on. Colour follows rich, which honours ``NO_COLOR``.
 """
 from __future__ import annotations
 
@@ -20,8 +24,9 @@ from rich.live import Live
 from rich.progress_bar import ProgressBar
 from rich.table import Table
 
+from agent.live_eta import CampaignEta
 from agent.secrets import redact_text
-from agent.terminal import printable, text
+from agent.terminal import gpu_list, printable, text
 
 _NOTABLE = {"job_launched", "job_finished", "error"}
 _QUARTERS = (0.25, 0.5, 0.75, 1.0)
@@ -45,11 +50,17 @@ def clock(seconds: float) -> str:
 
 
 def eta(job: dict, now: float) -> float | None:
-    """Seconds left at the job's rate so far (None until it has finished a unit)."""
+    """Seconds left at the job's rate so far (None until it has finished a unit; units a run
+    before this one finished, ``before``, do not count towards the rate)."""
     done, total = job.get("done"), job.get("total")
-    if not done or not total or "ended" in job or done >= total:
+    here = (done or 0) - job.get("before", 0)
+    if here <= 0 or not total or "ended" in job or done >= total:
         return None
-    return (now - job["since"]) * (total - done) / done
+    return (now - job["since"]) * (total - done) / here
+
+
+def bench_row(variant: str) -> str:
+    return f"bench {variant}"
 
 
 class LiveView:
@@ -60,7 +71,9 @@ class LiveView:
         self.run_path = None  # the run folder, once the campaign has one
         self.started = time.time()
         self.lanes: dict[str, str] = {}
-        self.jobs: dict[str, dict] = {}
+        self.jobs: dict[str, dict] = {}  # rows by job key; a variant's bench points share bench_row(variant)
+        self.campaign = CampaignEta()
+        self._points: dict[str, dict] = {}  # bench rows counted by the sweep, shown from their first point
         self._lock = threading.Lock()
         self._live: Live | None = None
 
@@ -96,20 +109,27 @@ class LiveView:
                 self.lanes[lane] = f"{event.get('tool')} …"
             elif kind == "progress":
                 self.lanes[lane] = str(event.get("message", ""))[:80]
-                if event.get("key") or event.get("job"):  # a job's first word may be a progress line
+                if event.get("kind") == "bench" and event.get("variant"):
+                    self._bench(event, kind, now)
+                elif event.get("key") or event.get("job"):  # a job's first word may be a progress line
                     job = self.jobs.setdefault(job_key(event), {"since": now, "status": "running"})
                     crossed = self._progress(job, event)
+            elif kind in ("job_launched", "job_state", "job_finished") and event.get("kind") == "bench" \
+                    and event.get("variant"):
+                crossed = self._bench(event, kind, now)
             elif kind in ("job_launched", "job_state", "job_finished"):
                 self._job(event, kind, now)
+            self.campaign.on_event(kind, event, now)
         if self.plain and kind in _NOTABLE:
             detail = event.get("status") or event.get("message") or ""
             gpus = job_gpus(event)
-            where = f" on GPU {','.join(map(str, gpus))}" if gpus else ""
+            where = f" on GPU {gpu_list(gpus)}" if gpus else ""
             self.say(f"[{lane}] {kind.replace('_', ' ')}: {job_key(event)}{where} {detail}".rstrip())
-        elif self.plain and crossed is not None:
-            job = self.jobs[job_key(event)]
+        if self.plain and crossed is not None:
+            row = bench_row(event["variant"]) if event.get("kind") == "bench" else job_key(event)
+            job = self.jobs[row]
             left = eta(job, now)
-            self.say(f"[{lane}] progress: {job_key(event)} {job['done']}/{job['total']} ({crossed:.0%}"
+            self.say(f"[{lane}] progress: {row} {job['done']}/{job['total']} ({crossed:.0%}"
                      f"{f', ETA {clock(left)}' if left is not None else ''})")
 
     def _job(self, event: dict, kind: str, now: float) -> None:
@@ -118,9 +138,42 @@ class LiveView:
             job.clear()
             job["since"] = now
         job["status"] = event.get("status") or ("running" if kind == "job_launched" else job.get("status", ""))
-        job["gpus"] = job_gpus(event) or job.get("gpus")
+        job["gpus"] = job_gpus(event) if job_gpus(event) is not None else job.get("gpus")
+        job["kind"] = event.get("kind") or job.get("kind")
         if kind == "job_finished":
             job["ended"] = now
+
+    def _bench(self, event: dict, kind: str, now: float) -> float | None:
+        """A variant's benchmark points on one row: the plan's count, those done, the one running.
+        Returns the quarter of the points a finished point just crossed, if any."""
+        name = bench_row(event["variant"])
+        if kind == "progress" and "points" in event:  # the sweep's count: the plan's points, those done before
+            points, measured = int(event["points"]), int(event.get("measured") or 0)
+            self._points[name] = {"since": now, "status": "starting", "gpus": [], "total": points,
+                                  "done": measured, "before": measured}
+            if points and measured >= points:  # no server comes for it: its row now
+                self.jobs[name] = {**self._points.pop(name), "ended": now, "status": "measured before"}
+            return None
+        # the row comes after its server's (made first, when it launched) at the variant's first point
+        row = self.jobs.get(name) or self.jobs.setdefault(name, self._points.pop(name, None) or {
+            "since": now, "status": "starting", "gpus": [], "done": 0, "total": 0})
+        if kind == "progress":
+            row["message"] = str(event.get("message", ""))[:60]
+        elif kind == "job_launched":
+            if not row.get("started"):  # the clock of the row runs from its first point
+                row.update(since=now, started=True)
+            repeat = event.get("repeat") or 1
+            row["status"] = f"running c{event.get('concurrency')}" + (f" r{repeat}" if repeat > 1 else "")
+        elif kind == "job_finished":
+            before = row["done"] / row["total"] if row["total"] else 0
+            row["done"] += 1
+            row["failed"] = row.get("failed", 0) + (event.get("status") != "succeeded")
+            if row["total"] and row["done"] >= row["total"]:
+                row["ended"] = now
+                row["status"] = f"{row['failed']} failed" if row["failed"] else "done"
+            if row["total"]:
+                return next((q for q in reversed(_QUARTERS) if before < q <= row["done"] / row["total"]), None)
+        return None
 
     @staticmethod
     def _progress(job: dict, event: dict) -> float | None:
@@ -137,7 +190,7 @@ class LiveView:
     def _render(self) -> Group:
         now = time.time()
         with self._lock:
-            lanes = Table(title=f"campaign {clock(now - self.started)}", expand=True)
+            lanes = Table(title=f"campaign {clock(now - self.started)}{self._campaign_eta(now)}", expand=True)
             lanes.add_column("lane", width=10)
             lanes.add_column("now")
             for lane in ("control", "gpu", "research", "llm"):
@@ -154,10 +207,29 @@ class LiveView:
                 bar = ProgressBar(total=total, completed=done or 0, width=20) if total else job.get("message", "")
                 left = eta(job, now)
                 bar = text(bar) if isinstance(bar, str) else bar  # a message from a log: printable, not markup
-                jobs.add_row(text(key), ",".join(map(str, gpus)) if gpus else "-", text(job.get("status", "")), bar,
+                jobs.add_row(text(key), gpu_list(gpus), text(job.get("status", "")), bar,
                              f"{done}/{total}" if total else "", clock(job.get("ended", now) - job["since"]),
                              clock(left) if left is not None else "")
         return Group(lanes, jobs)
+
+    def _campaign_eta(self, now: float) -> str:
+        """`` · ETA mm:ss`` of the GPU work left; ``+`` and what is not timed yet when a part has no rate."""
+        self.campaign.read_plan(self.run_path)
+        tuning = [eta(job, now) for job in self.jobs.values() if job.get("kind") == "tune" and "ended" not in job]
+        left, untimed = self.campaign.left(tuning, now)
+        if not untimed:
+            return f" · ETA {clock(left)}" if left > 0 else ""
+        return f" · ETA {clock(left)}+ (not timed yet: {', '.join(untimed)})"
+
+    def finish(self) -> None:
+        """Draw the view one last time and leave it on screen: what is printed next comes below it."""
+        if self._live is not None:
+            try:
+                self._live.__exit__(None, None, None)
+            except OSError:
+                self._silence()
+            finally:
+                self._live = None
 
     def __enter__(self) -> "LiveView":
         if not self.plain:

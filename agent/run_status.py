@@ -12,7 +12,7 @@ import time
 from typing import TYPE_CHECKING
 
 from agent.runfolder import RunFolder, RunFolderError
-from agent.terminal import one_line
+from agent.terminal import gpu_list, one_line
 from agent.trace_read import TraceError, read_trace
 
 if TYPE_CHECKING:
@@ -53,7 +53,7 @@ def render_jobs(jobs: list[JobState]) -> str:
     for data in (job_data(j) for j in jobs):
         took = data["elapsed_s"]
         rows.append([data["key"], data["kind"], data["status"],
-                     ",".join(map(str, data["gpus"])) if data["gpus"] is not None else "-",
+                     gpu_list(data["gpus"]),
                      f"{took:.1f}s" if took is not None else "-", data["reason"] or ""])
     return _table(rows, ["job", "kind", "status", "gpus", "time", "note"], wrap_last=True)
 

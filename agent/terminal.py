@@ -44,3 +44,9 @@ def echo(value: object = "", err: bool = False) -> None:
     stream = sys.stderr if err else sys.stdout
     stream.write(printable(value) + "\n")
     stream.flush()
+
+
+def gpu_list(gpus: list[int] | None) -> str:
+    """A job's GPUs as the live view and ``jobs`` both show them: ``0,1``; ``-`` for none (a bench
+    client) or none recorded."""
+    return ",".join(map(str, gpus)) if gpus else "-"

@@ -129,7 +129,7 @@ def run_point(executor: Executor, plan: MeasurePlan, variant: ServeVariant, poin
     if attempt.number > 1 or attempt.verdict == "attach":
         emit("progress", {"message": f"{tag}: attempt {attempt.number}"
                                      + (f" ({attempt.reason})" if attempt.reason else " re-attached"),
-                          "key": attempt.key, "attempt": attempt.number,
+                          "key": attempt.key, "attempt": attempt.number, "kind": "bench", "variant": variant.name,
                           **({"retry_of": attempt.retry_of.key} if attempt.retry_of else {})})
     key = attempt.key
     snapshots = snapshot_file(results_file.parent, variant.name)
@@ -189,6 +189,10 @@ def run_sweep(executor: Executor, plan: MeasurePlan, python: str, results_dir: P
         check_accuracy = plan.accuracy is not None and plan.accuracy.skip_reason is None
         accuracy_todo = check_accuracy and not result_file(results_dir, variant.name).exists()
         pending = _pending_befores(snapshot_file(results_dir, variant.name))
+        # The variant's points in the plan and how many a run before this one measured (the live view's row)
+        emit("progress", {"message": f"{variant.name}: {len(todo)} of {len(plan.points())} points to measure",
+                          "kind": "bench", "variant": variant.name, "points": len(plan.points()),
+                          "measured": len(plan.points()) - len(todo)})
         if not todo and not accuracy_todo and not (pending and _server_running(executor, variant)):
             emit("progress", {"message": f"{variant.name}: every point already measured"})
             continue
@@ -226,16 +230,17 @@ def _sweep_variant(executor, plan, variant, python, results_file, todo, env, ben
             emit("job_finished", {"key": key, "kind": "serve", "status": "failed"})
         return
     out.server_logs[variant.name] = server.log_path
-    emit("progress", {"message": f"{variant.name}: server ready at {server.url}", "key": key})
+    emit("progress", {"message": f"{variant.name}: server ready at {server.url}", "key": key, "ready": True,
+                      "variant": variant.name})
     try:
         for tag in sorted(_pending_befores(snapshot_file(results_dir, variant.name))
                           - {p.tag(variant.name) for p in todo}):
             _after_snapshot(python, executor, server, tag, results_file)  # measured while the agent was away
         for number, point in enumerate(todo):
-            emit("progress", {"message": f"{variant.name}: point {number + 1} of {len(todo)}", "key": key,
-                              "done": number, "total": len(todo)})
+            emit("progress", {"message": f"{variant.name}: point {number + 1} of {len(todo)}", "key": key})
             emit("progress", {"message": f"{variant.name}: concurrency {point.concurrency}, "
-                                         f"{point.num_prompts} prompts", "key": point_job(variant.name, point)})
+                                         f"{point.num_prompts} prompts", "key": point_job(variant.name, point),
+                              "kind": "bench", "variant": variant.name})
             job, failure = run_point(executor, plan, variant, point, python, server, results_file,
                                      bench_env, point_timeout_s, emit)
             if failure is None:
@@ -246,8 +251,7 @@ def _sweep_variant(executor, plan, variant, python, results_file, todo, env, ben
                 out.failures.append(failure)
                 emit("job_finished", {"key": job, "kind": "bench", "variant": variant.name, "status": "failed",
                                       "reason": failure.reason.splitlines()[0]})
-        emit("progress", {"message": f"{variant.name}: {len(todo)} points measured", "key": key,
-                          "done": len(todo), "total": len(todo)})
+        emit("progress", {"message": f"{variant.name}: {len(todo)} points measured", "key": key})
         if check_accuracy:
             _check_accuracy(executor, plan, variant, python, server, results_dir, bench_env, emit)
     finally:
