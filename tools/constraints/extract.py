@@ -18,6 +18,7 @@ from tools.constraints.callsites import CallSites
 from tools.constraints.context import algorithm_dispatch
 from tools.constraints.rules import Rule, RuleKind
 from tools.constraints.walker import Scope, Walker
+from tools.source.confine import outside
 from tools.source.pysource import gc_paused, parse_file
 from tools.source.research_cache import ResearchScope
 from tools.source.search import SearchArgs, search
@@ -84,6 +85,10 @@ def _extract_constraints(args: ExtractConstraintsArgs) -> ConstraintsResult:
     warnings: list[str] = []
     parsed: list[tuple[str, ast.Module]] = []
     for path in files:
+        if outside(root, path):
+            warnings.append(f"{path.relative_to(root).as_posix()}: skipped, it resolves outside the source root "
+                            "(a symlink); nothing outside the tree is read")
+            continue
         try:
             parsed.append((path.relative_to(root).as_posix(), parse_file(path)[0]))
         except (SyntaxError, OSError, ValueError) as err:

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tools.source.confine import outside
 from tools.source.pysource import LineIndex, parse_file
 
 # a server-launch call is one whose name says so (launch_server, popen_launch_server, ...), or the
@@ -88,6 +89,11 @@ class ModuleIndex:
         if path in self._parsed:
             return self._parsed[path]
         module = None
+        if outside(self.root, path):  # a symlinked module (or a folder link) pointing out of the tree
+            self.warnings.append(f"{self._rel(asked)}: skipped, it resolves outside the source root (a symlink); "
+                                 "nothing outside the tree is read")
+            self._parsed[path] = None
+            return None
         try:
             tree, text = parse_file(path)
             module = ParsedModule(path, self._rel(path), tree, launch_lines=LineIndex(text, LAUNCHER))
@@ -95,15 +101,17 @@ class ModuleIndex:
         except SyntaxError as err:
             self.warnings.append(f"{self._rel(path)}: skipped, does not parse ({err.msg}, line {err.lineno})")
         except (OSError, ValueError) as err:
-            self.warnings.append(f"{self._rel(path)}: skipped, unreadable ({err})")
+            self.warnings.append(f"{self._rel(path)}: skipped, {err}")
         self._parsed[path] = module
         return module
 
     def _rel(self, path: Path) -> str:
-        try:
-            return path.relative_to(self.root.resolve()).as_posix()
-        except ValueError:
-            return path.as_posix()
+        for base in (self.root.resolve(), self.root):
+            try:
+                return path.relative_to(base).as_posix()
+            except ValueError:
+                continue
+        return path.as_posix()
 
     def resolve_module(self, name: str, level: int, importer: ParsedModule) -> ParsedModule | None:
         """The module that ``from <level dots><name> import ...`` refers to, if it is in the tree."""

@@ -14,6 +14,7 @@ import ast
 from dataclasses import dataclass, field as dc_field
 from pathlib import Path
 
+from tools.source.confine import outside
 from tools.source.origin import Origin
 from tools.source.pysource import parse_file
 from tools.source.layout import find_package
@@ -151,6 +152,9 @@ def read_fields(package_dir: Path, root: Path, files: list[Path] | None = None) 
         if not path.is_file():
             continue
         rel = path.relative_to(root).as_posix()
+        if outside(root, path):  # a field module linked from outside the tree is not SGLang's
+            catalog.damaged.append(rel)
+            continue
         try:
             catalog.fields += _read_file(path, rel)
         except (SyntaxError, ValueError, OSError):

@@ -28,6 +28,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
+from tools.source.confine import read_bounded
+
 # Trees cost ~30 bytes of memory per source character: an inference parses 2.8 M characters on the
 # 0.5.23 wheel, 2.9 M on a checkout with registered tests (~90 MB of trees), and a checkout that has
 # grown to four times that must still fit, or a second inference (sync, a campaign) parses it all
@@ -44,8 +46,9 @@ class TreeCache:
         self._chars = 0
 
     def parse(self, path: Path) -> tuple[ast.Module, str]:
-        """(tree, text) of a Python file; raises OSError / SyntaxError / ValueError like ``ast.parse``."""
-        data = path.read_bytes()
+        """(tree, text) of a Python file; raises OSError / SyntaxError / ValueError like ``ast.parse``
+        (ValueError also for a file that is not regular or is over the cap: ``confine.read_bounded``)."""
+        data = read_bounded(path)
         key = hashlib.blake2b(data, digest_size=20).digest()
         hit = self._trees.get(key)
         if hit is not None:

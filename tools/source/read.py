@@ -11,7 +11,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from tools.base import Tool, ToolError, cap_lines
-from tools.source.confine import inside_root
+from tools.source.confine import inside_root, read_bounded
 
 MAX_LINES = 400
 MAX_CHARS = 40_000
@@ -39,12 +39,12 @@ class SourceText(BaseModel):
 def read_source_file(args: ReadSourceFileArgs) -> SourceText:
     root = Path(args.root).resolve()
     target = inside_root(root, args.path)
-    if not target.is_file():
+    if not target.exists() or target.is_dir():  # anything else that exists is refused by read_bounded, named
         raise ToolError(f"{args.path} is not a file in the SGLang source; find paths with the search tool first")
     try:
-        lines = target.read_text(errors="replace").splitlines()
-    except OSError as err:
-        raise ToolError(f"{args.path} cannot be read ({err.strerror}); check its permissions") from None
+        lines = read_bounded(target).decode(errors="replace").splitlines()
+    except ValueError as err:
+        raise ToolError(f"{args.path}: {err}; read another file (find paths with the search tool)") from None
     end = min(args.end or args.start + 199, len(lines))
     if args.start > max(len(lines), 1):
         raise ToolError(f"{args.path} has {len(lines)} lines; start={args.start} is past the end")

@@ -29,6 +29,7 @@ import contextlib
 import functools
 import hashlib
 import os
+import stat
 import sys
 import tempfile
 import time
@@ -38,6 +39,7 @@ from typing import Callable, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from tools.source.confine import MAX_FILE_BYTES, read_bounded
 from tools.source.resolve import cache_dir
 
 R = TypeVar("R", bound=BaseModel)
@@ -153,8 +155,7 @@ class ResearchScope:
                 return self._digest
             h = hashlib.blake2b(digest_size=20)
             for stamp in stamps:
-                h.update(stamp.rel.encode() + b"\0" + hashlib.blake2b((self.root / stamp.rel).read_bytes(),
-                                                                      digest_size=20).digest())
+                h.update(stamp.rel.encode() + b"\0" + _content_digest(self.root / stamp.rel, stamp))
             self._stamps, self._digest, self._read_at = stamps, h.hexdigest(), read_at
             _hashed.pop(self.import_root, None)
             _hashed[self.import_root] = (stamps, self._digest, read_at)
@@ -178,10 +179,20 @@ class ResearchScope:
                         if entry.name not in ("__pycache__", ".git"):
                             pending.append(Path(entry.path))
                     elif entry.name.endswith(".py"):
-                        st = entry.stat()
+                        st = entry.stat(follow_symlinks=False)
+                        size = st.st_size if stat.S_ISREG(st.st_mode) else -1  # a FIFO is never opened here
                         stamps.append(Stamp(Path(entry.path).relative_to(self.root).as_posix(), st.st_ino,
-                                            st.st_size, st.st_mtime_ns))
+                                            size, st.st_mtime_ns))
         return sorted(stamps)
+
+
+def _content_digest(path: Path, stamp: Stamp) -> bytes:
+    """A file's part of the scope's digest: its content, or for what the reading itself skips (not a
+    regular file, over the size cap) what stat says of it, so that a change to it still changes the key."""
+    if stamp.size >= 0 and stamp.size <= MAX_FILE_BYTES:
+        with contextlib.suppress(ValueError):
+            return hashlib.blake2b(read_bounded(path), digest_size=20).digest()
+    return f"skipped {stamp.size} {stamp.mtime_ns}".encode()
 
 
 # this process's latest digests: import root -> (stat data when hashed, digest, when)

@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field, TypeAdapter
 
 from tools.base import Tool, ToolError
 from tools.child_env import child_env
+from tools.source.confine import read_bounded
 
 MAX_LINE_CHARS = 300  # one minified line must not flood the reader
 
@@ -186,9 +187,9 @@ def _python(args: SearchArgs) -> SearchResult:
         if args.glob and not any(fnmatch.fnmatch(name, g) or fnmatch.fnmatch(rel, g) for g in args.glob):
             continue
         try:
-            text = (root / rel).read_text(errors="replace")
-        except OSError:
-            continue  # unreadable file: rg skips it too
+            text = read_bounded(root / rel).decode(errors="replace")
+        except (OSError, ValueError):
+            continue  # unreadable, not a regular file, over the cap: rg skips it too
         for number, line in enumerate(text.splitlines(), start=1):
             if regex.search(line):
                 hits.append((rel, 0, "") if args.files_only else (rel, number, line[:MAX_LINE_CHARS]))
@@ -200,13 +201,14 @@ def _python(args: SearchArgs) -> SearchResult:
 
 
 def _files_in_path_order(root: Path) -> list[str]:
-    """Relative paths of the regular files under root (not inside .git, symlinked folders not
-    followed), sorted the way hits are, so a cut keeps the same hits as the rg engine."""
+    """Relative paths of the regular files under root (not inside .git, symlinks not followed: rg
+    skips them too), sorted the way hits are, so a cut keeps the same hits as the rg engine."""
     found: list[str] = []
     for folder, dirs, files in os.walk(root):
         dirs[:] = [d for d in dirs if d != ".git"]
         base = Path(folder)
-        found += [(base / f).relative_to(root).as_posix() for f in files if (base / f).is_file()]
+        found += [(base / f).relative_to(root).as_posix() for f in files
+                  if not (base / f).is_symlink() and (base / f).is_file()]
     return sorted(found)
 
 
