@@ -114,6 +114,8 @@ class Settings(BaseSettings):
     min_prompts: int | None = S(None, "Fewest prompts of any point, so low concurrency still sees enough requests.",
                                 "--min-prompts", "N", BENCH, shown=_PLAN["min_prompts"].default, gt=0)
     repeats: int = S(3, "Runs of every point on the same server; median and spread.", "--repeats", "K", BENCH, ge=1)
+    target_concurrency: int | None = S(None, "The concurrency you will serve at: the verdict deploys the winner there.",
+                                       "--target-concurrency", "N", BENCH, shown="the most levels won", ge=1)
     mtp_variants: int | None = S(None, "Measure at most N MTP settings from the evidence, recommended first.",
                                  "--mtp-variants", "N", BENCH, shown="all", ge=1)
     mtp_steps: Annotated[list[str], NoDecode] = S(
@@ -192,6 +194,15 @@ class Settings(BaseSettings):
             raise ValueError(f"takes concurrency levels (whole numbers of 1 or more) separated by commas, e.g. 1,8,16; "
                              f"{_entry(bad[0])} is not one")
         return words
+
+    @field_validator("target_concurrency")
+    @classmethod
+    def _a_measured_level(cls, value: int | None, info: ValidationInfo) -> int | None:
+        levels = info.data.get("concurrency")
+        if value is not None and levels and value not in levels:
+            raise ValueError(f"{value} is not one of the levels measured (--concurrency {','.join(map(str, levels))}): "
+                             "add it to --concurrency, or name one of them")
+        return value
 
     @field_validator("server_args", "server_env")
     @classmethod

@@ -86,8 +86,14 @@ def test_the_verdict_follows_the_measurements_and_names_the_winner(decided):
     # the double decodes ~1.7-2.5 tokens per step at concurrency 1: MTP is measurably faster there
     assert first["tpot_winner"] is not None and first["tpot_ratio"]["high"] < 1 and first["accept_length"] > 1
     assert verdict["recommended"] in {v for v, _ in points} - {"baseline", *verdict["excluded"]}
+    # each level names its winner and why; the rule across levels is written in the verdict
+    assert first["winner"] == first["tpot_winner"] and first["why"].startswith("lowest TPOT, measurably")
+    assert all(lv["winner"] and lv["why"] for lv in verdict["levels"])
+    assert verdict["rule"].startswith("the variant that wins the most concurrency levels on TPOT")
+    assert f"How the deployed setting is chosen across concurrencies: {verdict['rule']}" in (run / "report.md").read_text()
     script = (run / "serve_recommended.sh").read_text()
     assert "# why: RECOMMENDED by the measurement" in script and verdict["reason"][:60] in script
+    assert "rule: the variant that wins the most concurrency levels" in script
     winner = json.loads((run / "measure_plan.json").read_text())
     winner = next(v for v in winner["variants"] if v["name"] == verdict["recommended"])
     assert all(f"args+=({f['flag']} {f['value']})" in script for f in winner["flags"])

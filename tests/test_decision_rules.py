@@ -81,10 +81,45 @@ def test_verdict_per_concurrency_with_spread_and_no_measurable_difference():
     assert one.tpot_winner == "fast" and one.tpot_ratio.high < 1 and "fast is fastest on TPOT" in one.summary
     assert eight.tpot_winner is None and eight.summary.startswith("no measurable difference on TPOT")
     assert verdict.recommended == "fast" and "1 of 2 levels" in verdict.reason
+    assert (one.winner, eight.winner) == ("fast", "baseline")  # each level names its winner, and why
+    assert one.why.startswith("lowest TPOT, measurably: 0.51× (")
+    assert eight.why.startswith("no variant is measurably faster on TPOT (best: ") and "within the spread" in eight.why
+    assert verdict.rule.startswith("the variant that wins the most concurrency levels on TPOT")
+    assert "geometric-mean" in verdict.rule and verdict.target_concurrency is None
     flat = decide(_records({("baseline", 1): [10, 11, 9], ("same", 1): [10.5, 9.5, 10]}), {})
     assert flat.recommended == "baseline" and "no MTP variant is measurably faster" in flat.reason
     noisy = point_stats(_records({("baseline", 1): [10, 14, 9]}))[0]
     assert noisy.noisy == ["median_tpot_ms", "output_throughput"]
+
+
+def test_a_tie_across_concurrencies_is_broken_by_the_stated_rule_and_a_target_level_decides():
+    records = _records({("baseline", 1): [10, 10.2, 9.9], ("mtp", 1): [5, 5.1, 5.2], ("mtp-1-1-2", 1): [8, 8.1, 7.9],
+                        ("baseline", 4): [20, 20.5, 19.8], ("mtp", 4): [18, 18.2, 17.9],
+                        ("mtp-1-1-2", 4): [14, 14.1, 13.8]})
+    verdict = decide(records, {})
+    assert [lv.winner for lv in verdict.levels] == ["mtp", "mtp-1-1-2"]  # one level each
+    # mtp: 0.51× at c1; mtp-1-1-2: 0.70× at c4; the lower geometric mean of the levels won breaks the tie
+    assert verdict.recommended == "mtp"
+    assert "tied on levels won with mtp-1-1-2, broken by the lower geometric-mean TPOT ratio" in verdict.reason
+    assert "(mtp 0.51×, mtp-1-1-2 0.70×)" in verdict.reason
+    at_four = decide(records, {}, target=4)
+    assert at_four.recommended == "mtp-1-1-2" and at_four.target_concurrency == 4
+    assert at_four.rule == "--target-concurrency 4: the winner at concurrency 4 is deployed"
+    assert at_four.reason.startswith("at the target concurrency 4, mtp-1-1-2: lowest TPOT, measurably: 0.70×")
+    gone = decide(records, {}, target=16)
+    assert gone.recommended is None and "concurrency 16 (--target-concurrency) was not measured" in gone.reason
+
+
+def test_one_sample_has_no_spread_and_is_not_called_measurable():
+    verdict = decide(_records({("baseline", 1): [10], ("mtp", 1): [5]}), {})
+    level = verdict.levels[0]
+    assert level.tpot_winner is None and level.tpot_ratio.one_sample and level.tpot_ratio.text() == "0.50× (one sample)"
+    assert level.summary.startswith("one sample: no spread, not called measurable (mtp 0.50× (one sample)")
+    assert level.winner == "baseline" and level.why.startswith("one sample: no spread, not called measurable")
+    assert verdict.recommended == "baseline" and verdict.reason.startswith("one sample per point: no spread")
+    assert "--repeats 3" in verdict.reason
+    mixed = decide(_records({("baseline", 1): [10, 10.1], ("mtp", 1): [5]}), {})  # one side has one sample
+    assert mixed.levels[0].tpot_winner is None and mixed.levels[0].tpot_ratio.one_sample
 
 
 def test_slo_picks_the_variant_meeting_it_at_the_highest_concurrency_and_the_gate_excludes():
@@ -94,6 +129,9 @@ def test_slo_picks_the_variant_meeting_it_at_the_highest_concurrency_and_the_gat
     verdict = decide(records, {}, slo)
     assert verdict.recommended == "b" and "up to concurrency 8" in verdict.reason
     assert set(verdict.levels[0].meets_slo) == {"a", "b", "baseline"} and verdict.levels[1].meets_slo == ["b"]
+    assert [lv.winner for lv in verdict.levels] == ["a", "b"]  # the most throughput among those meeting the SLO
+    assert verdict.levels[1].why.startswith("meets TPOT p99 ≤ 20 ms with the most output throughput")
+    assert verdict.rule.startswith("with an SLO (TPOT p99 ≤ 20 ms): the variant that meets it at the highest")
     from tools.measure.accuracy import GateResult
 
     gated = decide(records, {"b": GateResult(variant="b", passed=False, reason="accuracy 0.5 is below 0.76")}, slo)
@@ -107,7 +145,9 @@ def test_slo_picks_the_variant_meeting_it_at_the_highest_concurrency_and_the_gat
     (["--mtp-steps", "two"], r"--mtp-steps entry 'two' must be a step count"),
     (["--repeats", "0"], r"--repeats.*greater than or equal to 1"),
     (["--slo-percentile", "p42"], r"--slo-percentile .*p99"),
-    (["--min-prompts", "0"], r"--min-prompts.*greater than 0"),
+    (["--min-prompts", "0"], r"--min-prompts.*(greater than 0|greater than or equal to 1)"),
+    (["--concurrency", "1,8", "--target-concurrency", "4"],
+     r"--target-concurrency 4 is not one of the levels measured \(--concurrency 1,8\): add it to --concurrency"),
 ])
 def test_bad_decision_options_are_refused_before_a_run_exists(tmp_path, args, message):
     import re

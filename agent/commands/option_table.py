@@ -32,6 +32,7 @@ ROWS = [
     ('prompts_per_concurrency', '--prompts-per-concurrency', 'Prompts per point = this x concurrency, at least --min-prompts [8].', 'Benchmark', 'N', 'int', None, ()),
     ('min_prompts', '--min-prompts', 'Fewest prompts of any point, so low concurrency still sees enough requests [16].', 'Benchmark', 'N', 'int', None, ()),
     ('repeats', '--repeats', 'Runs of every point on the same server; median and spread [3].', 'Benchmark', 'K', 'int', 1, ()),
+    ('target_concurrency', '--target-concurrency', 'The concurrency you will serve at: the verdict deploys the winner there [the most levels won].', 'Benchmark', 'N', 'int', 1, ()),
     ('mtp_variants', '--mtp-variants', 'Measure at most N MTP settings from the evidence, recommended first [all].', 'Benchmark', 'N', 'int', 1, ()),
     ('mtp_steps', '--mtp-steps', "More MTP settings to measure: steps (1,2,3) or steps/topk/draft (3/1/4), checked against the hooks' rules.", 'Benchmark', 'LIST', 'str', None, ()),
     ('accuracy_questions', '--accuracy-questions', 'GSM8K questions per variant for the accuracy gate [50].', 'Benchmark', 'N', 'int', 1, ()),

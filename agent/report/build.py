@@ -79,7 +79,8 @@ def _verdict(run_dir: Path, plan: MeasurePlan | None, settings: dict) -> Verdict
     recorded = _json(run_dir / VERDICT_FILE)
     if recorded is not None:
         return Verdict.model_validate(recorded)
-    return decide_folder(run_dir / "bench", plan.accuracy if plan else None, _slo(settings))
+    return decide_folder(run_dir / "bench", plan.accuracy if plan else None, _slo(settings),
+                         settings.get("target_concurrency"))
 
 
 def header(run_dir: Path, plan: MeasurePlan | None) -> list[tuple[str, str]]:

@@ -47,19 +47,24 @@ def verdict_section(verdict: Verdict | None, labels: dict[str, str], planned: bo
     rec = verdict.recommended
     setting = f" ({labels[rec]})" if rec and labels.get(rec) else ""
     head = f"Deploy {rec}{setting}: {verdict.reason}." if rec else f"No recommendation: {verdict.reason}."
-    table = Table(["concurrency", "TPOT winner", "TPOT vs baseline", "throughput winner", "throughput vs baseline",
-                   "accept length", "meets SLO", "verdict"], id="verdict-table")
+    table = Table(["concurrency", "winner", "why", "TPOT vs baseline", "throughput winner", "throughput vs baseline",
+                   "accept length", "meets SLO"], id="verdict-table")
     for lv in verdict.levels:
-        table.add(lv.concurrency, lv.tpot_winner or "no measurable difference",
-                  lv.tpot_ratio.text() if lv.tpot_ratio else "-", lv.throughput_winner or "no measurable difference",
+        # a verdict recorded before levels named their winner: the TPOT winner and the summary
+        winner = (lv.winner or "none") if lv.why else (lv.tpot_winner or "no measurable difference")
+        table.add(lv.concurrency, winner, lv.why or lv.summary, lv.tpot_ratio.text() if lv.tpot_ratio else "-",
+                  lv.throughput_winner or "no measurable difference",
                   lv.throughput_ratio.text() if lv.throughput_ratio else "-", _fmt(lv.accept_length),
-                  ", ".join(lv.meets_slo) if verdict.slo and verdict.slo.given else "(no SLO)", lv.summary)
+                  ", ".join(lv.meets_slo) if verdict.slo and verdict.slo.given else "(no SLO)")
     notes = [f"{verdict.repeats} repeat(s) per point on the same server; ratios are medians with the range of the "
              "repeats in brackets; a range that holds 1.00 is no measurable difference."]
+    if verdict.repeats < 2:
+        notes.append("One sample per point: no spread, so no difference is called measurable (--repeats 3 measures).")
     if verdict.slo and verdict.slo.given:
         notes.append(f"SLO: {verdict.slo.text()} (median of the repeats at that percentile).")
     notes += [f"{v} is never recommended: {why}" for v, why in verdict.excluded.items()]
-    return Section("Verdict", [Para(head), table, Items(notes)], id="verdict")
+    rule = [Para(f"How the deployed setting is chosen across concurrencies: {verdict.rule}.")] if verdict.rule else []
+    return Section("Verdict", [Para(head), *rule, table, Items(notes)], id="verdict")
 
 
 def metrics_section(stats: list[PointStats], labels: dict[str, str]) -> Section:

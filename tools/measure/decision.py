@@ -33,8 +33,9 @@ def gates_of(results_dir: Path, plan: AccuracyPlan | None, variants: list[str]) 
     return gate(found, plan)
 
 
-def decide_folder(results_dir: Path, plan: AccuracyPlan | None, slo: Slo | None) -> Verdict | None:
+def decide_folder(results_dir: Path, plan: AccuracyPlan | None, slo: Slo | None,
+                  target: int | None = None) -> Verdict | None:
     records, _problems = bench_records(results_dir)
     if not records:
         return None
-    return decide(records, gates_of(results_dir, plan, sorted({r.variant for r in records})), slo)
+    return decide(records, gates_of(results_dir, plan, sorted({r.variant for r in records})), slo, target)

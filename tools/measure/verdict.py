@@ -3,16 +3,20 @@
 Each point (variant, concurrency) ran ``repeats`` times on one server; a metric's figure is the
 median of the repeats and its spread the range [lowest, highest]. A ratio to the baseline carries
 the spread of both: ``[low_v / high_b, high_v / low_b]``. When that range holds 1 the difference
-is within the noise: "no measurable difference". A point whose repeats spread by more than
+is within the noise: "no measurable difference". With one sample of either point there is no
+spread: "one sample", never called measurable. A point whose repeats spread by more than
 ``NOISY`` of their median is flagged noisy.
 
-Per concurrency the verdict names the winner on TPOT (lower is better) and on output throughput
-(higher is better) among the variants that did not fail the accuracy gate, by how much, and its
-accept length. With SLOs (``max_ttft_ms``, ``max_tpot_ms`` at a percentile) a variant qualifies at
-a level only when its median-of-repeats figure at that percentile meets them. Overall: with SLOs,
-the variant that meets them at the highest concurrency (then the higher throughput there);
-without, the variant that wins TPOT measurably at the most levels (then the better geometric-mean
-TPOT ratio); the baseline when no variant is measurably faster.
+Per concurrency the verdict names the winner and why: among the variants that did not fail the
+accuracy gate, the one measurably fastest on TPOT (lower is better), else the baseline; with SLOs
+(``max_ttft_ms``, ``max_tpot_ms`` at a percentile: a variant qualifies at a level only when its
+median-of-repeats figure there meets them) the one meeting them with the most output throughput.
+It also names the throughput winner and the accept length. Across concurrencies the rule that
+picks the deployed setting is written in the verdict (``rule``): the winner at
+``--target-concurrency`` when given; else with SLOs the variant that meets them at the highest
+concurrency (then the most throughput there); else the variant that wins the most levels, a tie
+going to the lower geometric-mean TPOT ratio over the levels won, then to the name that sorts
+first; the baseline when no variant is measurably faster.
 """
 from __future__ import annotations
 
@@ -54,8 +58,11 @@ class Ratio(BaseModel):
     value: float
     low: float
     high: float
+    one_sample: bool = Field(False, description="A point had one sample: no spread, so never measurable")
 
     def text(self) -> str:
+        if self.one_sample:
+            return f"{self.value:.2f}× (one sample)"
         return f"{self.value:.2f}× ({self.low:.2f}–{self.high:.2f})"
 
 
@@ -82,6 +89,9 @@ class LevelVerdict(BaseModel):
     throughput_ratio: Ratio | None = None
     accept_length: float | None = None
     meets_slo: list[str] = Field(default_factory=list)
+    winner: str | None = Field(None, description="The variant this level picks (the baseline when none is measurably "
+                                                 "better); None: no comparison, or none meets the SLO")
+    why: str = Field("", description="Why it wins here, in words")
     summary: str
 
 
@@ -92,6 +102,8 @@ class Verdict(BaseModel):
     excluded: dict[str, str] = Field(default_factory=dict, description="Variants never recommended, and why")
     slo: Slo | None = None
     repeats: int = 1
+    rule: str = Field("", description="The rule that picked the deployed setting across concurrencies")
+    target_concurrency: int | None = Field(None, description="--target-concurrency: the level whose winner is deployed")
 
 
 def _metric_key(kind: str, percentile: str) -> str:
@@ -125,21 +137,23 @@ def point_stats(records: list[BenchRecord]) -> list[PointStats]:
 def ratio(mine: Spread, base: Spread) -> Ratio | None:
     if not (base.median and base.low and base.high):
         return None
-    return Ratio(value=mine.median / base.median, low=mine.low / base.high, high=mine.high / base.low)
+    return Ratio(value=mine.median / base.median, low=mine.low / base.high, high=mine.high / base.low,
+                 one_sample=min(mine.n, base.n) < 2)
 
 
-def _best(stats: dict[str, PointStats], metric: str, lower_better: bool) -> tuple[str | None, Ratio | None]:
-    """The best variant on ``metric`` and its ratio to the baseline, if measurably better."""
+def _best(stats: dict[str, PointStats], metric: str, lower_better: bool) -> tuple[str | None, str | None, Ratio | None]:
+    """The winner on ``metric`` (measurably better than the baseline, else None), the variant best on it
+    whether measurably or not, and that variant's ratio to the baseline."""
     have = {v: s.metrics[metric] for v, s in stats.items() if metric in s.metrics}
     if BASELINE not in have or len(have) < 2:
-        return None, None
+        return None, None, None
     others = {v: m for v, m in have.items() if v != BASELINE}
     name = (min if lower_better else max)(others, key=lambda v: others[v].median)
     r = ratio(others[name], have[BASELINE])
     if r is None:
-        return None, None
-    better = r.high < 1 if lower_better else r.low > 1
-    return (name if better else None), r
+        return None, None, None
+    better = not r.one_sample and (r.high < 1 if lower_better else r.low > 1)
+    return (name if better else None), name, r
 
 
 def _meets(s: PointStats, slo: Slo) -> bool:
@@ -152,27 +166,54 @@ def _meets(s: PointStats, slo: Slo) -> bool:
     return True
 
 
-def _level(conc: int, stats: dict[str, PointStats], slo: Slo | None) -> LevelVerdict:
-    tpot, tpot_r = _best(stats, "median_tpot_ms", lower_better=True)
-    thr, thr_r = _best(stats, "output_throughput", lower_better=False)
-    meets = [v for v, s in stats.items() if slo is not None and slo.given and _meets(s, slo)]
+def _tpot_words(tpot: str | None, leader: str | None, r: Ratio | None) -> tuple[str, str]:
+    """The level's TPOT finding for its summary, and why the baseline keeps it when no variant wins."""
     if tpot is not None:
-        summary = f"{tpot} is fastest on TPOT: {tpot_r.text()} of the baseline"  # type: ignore[union-attr]
-    elif tpot_r is not None and tpot_r.low > 1:
-        summary = f"the baseline is fastest on TPOT (best variant {tpot_r.text()} of it, measurably slower)"
-    elif tpot_r is not None:
-        summary = f"no measurable difference on TPOT (best variant {tpot_r.text()} of the baseline)"
-    else:
-        summary = "no comparison (the baseline or every variant is missing at this level)"
+        return f"{tpot} is fastest on TPOT: {r.text()} of the baseline", ""  # type: ignore[union-attr]
+    if r is None:
+        return "no comparison (the baseline or every variant is missing at this level)", ""
+    if r.one_sample:
+        words = f"one sample: no spread, not called measurable ({leader} {r.text()} of the baseline in it)"
+        return words, words
+    if r.low > 1:
+        return (f"the baseline is fastest on TPOT (best variant {r.text()} of it, measurably slower)",
+                f"the baseline is measurably fastest on TPOT (best variant {leader}: {r.text()} of it)")
+    return (f"no measurable difference on TPOT (best variant {r.text()} of the baseline)",
+            f"no variant is measurably faster on TPOT (best: {leader} at {r.text()}, within the spread)")
+
+
+def _level(conc: int, stats: dict[str, PointStats], slo: Slo | None) -> LevelVerdict:
+    tpot, leader, tpot_r = _best(stats, "median_tpot_ms", lower_better=True)
+    thr, _, thr_r = _best(stats, "output_throughput", lower_better=False)
+    meets = [v for v, s in stats.items() if slo is not None and slo.given and _meets(s, slo)]
+    summary, kept = _tpot_words(tpot, leader, tpot_r)
     if thr is not None:
         summary += f"; {thr} has the highest throughput: {thr_r.text()}"  # type: ignore[union-attr]
-    elif thr_r is not None and thr_r.high < 1:
+    elif thr_r is not None and thr_r.high < 1 and not thr_r.one_sample:
         summary += f"; the baseline has the highest throughput (best variant {thr_r.text()})"
     elif thr_r is not None:
         summary += "; no measurable difference on throughput"
     accept = stats[tpot].accept_length if tpot else None
+    if slo is not None and slo.given:
+        winner, why = _slo_winner(meets, stats, slo)
+    elif tpot is not None:
+        winner, why = tpot, f"lowest TPOT, measurably: {tpot_r.text()} of the baseline"  # type: ignore[union-attr]
+        why += f", accept length {accept:.2f}" if accept else ""
+        why += "; also the highest throughput" if thr == tpot else (f"; {thr} has the highest throughput" if thr else "")
+    else:
+        winner, why = (BASELINE, kept) if tpot_r is not None else (None, summary)
     return LevelVerdict(concurrency=conc, tpot_winner=tpot, tpot_ratio=tpot_r, throughput_winner=thr,
-                        throughput_ratio=thr_r, accept_length=accept, meets_slo=meets, summary=summary)
+                        throughput_ratio=thr_r, accept_length=accept, meets_slo=meets, winner=winner, why=why,
+                        summary=summary)
+
+
+def _slo_winner(meets: list[str], stats: dict[str, PointStats], slo: Slo) -> tuple[str | None, str]:
+    if not meets:
+        return None, f"no variant meets {slo.text()} here"
+    throughput = {v: stats[v].metrics["output_throughput"].median if "output_throughput" in stats[v].metrics else 0.0
+                  for v in meets}
+    name = max(sorted(meets), key=lambda v: throughput[v])
+    return name, f"meets {slo.text()} with the most output throughput of those that do ({throughput[name]:.0f} tok/s)"
 
 
 def _overall_slo(levels: list[LevelVerdict], stats: list[PointStats], slo: Slo) -> tuple[str | None, str]:
@@ -190,36 +231,67 @@ def _overall_slo(levels: list[LevelVerdict], stats: list[PointStats], slo: Slo) 
                   "the most of the variants that meet it")
 
 
+MOST_LEVELS = ("the variant that wins the most concurrency levels on TPOT (measurably) is deployed; a tie goes to "
+               "the lower geometric-mean TPOT ratio over the levels won, then to the name that sorts first; "
+               "the baseline when no variant wins a level")
+
+
+def _mean_ratio(levels: list[LevelVerdict]) -> float:
+    ratios = [lv.tpot_ratio.value for lv in levels if lv.tpot_ratio]
+    return math.exp(sum(math.log(r) for r in ratios) / len(ratios)) if ratios else 1.0
+
+
 def _overall(levels: list[LevelVerdict]) -> tuple[str, str]:
     wins: dict[str, list[LevelVerdict]] = {}
     for lv in levels:
         if lv.tpot_winner:
             wins.setdefault(lv.tpot_winner, []).append(lv)
     if not wins:
+        if any(lv.tpot_ratio is not None and lv.tpot_ratio.one_sample for lv in levels):
+            return BASELINE, ("one sample per point: no spread, so no difference is called measurable; keep the "
+                              "baseline (run with --repeats 3 or more to measure the variants)")
         return BASELINE, "no MTP variant is measurably faster than the baseline at any concurrency (differences are " \
                          "within the spread of the repeats): keep the baseline"
-
-    def score(v: str) -> tuple[int, float]:
-        ratios = [lv.tpot_ratio.value for lv in wins[v] if lv.tpot_ratio]
-        return len(wins[v]), -sum(math.log(r) for r in ratios) / max(1, len(ratios))
-
-    name = max(wins, key=score)
+    ranked = sorted(wins, key=lambda v: (-len(wins[v]), _mean_ratio(wins[v]), v))
+    name = ranked[0]
     where = ", ".join(f"{lv.tpot_ratio.text()} at concurrency {lv.concurrency}" for lv in wins[name] if lv.tpot_ratio)
-    return name, f"{name} has the lowest TPOT measurably at {len(wins[name])} of {len(levels)} levels: {where}"
+    reason = f"{name} has the lowest TPOT measurably at {len(wins[name])} of {len(levels)} levels: {where}"
+    tied = [v for v in ranked[1:] if len(wins[v]) == len(wins[name])]
+    if tied:
+        means = ", ".join(f"{v} {_mean_ratio(wins[v]):.2f}×" for v in [name, *tied])
+        reason += (f"; tied on levels won with {', '.join(tied)}, broken by the lower geometric-mean TPOT ratio over "
+                   f"the levels each won ({means})")
+    return name, reason
 
 
-def decide(records: list[BenchRecord], gates: dict[str, GateResult], slo: Slo | None = None) -> Verdict:
+def _at_target(levels: list[LevelVerdict], target: int) -> tuple[str | None, str]:
+    level = next((lv for lv in levels if lv.concurrency == target), None)
+    if level is None:
+        return None, f"concurrency {target} (--target-concurrency) was not measured"
+    if level.winner is None:
+        return None, f"at the target concurrency {target}: {level.why}"
+    return level.winner, f"at the target concurrency {target}, {level.winner}: {level.why}"
+
+
+def decide(records: list[BenchRecord], gates: dict[str, GateResult], slo: Slo | None = None,
+           target: int | None = None) -> Verdict:
     stats = point_stats(records)
     excluded = {v: g.reason for v, g in gates.items() if g.passed is False}
     eligible = [s for s in stats if s.variant not in excluded]
     levels = []
     for conc in sorted({s.concurrency for s in eligible}):
         levels.append(_level(conc, {s.variant: s for s in eligible if s.concurrency == conc}, slo))
-    if slo is not None and slo.given:
+    if target is not None and levels:
+        rule = f"--target-concurrency {target}: the winner at concurrency {target} is deployed"
+        recommended, reason = _at_target(levels, target)
+    elif slo is not None and slo.given:
+        rule = (f"with an SLO ({slo.text()}): the variant that meets it at the highest concurrency is deployed, then "
+                "the one with the most output throughput there")
         recommended, reason = _overall_slo(levels, eligible, slo)
     else:
+        rule = MOST_LEVELS
         recommended, reason = _overall(levels) if levels else (None, "nothing was measured")
     if excluded:
         reason += "; excluded by the accuracy gate: " + "; ".join(f"{v}: {why}" for v, why in excluded.items())
     return Verdict(recommended=recommended, reason=reason, levels=levels, excluded=excluded, slo=slo,
-                   repeats=max((s.repeats for s in stats), default=1))
+                   repeats=max((s.repeats for s in stats), default=1), rule=rule, target_concurrency=target)
