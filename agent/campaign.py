@@ -24,7 +24,7 @@ from agent.live import LiveView
 from agent.runfolder import EXIT_CODES, RunFolder, RunFolderError
 from agent.record_source import LiveSource
 from agent.recorded_settings import CampaignError, missing_host_path, ssh_options_for
-from agent.reopen import complete_finish, locked_run, resume_settings
+from agent.reopen import complete_finish, gpus_now_differ, locked_run, planned_target_here, resume_settings
 from agent.runtime import Runtime
 from agent.steps.table import redone_by
 from agent.trace import TraceWriter
@@ -36,7 +36,10 @@ INSTALL_WAIT_S = 60.0  # an install in progress when Ctrl-C came is let finish (
 JOBS_WAIT_S = 15.0  # listing the jobs (over SSH, say) for the summary
 
 
-def _open_runtime(run: RunFolder, settings: Settings, goal: str, view: LiveView) -> Runtime:
+def _open_runtime(run: RunFolder, settings: Settings, goal: str, view: LiveView,
+                  resumed_with: dict | None = None) -> Runtime:
+    """The run's runtime; ``resumed_with`` (a resume's options) lets a run planned for a target's GPU count
+    use the GPUs found now (agent/reopen.py)."""
     from agent.preflight import check_gpus
     from tools.gpu_choice import GpuRequestError
     from tools.jobs.factory import make_executor
@@ -47,6 +50,8 @@ def _open_runtime(run: RunFolder, settings: Settings, goal: str, view: LiveView)
     try:
         executor = make_executor(settings.executor, run.jobs_dir, ssh_options=settings.ssh_options,
                                  nvidia_smi=settings.nvidia_smi)
+        if resumed_with is not None:
+            settings = planned_target_here(settings, executor, resumed_with)
         checked = check_gpus(settings, executor)  # a request that cannot be met is a usage error, before any step
     except (ToolError, GpuRequestError) as err:  # e.g. an executor that cannot re-attach to the run's jobs
         trace.close()
@@ -63,6 +68,8 @@ def _drive(rt: Runtime, thread_id: str, fresh: bool, watch: SignalWatch | None =
     from agent.graph import build_graph, recursion_limit
 
     conn, saver = open_checkpoints(rt.run.checkpoint_path)
+    if fresh:  # from nothing: a thread a resume on other GPUs starts afresh keeps no state of its own
+        saver.delete_thread(thread_id)
     graph = build_graph(rt, saver)
     config = {"configurable": {"thread_id": thread_id}, "recursion_limit": recursion_limit(rt.settings)}
     with watch or SignalWatch() as watch:
@@ -210,7 +217,9 @@ def resume(ref: str, runs_dir: str, overrides: dict, view: LiveView | None = Non
     if missing:
         run.unlock()
         raise CampaignError(missing)
-    rt = _open_runtime(run, settings, recorded["goal"], view)  # refuses a bad executor before any change
+    rt = _open_runtime(run, settings, recorded["goal"], view, overrides)  # refuses a bad executor before any change
+    settings = rt.settings
+    regpu = gpus_now_differ(run, rt.source.gpus_checked)
     if damaged:
         set_checkpoint_aside(run)
     if not started:  # the agent died after config.json, before its first event: the run starts over
@@ -231,7 +240,7 @@ def resume(ref: str, runs_dir: str, overrides: dict, view: LiveView | None = Non
     redone = run.forget_outcomes(redone_by(changed, jobs_elsewhere)) if result is not None else []
     dropped = rt.trace.dropped
     rt.trace.emit("run_resumed", "control", run=run.path.name, thread=thread, after=(result or {}).get("status"),
-                  rebuilt_checkpoint=damaged, changed={k: settings.public_dump()[k] for k in changed},
+                  rebuilt_checkpoint=damaged, gpus_changed=regpu, changed={k: settings.public_dump()[k] for k in changed},
                   previous={k: recorded["settings"].get(k) for k in changed}, retry_granted=retried,
                   **({"redone": redone} if redone else {}),
                   dropped_tail={"bytes": dropped.size, "lines": dropped.lines, "why": dropped.why} if dropped else None,
@@ -245,7 +254,10 @@ def resume(ref: str, runs_dir: str, overrides: dict, view: LiveView | None = Non
     if damaged:
         rt.say("[control] the damaged checkpoint was set aside: the run's progress is re-derived from its step "
                "outcomes and job ledgers (finished steps reused, running jobs re-attached)")
-    return _drive_and_let_go(rt, thread, result is not None or bool(damaged), view)
+    if regpu:
+        rt.say(f"[control] the GPUs differ from the last attempt's ({regpu}): planning again on them; finished "
+               "steps and tuned units are kept, unfinished tuning is handed to these GPUs")
+    return _drive_and_let_go(rt, thread, result is not None or bool(damaged or regpu), view)
 
 
 def _drive_and_let_go(rt: Runtime, thread_id: str, fresh: bool, view: LiveView) -> int:

@@ -42,11 +42,32 @@ def _execute(step: PlanStep, ctx: StepContext) -> StepOutcome:
         return StepOutcome(kind=step.kind, status="failed", reason="tool_error", summary=f"{step.kind}: {err}")
 
 
+def made_for_other_gpus(step: PlanStep, previous: StepOutcome, ctx: StepContext) -> str | None:
+    """Why a recorded outcome no longer fits the GPUs of this attempt (None: it fits). Scripts name their
+    GPUs and TP, so ``write_scripts`` is written again for other ones; finished GPU work (tuned units, measured
+    points) is never redone: those steps hand on what is left themselves."""
+    if step.kind != "write_scripts":
+        return None
+    from agent.steps.measure_plan import gpu_plan
+
+    base = (previous.data.get("variants") or {}).get("baseline") or {}
+    try:
+        gpus, tp, _ = gpu_plan(ctx)
+    except ToolError as err:
+        return str(err)
+    if (base.get("gpus"), base.get("tp")) == (gpus, tp):
+        return None
+    return f"written for GPUs {base.get('gpus')} with TP {base.get('tp')}, now GPUs {gpus} with TP {tp}"
+
+
 def run_step(rt: Runtime, step: PlanStep, ctx: StepContext) -> StepOutcome:
     previous = recorded_outcome(rt, step.kind)
-    if previous is not None and previous.status in REUSABLE:
+    stale = made_for_other_gpus(step, previous, ctx) if previous is not None and previous.status in REUSABLE else None
+    if previous is not None and previous.status in REUSABLE and stale is None:
         rt.trace.emit("progress", step.lane, message=f"{step.kind}: reusing recorded outcome ({previous.status})")
         return previous
+    if stale:
+        rt.trace.emit("progress", step.lane, message=f"{step.kind}: {stale}: written again")
     rt.trace.emit("tool_call", step.lane, tool=step.kind, args=step.params)
     started = time.monotonic()
     outcome = rt.source.step_outcome(rt.run, step, lambda: _execute(step, ctx))

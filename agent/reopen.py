@@ -71,3 +71,41 @@ def complete_finish(run: RunFolder, finished: dict, recorded: dict) -> dict:
         raise CampaignError(f"run {run.path.name} already finished (its result.json, lost in a crash, is written "
                             f"again); start a new run or inspect it with `dsv4-agent status {run.path}`")
     return run.result
+
+
+def planned_target_here(settings: Settings, executor, resumed_with: dict) -> Settings:
+    """A run planned where there was no GPU, for ``--target-gpus N``, resumed where jobs find GPUs: it uses
+    them (N of them, or those --gpus names now); another count is refused, naming the option that resolves it."""
+    from tools.gpu_choice import GpuRequestError
+
+    wanted = settings.target_gpus
+    if wanted is None or resumed_with.get("target_gpus") is not None:
+        return settings
+    found = executor.detect_gpus()
+    if not found.gpus:
+        return settings
+    if resumed_with.get("gpus") is None and settings.gpus is None and len(found.gpus) != wanted:
+        have = ", ".join(g.label() for g in found.gpus)
+        pick = ",".join(str(g.index) for g in found.gpus[:wanted])
+        raise GpuRequestError(f"the run was planned for {wanted} GPUs (--target-gpus {wanted}), and {len(found.gpus)} "
+                              f"are here ({have}); resume with --gpus naming the GPUs to use, e.g. --gpus {pick}")
+    return settings.model_copy(update={"target_gpus": None})
+
+
+def gpus_now_differ(run: RunFolder, checked) -> str | None:
+    """How the GPUs chosen now (and their TP) differ from what the run's last preflight found, or None."""
+    if checked is None or not (run.path / "preflight.json").exists():
+        return None
+    try:
+        before = run.read_json("preflight.json")
+        was = ([g["index"] for g in before.get("gpus") or []], (before.get("gpu_plan") or {}).get("tp"))
+    except (ValueError, TypeError, KeyError, AttributeError):
+        return None
+    now = ([g.index for g in checked.gpus], checked.tp)
+    if was == now:
+        return None
+
+    def shown(gpus: list[int], tp: int | None) -> str:
+        return f"{'GPUs ' + ','.join(map(str, gpus)) if gpus else 'no GPU'} with TP {tp}"
+
+    return f"{shown(*was)} then, {shown(*now)} now"

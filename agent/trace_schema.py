@@ -60,6 +60,8 @@ class RunResumed(Envelope):
                                                                 "from (this host's paths) changed")
     dropped_tail: DroppedTail | None = Field(None, description="What a crash left at the trace's end, cut off")
     seq_gaps: list[str] = Field(default_factory=list, description="Sequence gaps found in the trace, described")
+    gpus_changed: str | None = Field(None, description="How the GPUs (and TP) chosen now differ from the last "
+                                     "attempt's: this attempt planned again on them, from the start")
     rebuilt_checkpoint: str | None = Field(None, description="Why the checkpoint was set aside (resume "
                                            "--rebuild-checkpoint): this attempt started the graph afresh")
 

@@ -11,6 +11,7 @@ import fcntl
 import json
 import os
 import select
+import shutil
 import signal
 import subprocess
 import termios
@@ -25,6 +26,7 @@ from tests.campaign_fixtures import campaign_args, campaign_env
 from tests.cli_helpers import AGENT, clean_env, only_run, run_cli, start_agent, wait_for
 from tests.conftest import missing
 from tests.slowdown import limit
+from tools.jobs.processes import processes_of_job
 
 GOAL = "tune kernels"
 
@@ -256,3 +258,27 @@ def test_a_full_disk_ends_the_run_in_one_line_and_resume_and_replay_are_exact(tm
     assert sum(n > 1 for n in calls.values()) <= 2  # at most the unit each GPU was in when the disk filled
     report = replay_run(run)
     assert report.exit_code == EXIT_REPRODUCED, report.render()
+
+
+def test_a_job_whose_folder_was_deleted_while_it_ran_is_found_and_never_started_twice(tmp_path, sglang_wheel_root):
+    env = campaign_env(tmp_path, unit_s=1.0)
+    proc = start_agent(*campaign_args(tmp_path, sglang_wheel_root, GOAL), cwd=tmp_path, env=env)
+    wait_for(lambda: (tmp_path / "runs").exists() and list((tmp_path / "runs").glob("*/jobs/tune-gpu1/wrapper.json")),
+             120, "the tuning jobs to run")
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=limit(10))
+    run = only_run(tmp_path)
+    group = json.loads((run / "jobs" / "tune-gpu0" / "wrapper.json").read_text())["child_pgid"]
+    shutil.rmtree(run / "jobs" / "tune-gpu0")  # its tuner runs on, with no ledger left
+
+    refused = run_cli("resume", str(run), cwd=tmp_path, env=env)
+    assert refused.returncode == 1, refused.stdout + refused.stderr
+    summary = json.loads((run / "steps" / "tune_kernels.json").read_text())["summary"]
+    assert "tune-gpu0" in summary and str(group) in summary and "not started a second time" in summary
+    assert not (run / "jobs" / "tune-gpu0").exists()  # nothing launched for it
+    wait_for(lambda: not processes_of_job(run / "jobs" / "tune-gpu0"), 240, "the orphaned tuner to end")
+
+    done = run_cli("resume", str(run), cwd=tmp_path, env=campaign_env(tmp_path, unit_s=0.05))
+    assert done.returncode == 0, done.stdout + done.stderr
+    calls = Counter((tmp_path / "tune_calls.txt").read_text().splitlines())
+    assert max(calls.values()) == 1  # every unit tuned once: the orphan's saved units were kept, none ran twice

@@ -13,14 +13,15 @@ from agent.commands.options import OPTIONS, flag_names, pick, with_options
 
 RUN_OPTIONS = list(OPTIONS.values())
 RESUME_OPTIONS = pick(
-    "sglang_python", "sglang_src", "model_path", "tokenizer", "accuracy_data", "executor", "ssh_options", "nvidia_smi", "gpus",
-    "allow_busy_gpus", "max_llm_steps", "llm_max_tokens", "llm_max_seconds",
+    "sglang_python", "sglang_src", "model_path", "tokenizer", "accuracy_data", "executor", "ssh_options", "nvidia_smi",
+    "gpus", "tp", "allow_busy_gpus", "max_llm_steps", "llm_max_tokens", "llm_max_seconds",
     sglang_python="Interpreter with SGLang on this host.", sglang_src="SGLang checkout on this host.",
     model_path="Local checkpoint folder on this host.", tokenizer="Local tokenizer on this host.",
     accuracy_data="GSM8K test.jsonl on this host.",
     executor="Where to run the GPU steps now (a run whose jobs already ran keeps its executor).",
     ssh_options="ssh argument for an ssh:// executor (repeat); the run folder's own are never used.",
-    gpus="GPU indices to use on this host.",
+    gpus="GPU indices to use on this host: servers, TP and unfinished tuning follow them.",
+    tp="Tensor-parallel size of the servers on the GPUs used now [their number].",
     max_llm_steps="LLM budget in model turns, counting the recorded ones (after budget_exhausted).")
 
 Goal = Annotated[str, typer.Argument(metavar="GOAL", help="What to do, in words: tune kernels, enable MTP, "

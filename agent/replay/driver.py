@@ -173,14 +173,14 @@ def _open_attempt(rt: Runtime, recording: Recording, attempt: Attempt) -> tuple[
         (rt.run.path / "result.json").replace(rt.run.path / f"result.attempt-{len(earlier) + 1}.json")
     thread = f"attempt-{len(earlier) + 1 + (result is not None)}"
     served = {k: opening[k] for k in ("changed", "previous", "retry_granted", "redone", "dropped_tail", "seq_gaps",
-                                      "rebuilt_checkpoint") if k in opening}
+                                      "rebuilt_checkpoint", "gpus_changed") if k in opening}
     rt.settings = _with_changes(rt.settings, served.get("changed") or {})
     rt.run.forget_outcomes(served.get("redone") or [])  # as the recorded resume did: those steps run again
     if served.get("rebuilt_checkpoint"):  # as the recorded resume did: the graph starts afresh
         set_checkpoint_aside(rt.run)
     rt.trace.emit("run_resumed", "control", run=rt.run.path.name, thread=thread,
                   after=(result or {}).get("status"), **served)
-    return thread, result is not None or bool(served.get("rebuilt_checkpoint"))
+    return thread, result is not None or bool(served.get("rebuilt_checkpoint") or served.get("gpus_changed"))
 
 
 def _with_changes(settings: Settings, changed: dict) -> Settings:

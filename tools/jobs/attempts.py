@@ -12,6 +12,9 @@ Rules, applied to the chain ``base, base-a2, base-a3, ...`` as the ledger has it
 - failed, lost and timed-out attempts are retried, at most ``MAX_ATTEMPTS`` of them in a row;
 - a stopped attempt (someone ran ``jobs --stop``) is retried only on request, unless the caller
   stops such jobs itself as routine (servers);
+- an ended, unsuccessful attempt whose identity differs from the one asked now (the plan changed:
+  other GPUs, another TP) is superseded and skipped; a running or succeeded one is refused, the
+  message naming what differs and the option that resolves it;
 - a request (``retry.json`` in the attempt's folder, written by ``jobs --retry JOB`` or
   ``resume --retry-failed``) makes the attempt's failure not count: a fresh budget follows it.
 
@@ -87,9 +90,12 @@ def next_attempt(executor: Executor, base: str, identity: dict | None = None, *,
         state = _known(executor, key)
         if state is None:
             return _new(key, number, earlier, failures, max_attempts)
-        if identity is not None and _identity(executor, key) not in (None, json.loads(json.dumps(identity))):
-            raise ToolError(f"job {key!r} in this run's ledger does a different job than the one asked for now "
-                            "(its identity differs: the plan changed since it ran); start a new run")
+        recorded, wanted = _identity(executor, key), json.loads(json.dumps(identity))
+        if identity is not None and recorded not in (None, wanted):
+            if state.done and state.status != "succeeded":
+                failures = 0  # an unfinished attempt at what the plan asked before (other GPUs): superseded
+                continue
+            raise ToolError(different_job(key, state, recorded, wanted))
         if not state.done:
             return Attempt("attach", key, number, earlier)
         if state.status == "succeeded" and (is_done is None or is_done(state)):
@@ -104,6 +110,24 @@ def next_attempt(executor: Executor, base: str, identity: dict | None = None, *,
         failures = 0 if granted else failures + (state.status in FAILED)
         earlier.append(state)
     raise ToolError(f"999 attempts of job {base!r} in this run; start a new run")
+
+
+def different_job(key: str, state: JobState, recorded: dict, wanted: dict) -> str:
+    """Why the ledger's job ``key`` cannot be taken for the one asked now, and the options that resolve it."""
+    fields = sorted(k for k in {*recorded, *wanted} if recorded.get(k) != wanted.get(k))
+    differs = "; ".join(f"{k}: {_shown(recorded.get(k))} then, {_shown(wanted.get(k))} now" for k in fields)
+    what = "is running" if not state.done else "finished its work"
+    fix = "start a new run for the new setup"
+    if "gpus" in fields and isinstance(recorded.get("gpus"), list):
+        fix = (f"resume with --gpus {','.join(map(str, recorded['gpus']))} to go on with the GPUs it used, or " + fix)
+    if not state.done:
+        fix = f"stop it with `dsv4-agent jobs RUN --stop {key}`, " + fix
+    return f"job {key!r} of this run {what} as another job than the one asked for now ({differs}); {fix}"
+
+
+def _shown(value: object) -> str:
+    return ",".join(map(str, value)) if isinstance(value, list) and all(isinstance(v, int) for v in value) else \
+        json.dumps(value)
 
 
 def _new(key: str, number: int, earlier: list[JobState], failures: int, max_attempts: int) -> Attempt:

@@ -65,6 +65,8 @@ class LocalExecutor(SameHostDefaults):
                 state = self.poll(spec.key)
                 state.attached = True
                 return state
+        if recorded is None:
+            self._refuse_if_still_running(spec.key, folder)
         folder.mkdir(parents=True, exist_ok=True)
         job = spec.model_dump()
         job["env"] = spec.child_env()
@@ -72,6 +74,7 @@ class LocalExecutor(SameHostDefaults):
         job["token"] = secrets.token_hex(16)  # the proof a process is this job's (tools/jobs/processes.py)
         write_json(folder / "job.json", job)  # intent first: a crash after this never double-launches
         env = child_env({processes.TOKEN_VARIABLE: job["token"]}, base=self.base_env)
+        env[processes.JOB_DIR_ENV] = str(folder.resolve())  # finds the job's processes if its folder is lost
         try:
             with open(folder / "wrapper.err", "ab") as wrapper_err:  # the wrapper keeps its own copy of the fd
                 proc = subprocess.Popen(
@@ -86,6 +89,18 @@ class LocalExecutor(SameHostDefaults):
                                              "launched_at": time.time()})
         self._await_wrapper(folder)
         return self.poll(spec.key)
+
+    @staticmethod
+    def _refuse_if_still_running(key: str, folder: Path) -> None:
+        """A key with no ledger may still have processes: its folder was deleted while it ran."""
+        pids = processes.processes_of_job(folder)
+        if not pids:
+            return
+        groups = sorted({g for g in map(processes.process_group, pids) if g is not None})
+        raise ToolError(f"job {key!r} has no ledger ({folder} is gone) but its processes still run (pids "
+                        f"{', '.join(map(str, pids))}; process group{'s' if len(groups) > 1 else ''} {', '.join(map(str, groups))}); it is not "
+                        f"started a second time beside them: wait for them to end, or stop them with "
+                        f"`kill -TERM -- -{groups[0] if groups else pids[0]}`, then resume")
 
     def _never_started(self, folder: Path, recorded: dict) -> bool:
         """True only when an intent was written but no process was ever started for it."""

@@ -136,3 +136,25 @@ def group_listens(pgid, recorded_start, port, token=None):
             except OSError:
                 continue
     return False
+
+
+JOB_DIR_ENV = "DSV4_JOB_DIR"  # set by the executor for the wrapper, and so for the job's leader and command
+
+
+def processes_of_job(job_dir):
+    """Pids of processes started for the job whose ledger folder is ``job_dir`` (the wrapper, the job's
+    leader and its command carry ``DSV4_JOB_DIR`` in their environment): what still runs of a job whose
+    folder was deleted, so that it is never started a second time beside itself."""
+    wanted = ("%s=%s" % (JOB_DIR_ENV, os.path.abspath(str(job_dir)))).encode() + b"\0"
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            with open("/proc/%s/environ" % name, "rb") as f:
+                environ = f.read(_MAX_ENVIRON) + b"\0"
+        except OSError:
+            continue
+        if (b"\0" + environ).find(b"\0" + wanted) >= 0 and start_time(name) is not None:
+            found.append(int(name))
+    return sorted(found)

@@ -43,6 +43,7 @@ from tools.tuning.outcome import TUNING_DIR, Recorder, TuneKernelsArgs, TuningOu
 from tools.tuning.plan import make_units, plan_units
 from tools.tuning.prepare import PrepareTuningArgs, TuningPreparation, TuningReason, prepare_tuning
 from tools.tuning.render import render_tuning, shellcheck
+from tools.tuning.rounds import choose_round
 from tools.tuning.script import find_script, introspect_script
 from tools.tuning.tune_gpus import finish_interrupted_install, run_on_gpus
 from tools.child_env import child_env
@@ -172,8 +173,19 @@ def _write_scripts(args: TuneKernelsArgs, executor: Executor, run_dir: Path, rec
     """Plan the units over the GPUs and write the per-GPU scripts; with GPUs, run them (``shown``:
     the run folder as the user named it, for the commands in the summary)."""
     units = make_units(prep.to_tune, args.batch_sizes)
-    plan = plan_units(units, gpu_list)
-    plan_lines = [f"{len(units)} units over GPUs {gpu_list}; estimated makespan/lower bound {plan.ratio:.2f}"]
+    plan, number = plan_units(units, gpu_list), 1
+    if args.gpus and args.start_jobs:  # a resume on other GPUs hands the units left on (tools/tuning/rounds.py)
+        (run_dir / TUNING_DIR).mkdir(parents=True, exist_ok=True)
+        try:
+            chosen = choose_round(executor, run_dir / TUNING_DIR, units, gpu_list, executor.stop)
+        except ToolError as err:
+            return outcome("failed", "tuning_jobs_failed", str(err), prep, artifacts, **discovery)
+        plan, number = chosen.plan, chosen.number
+        if chosen.note:
+            rec.emit("progress", message=f"tuning: {chosen.note}")
+    plan_lines = [f"{plan.total_units} units over GPUs {[w.gpu for w in plan.per_gpu]}"
+                  + (f" (round {number}: {len(units) - plan.total_units} tuned before)" if number > 1 else "")
+                  + f"; estimated makespan/lower bound {plan.ratio:.2f}"]
     plan_lines += [f"GPU {w.gpu}: {len(w.units)} units, cost {w.est_cost:.1f}: " + " ".join(u.id for u in w.units)
                    for w in plan.per_gpu]
     rec.write_artifact(f"{TUNING_DIR}/plan.txt", "\n".join(prep.derivation + [""] + plan_lines) + "\n")
@@ -203,4 +215,4 @@ def _write_scripts(args: TuneKernelsArgs, executor: Executor, run_dir: Path, rec
         return outcome("planned", "no_gpu" if not args.gpus else "plan_only", f"{_waits(args)}: {len(units)} tuning units for {len(gpu_list)} GPUs written "
                                             f"to {TUNING_DIR}/ ({rendered.mode} mode). On the GPU host run, one per GPU "
                                             f"in parallel: {cap_lines([runs], 1, 600).text}", prep, artifacts, **data)
-    return run_on_gpus(args, executor, run_dir, rec, prep, plan, rendered, units, artifacts, data)
+    return run_on_gpus(args, executor, run_dir, rec, prep, plan, rendered, units, artifacts, data, number)

@@ -17,6 +17,7 @@ from tools.tuning.plan import TuningPlan, Unit
 from tools.tuning.prepare import TuningPreparation
 from tools.tuning.remote_install import HOST_SCRIPT, install_on_host
 from tools.tuning.render import RenderedTuning
+from tools.tuning.rounds import round_key
 
 
 def _is_our_corpus(root: str | None) -> bool:
@@ -66,22 +67,22 @@ def finish_interrupted_install(args: TuneKernelsArgs, executor: Executor, run_di
     return f"finished the install a crash had interrupted ({len(merged)} configs)"
 
 
-def _fanout_jobs(run_dir: Path, plan: TuningPlan, rendered: RenderedTuning) -> list[FanoutJob]:
+def _fanout_jobs(run_dir: Path, plan: TuningPlan, rendered: RenderedTuning, round_number: int) -> list[FanoutJob]:
     jobs = []
     for work in plan.per_gpu:
         by_shape: dict[str, list[int]] = {}
         for unit in work.units:
             by_shape.setdefault(f"{unit.n},{unit.k}", []).append(unit.m)
-        jobs.append(FanoutJob(gpu=work.gpu, key=f"tune-gpu{work.gpu}", argv=["bash", str(run_dir / rendered.scripts[work.gpu])],
+        jobs.append(FanoutJob(gpu=work.gpu, key=round_key(round_number, work.gpu), argv=["bash", str(run_dir / rendered.scripts[work.gpu])],
                               cwd=str(run_dir / TUNING_DIR), unit_ids=[u.id for u in work.units], units_by_shape=by_shape))
     return jobs
 
 
 def run_on_gpus(args: TuneKernelsArgs, executor: Executor, run_dir: Path, rec: Recorder, prep: TuningPreparation,
                 plan: TuningPlan, rendered: RenderedTuning, units: list[Unit], artifacts: list[str],
-                data: dict[str, Any]) -> TuningOutcome:
+                data: dict[str, Any], round_number: int = 1) -> TuningOutcome:
     tuning_dir = run_dir / TUNING_DIR
-    jobs = _fanout_jobs(run_dir, plan, rendered)
+    jobs = _fanout_jobs(run_dir, plan, rendered, round_number)
     result = run_fanout(executor, jobs, lambda kind, payload: rec.emit(kind, **payload), poll_s=args.poll_s,
                         timeout_s=args.timeout_s)
     data["jobs"] = [j.model_dump() for j in result.jobs]
