@@ -245,7 +245,14 @@ def resume(ref: str, runs_dir: str, overrides: dict, view: LiveView | None = Non
                   **({"redone": redone} if redone else {}),
                   dropped_tail={"bytes": dropped.size, "lines": dropped.lines, "why": dropped.why} if dropped else None,
                   seq_gaps=[g.describe() for g in rt.trace.gaps])
-    rt.say(f"[control] resuming {run.path}")
+    _say_how_it_resumes(rt, changed, redone, damaged, regpu)
+    return _drive_and_let_go(rt, thread, result is not None or bool(damaged or regpu), view)
+
+
+def _say_how_it_resumes(rt: Runtime, changed: list[str], redone: list[str], damaged: str | None,
+                        regpu: str | None) -> None:
+    dropped = rt.trace.dropped
+    rt.say(f"[control] resuming {rt.run.path}")
     if redone:
         rt.say(f"[control] running again with this host's paths ({', '.join(changed)} changed): {', '.join(redone)}")
     for problem in ([f"cut off what the crash left at the end of the trace: {dropped.describe()}"] if dropped else []) \
@@ -257,7 +264,6 @@ def resume(ref: str, runs_dir: str, overrides: dict, view: LiveView | None = Non
     if regpu:
         rt.say(f"[control] the GPUs differ from the last attempt's ({regpu}): planning again on them; finished "
                "steps and tuned units are kept, unfinished tuning is handed to these GPUs")
-    return _drive_and_let_go(rt, thread, result is not None or bool(damaged or regpu), view)
 
 
 def _drive_and_let_go(rt: Runtime, thread_id: str, fresh: bool, view: LiveView) -> int:
