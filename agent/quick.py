@@ -1,6 +1,6 @@
 """Answers to the questions that only read, imported by the console script before anything else.
 
-``--version``, ``-h``/``--help`` of the tool, ``status RUN``, ``runs`` and ``jobs RUN`` (the
+``--version``/``-V``, ``-h``/``--help`` of the tool, ``status RUN``, ``runs`` and ``jobs RUN`` (the
 listing) are asked far more often than campaigns are run, and the command-line framework alone
 costs more to import than they cost to answer. Here they are parsed by hand, for exactly the
 forms listed in ``READERS``; anything else returns None and the whole command line
@@ -36,7 +36,7 @@ def answer(argv: list[str]) -> int | None:
     if COMPLETION_ENV in os.environ:
         return None
     try:
-        if argv == ["--version"]:
+        if argv in (["--version"], ["-V"]):
             print(f"{PROG} {__version__}", flush=True)
             return 0
         if argv in (["-h"], ["--help"]):
@@ -128,7 +128,8 @@ def _runs(_pos: list[str], opts: dict) -> None:
     from pathlib import Path
 
     from agent.run_list import list_runs
-    from agent.terminal import echo, one_line
+    from agent.run_status import render_runs
+    from agent.terminal import echo
 
     folder = Path(opts.get("--runs-dir", "runs"))
     if not folder.is_dir():
@@ -137,15 +138,12 @@ def _runs(_pos: list[str], opts: dict) -> None:
     if opts.get("--json"):
         _print_json([e.data() for e in entries])
         return
-    for e in entries:
-        echo(f"{e.name}  {e.status:<16} {one_line(e.goal)}")
-    if not entries:
-        echo(f"no runs in {folder}")
+    echo(render_runs(entries) if entries else f"no runs in {folder}")
 
 
 def _jobs(pos: list[str], opts: dict) -> None:
     from agent.recorded_settings import CampaignError, ssh_options_for
-    from agent.run_status import job_data, render_jobs
+    from agent.run_status import jobs_data, render_jobs
     from agent.terminal import echo
     from tools.base import ToolError
     from tools.jobs.factory import make_executor
@@ -159,7 +157,7 @@ def _jobs(pos: list[str], opts: dict) -> None:
     except (ToolError, CampaignError) as err:
         raise Refused(str(err)) from None
     if opts.get("--json"):
-        _print_json([job_data(j) for j in found])
+        _print_json(jobs_data(found))
     else:
         echo(render_jobs(found))
 

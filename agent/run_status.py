@@ -46,16 +46,37 @@ def job_data(job: JobState, now: float | None = None) -> dict:
     return {**job.model_dump(mode="json"), "elapsed_s": round(took, 3) if took is not None else None}
 
 
+def in_time_order(jobs: list[JobState]) -> list[JobState]:
+    """The order the jobs were launched in (one never launched last), as the live view showed them."""
+    return sorted(jobs, key=lambda j: (j.launched_at is None, j.launched_at or 0.0, j.key))
+
+
+def jobs_data(jobs: list[JobState]) -> list[dict]:
+    return [job_data(j) for j in in_time_order(jobs)]
+
+
 def render_jobs(jobs: list[JobState]) -> str:
     if not jobs:
         return "no jobs in this run"
     rows = []
-    for data in (job_data(j) for j in jobs):
-        took = data["elapsed_s"]
-        rows.append([data["key"], data["kind"], data["status"],
-                     gpu_list(data["gpus"]),
+    for data in jobs_data(jobs):
+        took, at = data["elapsed_s"], data["launched_at"]
+        rows.append([data["key"], data["kind"], data["status"], gpu_list(data["gpus"]),
+                     time.strftime("%H:%M:%S", time.gmtime(at)) if at else "-",
                      f"{took:.1f}s" if took is not None else "-", data["reason"] or ""])
-    return _table(rows, ["job", "kind", "status", "gpus", "time", "note"], wrap_last=True)
+    return _table(rows, ["job", "kind", "status", "gpus", "started (UTC)", "time", "note"], wrap_last=True)
+
+
+def render_runs(entries: list) -> str:
+    """``runs``: one line per run (agent/run_list.py's entries, newest last) under a header."""
+    rows = [[e.name, e.status, e.goal or ""] for e in entries]
+    return _table(rows, ["run", "status", "goal"], wrap_last=True)
+
+
+def verdict_line(verdict: dict) -> str:
+    """The decision as the campaign's last lines say it: ``deploy X: why`` or ``no recommendation: why``."""
+    rec = verdict.get("recommended")
+    return f"{'deploy ' + rec if rec else 'no recommendation'}: {verdict.get('reason')}"
 
 
 def status_data(run: RunFolder) -> dict:
@@ -92,6 +113,10 @@ def render_status(run: RunFolder) -> str:
              else "result: (not finished)"]
     if result and result.get("next"):
         lines.append(f"next:   {printable(result['next'])}")
+    if result and isinstance(result.get("verdict"), dict):
+        lines.append(f"verdict: {printable(verdict_line(result['verdict']))}")
+    if result and result.get("report"):
+        lines.append(f"report: {printable(result['report'])}")
     if data["steps"]:
         rows = [[s["kind"], s["lane"], s["status"], s["summary"]] for s in data["steps"]]
         lines += ["", _table(rows, ["step", "lane", "status", "summary"], wrap_last=True)]

@@ -15,7 +15,7 @@ from tests.slowdown import limit
 
 GOLDEN = Path(__file__).parent / "golden" / "playbook-mtp-tune"
 WHOLE = [sys.executable, "-c", "import sys; from agent.commands.main import main; sys.argv[0] = 'dsv4-agent'; main()"]
-FORMS = [["--version"], ["-h"], ["--help"], ["status", "golden"], ["status", "golden", "--json"],
+FORMS = [["--version"], ["-V"], ["-h"], ["--help"], ["status", "golden"], ["status", "golden", "--json"],
          ["status", "--runs-dir=runs", "latest"], ["runs"], ["runs", "--json"], ["jobs", "golden"],
          ["jobs", "golden", "--json"], ["status", "ghost"], ["jobs", "ghost", "--runs-dir", "runs"],
          ["runs", "--runs-dir", "nowhere"]]

@@ -17,6 +17,7 @@ import typer
 from typer import Abort
 from typer.core import TyperCommand, TyperGroup
 
+from agent.commands.examples import format_examples
 from agent.commands.typer_internals import ClickException, NoArgsIsHelpError, UsageError, plain_bool_flags
 from agent.secrets import redact_text
 from agent.terminal import printable
@@ -137,6 +138,10 @@ class Command(TyperCommand):
     def format_options(self, ctx, formatter) -> None:
         _format_panels(self, ctx, formatter)
 
+    def format_epilog(self, ctx, formatter) -> None:
+        super().format_epilog(ctx, formatter)
+        format_examples(ctx, formatter, PROG)
+
     def collect_usage_pieces(self, ctx) -> list[str]:
         return _usage_pieces(self, ctx)
 
@@ -191,16 +196,28 @@ class Group(TyperGroup):
     def format_options(self, ctx, formatter) -> None:
         _format_panels(self, ctx, formatter)
         panels: dict[str, list[tuple[str, str]]] = {}
-        width = formatter.width - 6 - max((len(n) for n in self.commands), default=0)
         for name in self.list_commands(ctx):
             cmd = self.get_command(ctx, name)
             if cmd is None or cmd.hidden:
                 continue
             panel = getattr(cmd, "rich_help_panel", None) or "Commands"
-            panels.setdefault(panel, []).append((name, cmd.get_short_help_str(width)))
+            panels.setdefault(panel, []).append((name, _description(cmd)))
         for title, rows in panels.items():
             with formatter.section(title):
                 formatter.write_dl(rows)
+
+    def format_epilog(self, ctx, formatter) -> None:
+        super().format_epilog(ctx, formatter)
+        format_examples(ctx, formatter, PROG)
+
+
+def _description(cmd) -> str:
+    """A command's first sentence, whole (wrapped by the list, never cut short with '...'); its -h has the rest."""
+    text = " ".join((cmd.short_help or (cmd.help or "").split("\n\n", 1)[0]).split())
+    return _SENTENCE_END.split(text, 1)[0]
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])(?<!e\.g\.)(?<!i\.e\.)\s+(?=[A-Z`])")
 
 
 def sub_app(help: str) -> typer.Typer:
@@ -212,6 +229,19 @@ def sub_app(help: str) -> typer.Typer:
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 # Arguments and options several commands share.
-RunRef = Annotated[str, typer.Argument(metavar="RUN", help="Run folder path, its name under --runs-dir, or 'latest'.")]
+def complete_run(ctx, incomplete: str) -> list[str]:
+    """Shell completion of RUN: 'latest' and the run folders' names under --runs-dir (newest first)."""
+    from pathlib import Path
+
+    folder = Path(ctx.params.get("runs_dir") or "runs")
+    try:
+        names = sorted((p.name for p in folder.iterdir() if p.is_dir()), reverse=True)
+    except OSError:
+        names = []
+    return [name for name in ["latest", *names] if name.startswith(incomplete)]
+
+
+RunRef = Annotated[str, typer.Argument(metavar="RUN", help="Run folder path, its name under --runs-dir, or 'latest'.",
+                                       autocompletion=complete_run)]
 RunsDir = Annotated[str, typer.Option("--runs-dir", metavar="DIR", help="Folder holding run folders.")]
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print the result as JSON (schema in docs/).")]

@@ -84,7 +84,7 @@ app = typer.Typer(
 
 
 @app.callback()
-def _root(version: Annotated[bool, typer.Option("--version", is_eager=True, callback=_show_version,
+def _root(version: Annotated[bool, typer.Option("--version", "-V", is_eager=True, callback=_show_version,
                                                 help="Print dsv4-agent's version and exit.")] = False) -> None:
     pass
 

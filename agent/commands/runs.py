@@ -21,7 +21,7 @@ def _find(run: str, runs_dir: str):
 
 
 def status(run: RunRef, runs_dir: RunsDir = "runs", as_json: JsonFlag = False) -> None:
-    """Show a run: its goal, plan steps with their full outcomes, and result."""
+    """Show a run: its goal, result, verdict and report, and its plan steps with their full outcomes."""
     from agent.run_status import render_status, status_data
 
     folder = _find(run, runs_dir)
@@ -50,7 +50,7 @@ def jobs(run: RunRef, logs: Logs = None, stop: Stop = None, retry: Retry = None,
     Only jobs in this run's ledger can be stopped, and only through the process identity it recorded.
     """
     from agent.campaign import CampaignError, ssh_options_for
-    from agent.run_status import job_data, render_jobs
+    from agent.run_status import job_data, jobs_data, render_jobs
     from tools.base import ToolError
     from tools.jobs.factory import make_executor
 
@@ -81,7 +81,7 @@ def jobs(run: RunRef, logs: Logs = None, stop: Stop = None, retry: Retry = None,
     except (ToolError, CampaignError) as err:
         fail(str(err))
     if as_json:
-        print_json([job_data(j) for j in found])
+        print_json(jobs_data(found))
     else:
         echo(render_jobs(found))
 
@@ -114,7 +114,7 @@ def runs(runs_dir: RunsDir = "runs", clean: Clean = False, older_than: OlderThan
     from pathlib import Path
 
     from agent.run_list import clean_runs, list_runs, parse_age
-    from agent.run_status import printable
+    from agent.run_status import render_runs
 
     folder = Path(runs_dir)
     if not folder.is_dir():
@@ -124,10 +124,7 @@ def runs(runs_dir: RunsDir = "runs", clean: Clean = False, older_than: OlderThan
         if as_json:
             print_json([e.data() for e in entries])
             return
-        for e in entries:
-            echo(f"{e.name}  {e.status:<16} {printable(e.goal)}")
-        if not entries:
-            echo(f"no runs in {folder}")
+        echo(render_runs(entries) if entries else f"no runs in {folder}")
         return
     try:
         age = parse_age(older_than)
