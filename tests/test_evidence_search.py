@@ -1,4 +1,6 @@
 """search(): which hits survive a max_hits cut is fixed (first by path, then line), whichever engine runs.
+Path order is the order of a walk that visits each folder's entries by name (``rg --sort path``):
+``pkg/b.py`` before ``pkg-x.py``, though ``-`` sorts before ``/`` as a string.
 
 Real ripgrep (the ``rg`` of the ripgrep wheel) over a real temporary tree; rg walks it with
 several threads, so the arrival order of hits varies between runs while the result must not.
@@ -10,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import require_binary
-from tools.source.search import SearchArgs, find_rg, search
+from tools.source.search import SearchArgs, find_rg, path_order, search
 
 # names where the order of a directory walk and the order of path strings disagree:
 # "pkg/b.py" comes after "pkg.py" and "pkg-x.py" as strings ('.' and '-' sort before '/') but a walk
-# visits the folder "pkg" before either; "pkg0.py" sorts after "pkg/..." as a string.
+# visits the folder "pkg" before either; the walk's order is the one kept.
 TRICKY = ["pkg.py", "pkg-x.py", "pkg0.py", "pkg/b.py", "pkg/a/z.py", "pkg a.py", "Pkg.py", "é.py", ".hidden/h.py"]
 
 
@@ -34,12 +36,21 @@ def _keys(result) -> list[tuple[str, int]]:
     return [(h.path, h.line) for h in result.hits]
 
 
+def _walked(keys: list[tuple[str, int]]) -> list[tuple[str, int]]:
+    return sorted(keys, key=lambda k: (path_order(k[0]), k[1]))
+
+
+def test_path_order_is_a_walks_not_a_strings():
+    assert sorted(["pkg.py", "pkg/b.py", "pkg-x.py", "pkg0.py", "pkg a.py"], key=path_order) == \
+        ["pkg/b.py", "pkg a.py", "pkg-x.py", "pkg.py", "pkg0.py"]
+
+
 @pytest.mark.parametrize("max_hits", [1, 5, 37, 250])
 def test_cut_keeps_the_first_hits_by_path_then_line(tree, max_hits):
     require_binary(find_rg() or "rg")
     full = search(SearchArgs(pattern="needle", root=str(tree), max_hits=5000))
-    assert not full.truncated and len(full.hits) > 500  # 250 spans several of the re-collection chunks
-    expected = sorted(_keys(full))[:max_hits]
+    assert not full.truncated and len(full.hits) > 500
+    expected = _walked(_keys(full))[:max_hits]
     assert _keys(full)[:max_hits] == expected
     for _ in range(4):  # parallel walks: repeat to give a nondeterministic cut a chance to show
         cut = search(SearchArgs(pattern="needle", root=str(tree), max_hits=max_hits))
@@ -55,7 +66,7 @@ def test_files_only_cut_is_by_path_and_engines_agree(tree):
     everything = search(SearchArgs(pattern="needle", root=str(tree), files_only=True, max_hits=5000))
     assert len(everything.hits) == len(TRICKY) + 180
     assert {"pkg/b.py", "é.py", ".hidden/h.py", "pkg a.py"} <= {h.path for h in everything.hits}
-    names = sorted(h.path for h in everything.hits)
+    names = sorted((h.path for h in everything.hits), key=path_order)
     for _ in range(3):
         cut = search(SearchArgs(pattern="needle", root=str(tree), files_only=True, max_hits=6))
         assert cut.truncated and [h.path for h in cut.hits] == names[:6]

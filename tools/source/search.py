@@ -62,11 +62,12 @@ def find_rg() -> str | None:
 # Plain output, one line per hit: ``path\0line:text``. Cheaper to read than ``--json`` (a quarter
 # of the bytes, no JSON decoding) and the NUL keeps paths with ``:`` unambiguous.
 _PLAIN = ["--no-heading", "--with-filename", "--line-number", "--null", "--color", "never"]
-_CHUNK = 64  # files per rg call when collecting hits in path order after a cut
 
 
-def rg_command(args: SearchArgs, rg: str, paths: list[str] | None = None) -> list[str]:
-    """The rg argv for these arguments (benchmarks time this exact command as the reference)."""
+def rg_command(args: SearchArgs, rg: str, in_path_order: bool = False) -> list[str]:
+    """The rg argv for these arguments (benchmarks time this exact command as the reference).
+    ``in_path_order``: one thread, hits in path order (``--sort path``), to cut a flood at the first
+    ``max_hits``."""
     cmd = [rg, "--no-config", "--hidden", "--no-ignore-vcs", "--glob", "!.git"]
     cmd += ["--fixed-strings"] if args.fixed_string else []
     cmd += ["--ignore-case"] if args.ignore_case else []
@@ -74,9 +75,13 @@ def rg_command(args: SearchArgs, rg: str, paths: list[str] | None = None) -> lis
     for pattern in args.glob:
         cmd += ["--glob", pattern]
     cmd += ["--files-with-matches"] if args.files_only else _PLAIN
-    if paths is not None:
-        cmd += ["--threads", "1"]  # explicit files: searched, and printed, in the order given
-    return cmd + ["-e", args.pattern, "--", *(paths if paths is not None else ["."])]
+    cmd += ["--sort", "path"] if in_path_order else []
+    return cmd + ["-e", args.pattern, "--", "."]
+
+
+def path_order(path: str) -> tuple[str, ...]:
+    """The order rg's ``--sort path`` walks in: folder by folder, names compared within each."""
+    return tuple(path.split("/"))
 
 
 # One hit line of the plain output: path (after an optional "./"), NUL, line number, ":", text.
@@ -138,18 +143,10 @@ def _rg(args: SearchArgs, rg: str) -> SearchResult:
 
 
 def _first_in_path_order(args: SearchArgs, rg: str) -> list[Row]:
-    """After a cut: enough hits to hold the first ``max_hits`` by (path, line), whatever order the
-    parallel walk produced them in. Matching files (one cheap line each) are sorted, then searched
-    a chunk at a time in that order until more than ``max_hits`` hits are in hand."""
-    listing = args.model_copy(update={"files_only": True})
-    files, _, _, _ = _run(rg_command(listing, rg), args.root, None)
-    names = sorted(path for path, _line, _text in files)
-    hits: list[Row] = []
-    for at in range(0, len(names), _CHUNK):
-        more, _, _, _ = _run(rg_command(args, rg, names[at:at + _CHUNK]), args.root, None)
-        hits += more
-        if len(hits) > args.max_hits:
-            break
+    """After a cut: the first ``max_hits`` hits by (path, line), whatever order the parallel walk
+    produced them in. rg walks in path order on one thread and is stopped as soon as one hit more
+    than ``max_hits`` came: a flood is read only as far as the cut."""
+    hits, _cut, _code, _stderr = _run(rg_command(args, rg, in_path_order=True), args.root, args.max_hits)
     return hits
 
 
@@ -160,8 +157,26 @@ def _rel(path: str) -> str:
 _HITS = TypeAdapter(list[Hit])
 
 
+def _in_path_order(hits: list[Row]) -> list[Row]:
+    """Hits by (path, line). rg prints each file's hits together, by line: the files are sorted, not
+    every hit (a few hundred keys instead of thousands)."""
+    by_file: dict[str, list[Row]] = {}
+    for hit in hits:
+        by_file.setdefault(hit[0], []).append(hit)
+    ordered: list[Row] = []
+    for path in sorted(by_file, key=path_order):
+        rows = by_file[path]
+        rows.sort(key=_line)  # already in order from rg: a pass that checks it
+        ordered += rows
+    return ordered
+
+
+def _line(hit: Row) -> int:
+    return hit[1]
+
+
 def _finish(hits: list[Row], args: SearchArgs, truncated: bool, engine: str) -> SearchResult:
-    hits.sort()  # by (path, line): rg walks in parallel, so make the order stable
+    hits = _in_path_order(hits)  # rg walks in parallel: a stable order
     note = ""
     if truncated:
         hits = hits[: args.max_hits]  # the first max_hits by (path, line): the same whichever engine ran
@@ -202,14 +217,14 @@ def _python(args: SearchArgs) -> SearchResult:
 
 def _files_in_path_order(root: Path) -> list[str]:
     """Relative paths of the regular files under root (not inside .git, symlinks not followed: rg
-    skips them too), sorted the way hits are, so a cut keeps the same hits as the rg engine."""
+    skips them too), in the order hits are sorted in, so a cut keeps the same hits as the rg engine."""
     found: list[str] = []
     for folder, dirs, files in os.walk(root):
         dirs[:] = [d for d in dirs if d != ".git"]
         base = Path(folder)
         found += [(base / f).relative_to(root).as_posix() for f in files
                   if not (base / f).is_symlink() and (base / f).is_file()]
-    return sorted(found)
+    return sorted(found, key=path_order)
 
 
 def search(args: SearchArgs, rg: str | None = None) -> SearchResult:
