@@ -25,7 +25,7 @@ from tests.slowdown import limit
 from tools.jobs import JobSpec, LocalExecutor
 
 SCHEMA = json.loads((Path(__file__).parent.parent / "docs" / "cli-json.schema.json").read_text())
-COMMANDS = ["run", "resume", "bundle", "status", "jobs", "runs", "report", "replay", "mtp", "sync",
+COMMANDS = ["run", "resume", "bundle", "status", "jobs", "runs", "report", "compare", "replay", "mtp", "sync",
             "tuning", "tuning plan", "tuning prove", "tuning shapes", "tuning uninstall"]
 
 

@@ -27,6 +27,7 @@ COMMANDS = [
     (runs.jobs, "jobs", INSPECT, None),
     (runs.runs, "runs", INSPECT, None),
     (report.report, "report", INSPECT, None),
+    (report.compare, "compare", INSPECT, None),
     (replay.replay, "replay", INSPECT, None),
     (mtp.mtp, "mtp", PARTS, None),
     (sync.sync, "sync", PARTS, None),
