@@ -151,3 +151,24 @@ def test_rules_run_in_sglangs_order_so_nextn_is_refused_for_deepseek_v4(tree):
     assert "handle_speculative_decoding" in pipeline[steps[1] - 1]
     rec = answer.recommended  # the recipe is refused; the hooks' own choice stands
     assert rec is not None and rec.flags[ALGO] == "EAGLE" and "automatic choice" in " ".join(rec.rationale)
+
+
+def test_every_file_naming_the_model_without_a_usable_recipe_is_explained(tree):
+    """Qwen3-14B: the registered recipe needs an input, an offline-engine test is not a launch the
+    reader follows; Qwen3-Next: an older test launches it without speculative flags. Each file is
+    named with path:line and what was not read."""
+    unknowns = _answer(tree, "Qwen/Qwen3-14B").unknowns
+    engine = next(u for u in unknowns if "test_engine_spec_qwen3_14b.py" in u)
+    assert engine.startswith("not read: test/registered/spec/test_engine_spec_qwen3_14b.py:")
+    assert "the model goes to Engine(...) at line 15, which is not a server launch the reader follows" in engine
+    at = int(engine.split(".py:", 1)[1].split(" ", 1)[0])
+    assert "MODEL" in _line(tree, type(_answer(tree, "Qwen/Qwen3-14B").recommended.origin)(
+        path="test/registered/spec/test_engine_spec_qwen3_14b.py", line=at))
+    draft = next(u for u in unknowns if "test_eagle3_env_draft.py" in u)
+    assert draft.startswith("incomplete: ") and "$SGLANG_TEST_QWEN3_14B_EAGLE3_DRAFT" in draft
+    next_unknowns = _answer(tree, "Qwen/Qwen3-Next-80B-A3B-Instruct").unknowns
+    plain = next(u for u in next_unknowns if "without --speculative-* flags" in u)
+    assert "test/registered/4-gpu-models/test_qwen3_next_models.py:" in plain
+    assert not any("test_qwen3_next_mtp.py" in u for u in next_unknowns)  # its recipes are usable: no miss
+    # a namesake constant in another file (TARGET_MODEL) is no mention of this model
+    assert not any("test_adaptive_speculative_qwen3.py" in u for u in unknowns)

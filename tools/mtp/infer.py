@@ -22,6 +22,7 @@ from tools.mtp.answer import (Candidate, Constraint, Dropped, MtpAnswer, Recomme
 from tools.mtp.arch import from_config, from_mentions, from_tree
 from tools.mtp.choose import Considered, best, consider, from_hooks, recommendation
 from tools.mtp.env import EnvVetter, redacted
+from tools.mtp.misses import explain as explain_misses
 from tools.mtp.pick import Judge
 from tools.recipes import ExtractRecipesArgs, Recipe, extract_recipes
 from tools.recipes.model import same_model
@@ -169,6 +170,8 @@ def _infer_mtp(args: InferMtpArgs) -> MtpAnswer:
                         + (f"every recipe found breaks a rule ({len(rejected)} rejected, see candidates)"
                            if rejected and len(rejected) == len(considered) else
                            f"no usable recipe in the tree, and {no_hooks}"))
+    unknowns += explain_misses(args.model, Path(info.root), Path(info.package_dir), [c for c, _ in vetted],
+                               recipes.warnings, scope)
     return MtpAnswer(model=args.model, architecture=arch,
                      source=SourceRef(kind=info.kind, root=info.root, version=info.version, commit=info.commit),
                      candidates=[c for c, _ in vetted], constraints=constraints,
