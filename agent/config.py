@@ -19,7 +19,7 @@ from agent.config_file import ConfigFile
 from agent.secrets import redact, remember, url_password
 from tools.defaults import ASSUMED_TARGET_GPUS, DEFAULT_MODEL, SGLANG_PYTHON, SGLANG_VERSION
 from tools.jobs.executor_spec import ExecutorSetting, ExecutorSpec
-from tools.scripts.models import ConcurrencyLevels, MeasurePlan
+from tools.scripts.models import MAX_CONCURRENCY, ConcurrencyLevels, MeasurePlan
 from tools.scripts.trust import check_allowed_flags
 from tools.scripts.user_args import parse_server_args, parse_server_env
 
@@ -45,6 +45,12 @@ def setting(default: Any, help: str, flag: str | None = None, metavar: str | Non
 
 
 S = setting
+
+
+# Upper bounds of the counts: beyond them a value is a typo, and it would start a run that fails later
+# (the checkpoint stores 64-bit integers) or plans work that never ends.
+MAX_GPUS = 4096
+MAX_TOKENS = 1 << 21
 
 
 class SettingsError(Exception):
@@ -85,7 +91,7 @@ class Settings(BaseSettings):
     allow_busy_gpus: bool = S(False, "Use GPUs that other processes are using (they are named).", "--allow-busy-gpus",
                               None, GPUS)
     tp: int | None = S(None, "Tensor-parallel size; must fit the GPUs.", "--tp", "N", GPUS, shown="number of GPUs",
-                       ge=1)
+                       ge=1, le=MAX_GPUS)
     executor: Annotated[ExecutorSetting, NoDecode] = S(
         ExecutorSpec(kind="local"), "Where GPU jobs run: local | ssh://user@host[:port] | slurm[:partition].",
         "--executor", "WHERE", GPUS)
@@ -105,24 +111,27 @@ class Settings(BaseSettings):
     concurrency: Annotated[ConcurrencyLevels, NoDecode] = S(None, "Benchmark concurrency levels.", "--concurrency",
                                                             "LIST", BENCH, factory=_PLAN["concurrency"].default_factory)
     input_len: int | None = S(None, "Benchmark prompt tokens.", "--input-len", "TOKENS", BENCH,
-                              shown=_PLAN["input_len"].default, gt=0)
+                              shown=_PLAN["input_len"].default, gt=0, le=MAX_TOKENS)
     output_len: int | None = S(None, "Benchmark output tokens.", "--output-len", "TOKENS", BENCH,
-                               shown=_PLAN["output_len"].default, gt=0)
+                               shown=_PLAN["output_len"].default, gt=0, le=MAX_TOKENS)
     prompts_per_concurrency: int | None = S(None, "Prompts per point = this x concurrency, at least --min-prompts.",
                                             "--prompts-per-concurrency", "N", BENCH,
-                                            shown=_PLAN["prompts_per_concurrency"].default, gt=0)
+                                            shown=_PLAN["prompts_per_concurrency"].default, gt=0,
+                                            le=10_000)
     min_prompts: int | None = S(None, "Fewest prompts of any point, so low concurrency still sees enough requests.",
-                                "--min-prompts", "N", BENCH, shown=_PLAN["min_prompts"].default, gt=0)
-    repeats: int = S(3, "Runs of every point on the same server; median and spread.", "--repeats", "K", BENCH, ge=1)
+                                "--min-prompts", "N", BENCH, shown=_PLAN["min_prompts"].default, gt=0, le=1_000_000)
+    repeats: int = S(3, "Runs of every point on the same server; median and spread.", "--repeats", "K", BENCH, ge=1,
+                     le=100)
     target_concurrency: int | None = S(None, "The concurrency you will serve at: the verdict deploys the winner there.",
-                                       "--target-concurrency", "N", BENCH, shown="the most levels won", ge=1)
+                                       "--target-concurrency", "N", BENCH, shown="the most levels won", ge=1,
+                                       le=MAX_CONCURRENCY)
     mtp_variants: int | None = S(None, "Measure at most N MTP settings from the evidence, recommended first.",
-                                 "--mtp-variants", "N", BENCH, shown="all", ge=1)
+                                 "--mtp-variants", "N", BENCH, shown="all", ge=1, le=1000)
     mtp_steps: Annotated[list[str], NoDecode] = S(
         None, "More MTP settings to measure: steps (1,2,3) or steps/topk/draft (3/1/4), checked against the hooks' "
         "rules.", "--mtp-steps", "LIST", BENCH, factory=list)
     accuracy_questions: int = S(50, "GSM8K questions per variant for the accuracy gate.", "--accuracy-questions", "N",
-                                BENCH, ge=1)
+                                BENCH, ge=1, le=100_000)
     accuracy_data: str | None = S(None, "GSM8K test.jsonl (few_shot_gsm8k --data-path); offline without it the gate "
                                   "is skipped.", "--accuracy-data", "FILE", BENCH)
     accuracy_tolerance: float | None = S(None, "Largest accuracy drop allowed, e.g. 0.02.", "--accuracy-tolerance",
@@ -140,10 +149,11 @@ class Settings(BaseSettings):
     llm_api_key: SecretStr | None = S(None, "API key of the LLM endpoint (never written; never on a command line).")
     accept_unsupported_flags: bool = S(False, "Write LLM-proposed flags that have no cited evidence.",
                                        "--accept-unsupported-flags", None, LLM)
-    max_llm_steps: int = S(30, "LLM budget: model turns.", "--max-llm-steps", "N", LLM, gt=0)
-    llm_max_tokens: int = S(400_000, "LLM budget: total tokens.", "--llm-max-tokens", "N", LLM, gt=0)
+    max_llm_steps: int = S(30, "LLM budget: model turns.", "--max-llm-steps", "N", LLM, gt=0, le=10_000)
+    llm_max_tokens: int = S(400_000, "LLM budget: total tokens.", "--llm-max-tokens", "N", LLM, gt=0,
+                         le=10**10)
     llm_max_seconds: float = S(900.0, "LLM budget: seconds in model calls and tools.", "--llm-max-seconds", "SECONDS",
-                               LLM, gt=0)
+                               LLM, gt=0, le=10**7)
     llm_stream: bool = S(False, "Stream the LLM's answers.", "--llm-stream/--no-llm-stream", None, LLM)
     allow_flags: Annotated[list[str], NoDecode] = S(
         None, "Let a recipe or the model add this trust-widening server flag, e.g. --allow-flag=--trust-remote-code "
@@ -168,8 +178,9 @@ class Settings(BaseSettings):
     @field_validator("gpus")
     @classmethod
     def _gpus_are_indices(cls, value: list[int] | None) -> list[int] | None:
-        if value is not None and any(i < 0 for i in value):
-            raise ValueError(f"takes GPU indices 0 or more, as nvidia-smi numbers them (got {value})")
+        if value is not None and any(i < 0 or i >= MAX_GPUS for i in value):
+            bad = next(i for i in value if i < 0 or i >= MAX_GPUS)
+            raise ValueError(f"takes GPU indices 0 to {MAX_GPUS - 1}, as nvidia-smi numbers them (got {bad})")
         return value
 
     @field_validator("sglang_python")

@@ -92,11 +92,18 @@ def _environment_values(environ: Mapping[str, str]) -> dict[str, Any]:
         raise SettingsError(f"environment: {err}") from None
 
 
+_BOUNDS = {"less_than_equal": ("at most", "le"), "less_than": ("less than", "lt"),
+           "greater_than_equal": ("at least", "ge"), "greater_than": ("more than", "gt")}
+
+
 def _explain(err: ValidationError, origin: dict[str, str], flags: Mapping[str, str]) -> str:
     first = err.errors()[0]
     key = str(first["loc"][0]) if first["loc"] else "?"
     where = origin.get(key, "defaults")
     hint = "unknown setting" if first["type"] == "extra_forbidden" else first["msg"].removeprefix("Value error, ")
+    bound = _BOUNDS.get(first["type"])
+    if bound is not None:
+        hint = f"takes {bound[0]} {first['ctx'][bound[1]]} (got {first['input']})"
     if where == "command line" and key in flags:
         return f"{flags[key]} {hint}"
     if where == "environment":

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from tools import json_data
 from agent.config import Settings
 from tools.base import ToolError
 from tools.gpu_choice import GpuChoice, GpuPlan, choose_gpus
@@ -83,7 +84,7 @@ def _model_file(settings: Settings, notes: list[str]) -> ModelConfigFile | None:
         notes.append(f"no config.json in --model-path {settings.model_path}")
         return None
     try:
-        config = json.loads(config_path.read_text())
+        config = json_data.read(config_path)
     except json.JSONDecodeError as err:
         notes.append(f"{config_path} is not JSON ({err.msg})")
         return None

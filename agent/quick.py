@@ -63,6 +63,20 @@ def answer(argv: list[str]) -> int | None:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return EXIT_PIPE_CLOSED
+    except RecursionError:  # as the whole command line says it (agent/commands/base.py)
+        from tools.json_data import TooDeep
+
+        print(f"{PROG}: {TooDeep().describe()}", file=sys.stderr, flush=True)
+        return EXIT_USAGE
+    except ValueError as err:
+        from tools.json_data import TooDeep
+
+        if not isinstance(err, TooDeep):
+            raise
+        from agent.terminal import printable
+
+        print(f"{PROG}: {printable(err.describe())}", file=sys.stderr, flush=True)
+        return EXIT_USAGE
 
 
 def parse(args: list[str], flags: set[str], valued: set[str], repeated: set[str],

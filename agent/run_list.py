@@ -8,7 +8,6 @@ listed as kept, with the reason.
 from __future__ import annotations
 
 import fcntl
-import json
 import os
 import re
 import shutil
@@ -17,6 +16,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from tools import json_data
 from agent.runfolder import RunFolderError, read_result
 
 UNREADABLE = "unreadable"  # the status of a run whose result.json is damaged
@@ -88,7 +88,7 @@ def list_runs(runs_dir: Path) -> list[RunEntry]:
 
 def _read(path: Path) -> dict | None:
     try:
-        data = json.loads(path.read_text())
+        data = json_data.read(path)
     except (OSError, UnicodeDecodeError, ValueError, RecursionError):
         return None
     return data if isinstance(data, dict) else None

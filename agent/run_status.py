@@ -5,12 +5,12 @@ escaped, never sent to the terminal.
 """
 from __future__ import annotations
 
-import json
 import shutil
 import textwrap
 import time
 from typing import TYPE_CHECKING
 
+from tools import json_data
 from agent.runfolder import RunFolder, RunFolderError
 from agent.terminal import gpu_list, one_line
 from agent.trace_read import TraceError, read_trace
@@ -86,7 +86,7 @@ def status_data(run: RunFolder) -> dict:
     if (run.path / "plan.json").exists():
         for step in run.read_json("plan.json"):
             path = run.path / "steps" / f"{step['kind']}.json"
-            outcome = json.loads(path.read_text()) if path.exists() else {}
+            outcome = json_data.read(path) if path.exists() else {}
             steps.append({"kind": step["kind"], "lane": step["lane"], "status": outcome.get("status", "pending"),
                           "summary": outcome.get("summary", "")})
     trace: dict = {"events": None, "warning": None, "error": None}

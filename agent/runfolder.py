@@ -17,10 +17,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 
+from tools import json_data
 from agent.secrets import redact_text
+from agent.terminal import printable
 
 ExitStatus = Literal["finished", "planned", "failed", "interrupted", "budget_exhausted"]
 EXIT_STATUSES: tuple[str, ...] = ("finished", "planned", "failed", "interrupted", "budget_exhausted")
+READ_IN_A_TERMINAL = (".md", ".txt", ".html")  # run files people `cat`: control characters escaped
 REUSABLE_STATUSES = ("done", "skipped")  # step outcomes a resumed or re-driven campaign reuses (agent/lanes.py)
 EXIT_CODES: dict[str, int] = {"finished": 0, "planned": 0, "failed": 1, "interrupted": 130,
                               "budget_exhausted": 3}
@@ -42,7 +45,7 @@ def read_result(path: Path) -> dict | None:
         problem = getattr(err, "strerror", None) or "not UTF-8 text"
     else:
         try:
-            data = json.loads(text)
+            data = json_data.loads(text)
             problem = "" if isinstance(data, dict) else f"not a JSON object (a JSON {type(data).__name__})"
         except json.JSONDecodeError as err:
             problem = f"not JSON ({err.msg} at line {err.lineno})"
@@ -110,8 +113,12 @@ class RunFolder:
         return path
 
     def write_text(self, relative: str, text: str, mode: int | None = None) -> Path:
-        """Write a run file atomically, with every known secret redacted (``agent/secrets.py``)."""
+        """Write a run file atomically, with every known secret redacted (``agent/secrets.py``); in the
+        files a person reads with ``cat`` (``.md``, ``.txt``, ``.html``) control characters are written
+        escaped (``\\x1b``), as the terminal shows them (``agent/terminal.py``)."""
         text = redact_text(text)
+        if relative.endswith(READ_IN_A_TERMINAL):
+            text = printable(text)
         path = self.file(relative)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
@@ -132,7 +139,7 @@ class RunFolder:
         return self.write_text(relative, json.dumps(data, indent=2, default=str) + "\n")
 
     def read_json(self, relative: str) -> Any:
-        return json.loads(self.file(relative).read_text())
+        return json_data.read(self.file(relative))
 
     @property
     def trace_path(self) -> Path:
@@ -156,11 +163,11 @@ class RunFolder:
         outcomes = {}
         steps_dir = self.path / "steps"
         if steps_dir.is_dir():
-            outcomes = {p.stem: json.loads(p.read_text()).get("status") for p in sorted(steps_dir.glob("*.json"))}
+            outcomes = {p.stem: json_data.read(p).get("status") for p in sorted(steps_dir.glob("*.json"))}
         extra = {"run": str(self.path), "steps": outcomes}
         verdict = self.path / "verdict.json"
         if verdict.exists():  # the decision travels with the result (tools/measure/verdict.py)
-            extra["verdict"] = json.loads(verdict.read_text())
+            extra["verdict"] = json_data.read(verdict)
         report = self.path / "report.html"
         if report.exists():
             extra["report"] = str(report)
@@ -180,7 +187,7 @@ class RunFolder:
         for kind in kinds:
             path = self.path / "steps" / f"{kind}.json"
             try:
-                status = json.loads(path.read_text()).get("status")
+                status = json_data.read(path).get("status")
             except (FileNotFoundError, ValueError):
                 continue
             if status in REUSABLE_STATUSES:

@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from pathlib import Path
 
+from tools import json_data
+
 
 VERSION = "of another format: "
 TORN = "torn (the agent died while writing it)"
@@ -113,7 +115,7 @@ def _parse(raw: bytes, terminated: bool, schema: bool = True) -> tuple[dict | No
     except UnicodeDecodeError as err:
         return None, TORN if not terminated else f"not UTF-8 text (byte {err.start})"
     try:
-        event = json.loads(text)
+        event = json_data.loads(text)
     except json.JSONDecodeError as err:
         return None, TORN if not terminated else f"not JSON ({err.msg})"
     if isinstance(event, dict) and version_problem(event.get("v")) and "seq" in event and "type" in event:

@@ -30,7 +30,7 @@ def _turns() -> list:
     plan = ToolCall("submit_plan", {"steps": [{"kind": "infer_mtp", "why": "evidence"},
                                               {"kind": "write_scripts", "why": "scripts"}],
                                     "extra_flags": [TRUST_FLAG, {"flag": "--x\u001b[2J", "value": "1"}],
-                                    "rationale": "as the model config says"}, id="plan")
+                                    "rationale": "as the model config says\x07\x1b]0;owned\x07"}, id="plan")
     return [Reply(tool_calls=[outside]), Reply(tool_calls=[plan])]
 
 
@@ -66,6 +66,12 @@ def test_llm_campaign_fences_confines_holds_back_and_leaks_no_password(tmp_path)
     assert "--trust-remote-code" in (run / "plan.md").read_text()  # the review lists it
     # the rejection line quotes the model's text with its control characters shown, not sent
     assert "\x1b[2J" not in out.stdout and "\\x1b[2J" in out.stdout
+    # nor are they in the files a person cats: plan.md, report.md, report.html hold them escaped
+    read = {p.name: p.read_text() for p in run.iterdir() if p.suffix in (".md", ".html")}
+    assert {"plan.md", "report.md"} <= set(read), sorted(read)
+    for name, text in read.items():
+        assert not any(c in text for c in "\x1b\x07\x0d\x9b"), name
+    assert all("says\\x07\\x1b]0;owned\\x07" in read[n] for n in ("plan.md", "report.md", "report.html"))
     # the password is nowhere the run wrote, the checkpoint database included
     for path in run.rglob("*"):
         if path.is_file():

@@ -21,6 +21,7 @@ from agent.commands.examples import format_examples
 from agent.commands.typer_internals import ClickException, NoArgsIsHelpError, UsageError, plain_bool_flags
 from agent.secrets import redact_text
 from agent.terminal import printable
+from tools.json_data import TooDeep
 
 PROG = "dsv4-agent"
 EXIT_FAILED = 1
@@ -176,6 +177,10 @@ def run_main(group_main, args, prog_name, **extra) -> NoReturn:
     except BrokenPipeError:
         _silence_stdout()
         code = EXIT_PIPE_CLOSED
+    except (TooDeep, RecursionError) as err:  # a crafted or damaged file: one line naming it, never a traceback
+        said = err.describe() if isinstance(err, TooDeep) else TooDeep().describe()
+        print(f"{PROG}: {printable(said)}", file=sys.stderr, flush=True)
+        code = EXIT_USAGE
     code = code if isinstance(code, int) else 0
     from agent.preload import still_loading
 

@@ -25,7 +25,7 @@ _ARGS = {"model": "model", "model_path": "model_path", "arch": "arch", "sglang_s
 @with_options(MTP_OPTIONS)
 def mtp(
     gpu: Annotated[Str, typer.Option("--gpu", metavar="NAME", help="Target GPU name, e.g. 'NVIDIA H200'.")] = None,
-    gpu_count: Annotated[Optional[int], typer.Option("--gpu-count", metavar="N", min=1,
+    gpu_count: Annotated[Optional[int], typer.Option("--gpu-count", metavar="N", min=1, max=4096,
                                                      help="Number of GPUs on the target.")] = None,
     verify: Annotated[bool, typer.Option("--verify", help=(
         "Have SGLang itself resolve the recommended flags (in --sglang-python, with --model-path's config.json; "

@@ -34,7 +34,8 @@ def status(run: RunRef, runs_dir: RunsDir = "runs", as_json: JsonFlag = False) -
 Logs = Annotated[Optional[str], typer.Option("--logs", metavar="JOB", help="Print this job's log tail.")]
 Stop = Annotated[Optional[str], typer.Option("--stop", metavar="JOB|all",
                                              help="Stop this job, or every job of the run that still runs.")]
-Lines = Annotated[int, typer.Option("--lines", metavar="N", min=1, help="Log lines to print with --logs.")]
+Lines = Annotated[int, typer.Option("--lines", metavar="N", min=1, max=1_000_000,
+                                    help="Log lines to print with --logs.")]
 Retry = Annotated[Optional[str], typer.Option("--retry", metavar="JOB",
                                               help="Let the next resume run this ended, unsuccessful job again.")]
 SshOption = Annotated[Optional[list[str]], typer.Option(

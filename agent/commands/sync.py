@@ -43,7 +43,6 @@ def sync(previous: Previous = None, fetch_timeout: FetchTimeout = 120.0, config:
     if not chosen.sglang_src:
         fail("sync needs an SGLang git checkout: pass --sglang PATH "
              "(or set sglang_src in dsv4-agent.toml / DSV4_SGLANG_SRC)")
-    echo(f"dsv4-agent: {chosen.config_note()}", err=True)
     args = SyncArgs(sglang=chosen.sglang_src, remote=chosen.remote, branch=chosen.branch,
                     allow_dirty=chosen.allow_dirty, model=chosen.model, model_path=chosen.model_path,
                     sglang_python=chosen.sglang_python, previous_answer=previous, fetch_timeout_s=fetch_timeout)
@@ -51,4 +50,5 @@ def sync(previous: Previous = None, fetch_timeout: FetchTimeout = 120.0, config:
         result = sync_upstream(args)
     except ToolError as err:
         fail(f"sync refused: {err}", EXIT_FAILED)
+    echo(f"dsv4-agent: {chosen.config_note()}", err=True)  # a refusal stays one line; it names the cause
     echo(result.model_dump_json(indent=2) if as_json else render_markdown(result))

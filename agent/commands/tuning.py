@@ -88,7 +88,7 @@ ModelPath = Annotated[Optional[str], typer.Option("--model-path", metavar="PATH"
 Logs = Annotated[Optional[list[str]], typer.Option("--log", metavar="FILE",
                                                    help="Server log to mine for default-config warnings (repeat).")]
 Shapes = Annotated[Optional[list[str]], typer.Option("--shapes", metavar="N,K", help="A shape (repeat).")]
-Tp = Annotated[int, typer.Option("--tp", metavar="N", min=1, help="Tensor-parallel size.")]
+Tp = Annotated[int, typer.Option("--tp", metavar="N", min=1, max=4096, help="Tensor-parallel size.")]
 
 
 @tuning.command("shapes", cls=Command)
@@ -114,8 +114,8 @@ def shapes(model_path: ModelPath = None, log: Logs = None, shape: Shapes = None,
 
 
 RequiredShapes = Annotated[list[str], typer.Option("--shapes", metavar="N,K", help="A shape (repeat).")]
-GpuCount = Annotated[int, typer.Option("--gpu-count", metavar="N", min=1, help="Number of GPUs.")]
-BatchSizes = Annotated[Optional[list[int]], typer.Option("--batch-size", metavar="M",
+GpuCount = Annotated[int, typer.Option("--gpu-count", metavar="N", min=1, max=4096, help="Number of GPUs.")]
+BatchSizes = Annotated[Optional[list[int]], typer.Option("--batch-size", metavar="M", min=1, max=1 << 20,
                                                          help="Batch size M (repeat) [SGLang's list].")]
 
 

@@ -12,7 +12,6 @@ retried and interrupted runs all replay.
 from __future__ import annotations
 
 import io
-import json
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Callable
 
 from rich.console import Console
 
+from tools import json_data
 from agent.checkpoints import set_checkpoint_aside
 from agent.config import Settings
 from agent.disk import DiskFull
@@ -128,7 +128,7 @@ def _replay_into(recording: Recording, work_dir: Path, say: Callable[[str], None
         checker.stopped = recording.stop_reason or "the recording ends without run_finished (the agent died)"
     plan_same = None
     if recording.plan is not None and (run.path / "plan.json").exists():
-        plan_same = json.loads((run.path / "plan.json").read_text()) == recording.plan
+        plan_same = json_data.read((run.path / "plan.json")) == recording.plan
     return ReplayReport(run_dir=recording.run_dir, matched=checker.matched, total=checker.total,
                         events=len(recording.events), divergence=divergence, stopped=checker.stopped,
                         plan_same=plan_same, uses_llm=recording.uses_llm, notes=notes)

@@ -18,11 +18,11 @@ change from run to run (times, pids, folder names) are left out of the compariso
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tools import json_data
 from agent.trace import read_events as read_good_events
 
 VOLATILE = frozenset({"v", "seq", "t", "mono", "pid", "ms", "seconds", "run", "argv", "bytes", "traceback",
@@ -104,7 +104,7 @@ class Recording:
         names = []
         for path in [self.run_dir / "result.json", *sorted(self.run_dir.glob("result.attempt-*.json"))]:
             try:
-                names.append(str(json.loads(path.read_text())["run"]))
+                names.append(str(json_data.read(path)["run"]))
             except (OSError, ValueError, KeyError, TypeError):
                 continue
         return names
@@ -131,7 +131,7 @@ def read_events(path: Path) -> tuple[list[dict], str | None]:
 
 
 def _optional_json(path: Path) -> Any:
-    return json.loads(path.read_text()) if path.exists() else None
+    return json_data.read(path) if path.exists() else None
 
 
 def load_recording(run_dir: Path | str) -> Recording:
@@ -142,8 +142,8 @@ def load_recording(run_dir: Path | str) -> Recording:
     events, stop = read_events(run_dir / "trace.jsonl")
     if not events:
         raise RecordError(f"{run_dir}/trace.jsonl holds no readable event ({stop or 'empty file'}); nothing to replay")
-    steps = {p.stem: json.loads(p.read_text()) for p in sorted((run_dir / "steps").glob("*.json"))}
-    kept = {int(p.name.split("-")[1].split(".")[0]): json.loads(p.read_text())
+    steps = {p.stem: json_data.read(p) for p in sorted((run_dir / "steps").glob("*.json"))}
+    kept = {int(p.name.split("-")[1].split(".")[0]): json_data.read(p)
             for p in run_dir.glob("preflight.attempt-*.json")}
     return Recording(run_dir=run_dir, goal=config["goal"], settings=config.get("settings", {}), events=events,
                      stop_reason=stop, plan=_optional_json(run_dir / "plan.json"),

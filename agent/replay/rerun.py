@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from tools import json_data
 from agent.config import Settings
 from agent.replay.record import RecordError
 
@@ -36,7 +37,7 @@ def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
 
 def _json(path: Path) -> Any:
     try:
-        return json.loads(path.read_text())
+        return json_data.read(path)
     except (OSError, json.JSONDecodeError):
         return None
 
@@ -45,7 +46,7 @@ def _jsonl(path: Path) -> list:
     rows = []
     for line in path.read_text(errors="replace").splitlines():
         try:
-            rows.append(json.loads(line))
+            rows.append(json_data.loads(line))
         except json.JSONDecodeError:
             rows.append({"unparsable_line": line[:200]})
     return rows

@@ -8,12 +8,12 @@ wider; with one repeat per point only the tolerance applies.
 """
 from __future__ import annotations
 
-import json
 import statistics
 from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from tools import json_data
 from tools.measure.results import COMPARED, parse_jsonl
 
 DEFAULT_TOLERANCE_PCT = 5.0
@@ -95,7 +95,7 @@ def _metric_changes(old: Path, new: Path, tolerance_pct: float) -> list[MetricCh
 
 def _flags(run: Path) -> dict[str, str]:
     try:
-        answer = json.loads((run / "mtp.json").read_text())
+        answer = json_data.read((run / "mtp.json"))
     except (OSError, ValueError):
         return {}
     return dict(((answer or {}).get("recommended") or {}).get("flags") or {})
@@ -103,7 +103,7 @@ def _flags(run: Path) -> dict[str, str]:
 
 def _shapes(run: Path) -> set[str]:
     try:
-        data = json.loads((run / "steps" / "tune_kernels.json").read_text()).get("data", {})
+        data = json_data.read((run / "steps" / "tune_kernels.json")).get("data", {})
     except (OSError, ValueError):
         return set()
     return {s if isinstance(s, str) else f"{s.get('n')},{s.get('k')}" for s in data.get("shapes") or []}

@@ -15,6 +15,7 @@ from collections import deque
 from pathlib import Path
 from typing import Callable
 
+from tools import json_data
 from agent.llm.client import LLMError, new_input
 from agent.replay.checker import Divergence, ReplayDivergence, ReplayStop
 from agent.replay.frontier import Frontier
@@ -101,7 +102,7 @@ class ReplaySource:
         for relative in event.get("artifacts", []):
             self._copy_artifact(run, relative)
         if outcome_file.exists():
-            return json.loads(outcome_file.read_text())
+            return json_data.read(outcome_file)
         return {"status": event["status"], "summary": event.get("summary", ""), "artifacts": event.get("artifacts", [])}
 
     def running_jobs(self, executor: Executor) -> list[str] | None:
@@ -125,7 +126,7 @@ class ReplaySource:
 
 def _as_recorded(value):
     """A value as it reads back from the trace (redacted, JSON round-tripped)."""
-    return json.loads(json.dumps(redact(value), default=str, ensure_ascii=False))
+    return json_data.loads(json.dumps(redact(value), default=str, ensure_ascii=False))
 
 
 class ReplayLLM:
@@ -181,7 +182,7 @@ def _kept_replies(run_dir: Path) -> list[dict] | None:
     for path in files:
         for line in path.read_text(errors="replace").splitlines():
             try:
-                entry = json.loads(line)
+                entry = json_data.loads(line)
             except json.JSONDecodeError:
                 continue  # a torn last line of a killed run; the trace's own record is checked elsewhere
             if isinstance(entry, dict) and entry.get("kind") == "reply":

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Iterable
 
+from tools import json_data
 from agent.report.blocks import Image, Para, Section
 from agent.report.measurement import (
     accuracy_section, comparison_section, metrics_section, results_files, verdict_section,
@@ -30,13 +31,14 @@ from tools.measure.verdict import Slo, Verdict, point_stats
 from tools.scripts.models import MeasurePlan
 from tools.tuning.prove import prove_run
 from agent.secrets import redact_text
+from agent.terminal import printable
 
 
 def _json(path: Path) -> dict | None:
     """A JSON object from the run folder; None when it is missing or no object (``report`` names a bad
     result.json, agent/commands/report.py)."""
     try:
-        data = json.loads(path.read_text())
+        data = json_data.read(path)
     except (OSError, UnicodeDecodeError, ValueError, RecursionError):
         return None
     return data if isinstance(data, dict) else None
@@ -51,7 +53,7 @@ def load_results(run_dir: Path) -> tuple[list[ComparisonRow], list[str], list[di
     for path in sorted(bench.glob("*.failures.jsonl")):
         for number, line in enumerate(path.read_text(errors="replace").splitlines(), start=1):
             try:
-                item = json.loads(line)
+                item = json_data.loads(line)
             except json.JSONDecodeError:
                 problems.append(f"{path.name}:{number}: not JSON; line skipped")
                 continue
@@ -110,7 +112,7 @@ def header(run_dir: Path, plan: MeasurePlan | None) -> list[tuple[str, str]]:
 def _write_atomically(path: Path, text: str) -> None:
     """A report being rebuilt is never half-written: readers see the old one or the new one."""
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(redact_text(text))  # a report carries no secret (agent/secrets.py)
+    tmp.write_text(printable(redact_text(text)))  # no secret (agent/secrets.py), no raw control character
     os.replace(tmp, path)
 
 

@@ -7,6 +7,7 @@ import json
 import re
 from pathlib import Path
 
+from tools import json_data
 from agent.report.blocks import Code, Details, Items, Markdown, Para, Section
 from agent.report.table import Table
 from tools.tuning.prove import RunProof
@@ -35,7 +36,7 @@ def steps_in_order(run_dir: Path) -> list[dict]:
     found = []
     for path in (run_dir / "steps").glob("*.json"):
         try:
-            item = json.loads(path.read_text())
+            item = json_data.read(path)
         except json.JSONDecodeError:
             item = {"kind": path.stem, "status": "?", "summary": f"{path.name} is not JSON"}
         found.append((path.stat().st_mtime_ns, path.stem, item))
@@ -73,7 +74,7 @@ _CONSTRAINTS = re.compile(r"^## Constraints \(\d+\)[ \t]*$", re.M)
 
 def _answer(run_dir: Path) -> dict | None:
     try:
-        answer = json.loads((run_dir / "mtp.json").read_text())
+        answer = json_data.read((run_dir / "mtp.json"))
     except (FileNotFoundError, json.JSONDecodeError):
         return None
     return answer if isinstance(answer, dict) and isinstance(answer.get("constraints"), list) else None
@@ -105,7 +106,7 @@ def flag_review_section(run_dir: Path) -> Section | None:
     verdicts = []
     for source, path in (("planner", run_dir / "flag_review.json"), ("research", run_dir / "llm" / "research.json")):
         if path.exists():
-            data = json.loads(path.read_text())
+            data = json_data.read(path)
             review = data.get("flag_review", data) if source == "research" else data
             verdicts += [(source, v) for v in review.get("verdicts", [])]
     if not verdicts:

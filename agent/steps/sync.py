@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from tools import json_data
 from agent.steps.base import PlanStep, StepContext, StepOutcome
 from tools.base import ToolError
 from tools.sync.markdown import render_markdown
@@ -43,7 +44,7 @@ def run(ctx: StepContext, step: PlanStep) -> StepOutcome:
     try:
         start_path = ctx.run.file(START_FILE)
         if start_path.exists():
-            report_from = json.loads(start_path.read_text())["head"]
+            report_from = json_data.read(start_path)["head"]
         else:
             with open_checkout(settings.sglang_src) as checkout:
                 report_from = checkout.head.commit.hexsha

@@ -27,6 +27,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Literal
 
+from tools import json_data
 from tools.base import ToolError
 from tools.jobs.executor import Executor
 from tools.jobs.spec import JobState
@@ -66,7 +67,7 @@ def _known(executor: Executor, key: str) -> JobState | None:
 
 def _identity(executor: Executor, key: str) -> object:
     try:
-        return json.loads((executor.job_dir(key) / "job.json").read_text()).get("identity")
+        return json_data.loads((executor.job_dir(key) / "job.json").read_text()).get("identity")
     except (FileNotFoundError, json.JSONDecodeError):
         return None
 

@@ -38,7 +38,7 @@ def read_json(path):
     try:
         with open(path) as f:
             return json.load(f)
-    except (FileNotFoundError, ValueError):
+    except (FileNotFoundError, ValueError, RecursionError):  # RecursionError: nested past the parser
         return None  # writers rename atomically, so a torn file means "not there yet"
 
 

@@ -42,7 +42,7 @@ def _read_json(path):
     try:
         with open(path) as f:
             return json.load(f)
-    except (FileNotFoundError, ValueError):
+    except (FileNotFoundError, ValueError, RecursionError):  # RecursionError: nested past the parser
         return None
 
 

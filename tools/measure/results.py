@@ -20,6 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from tools import json_data
 from tools.measure.accept_snapshots import SNAPSHOTS_DIR, Snapshot, load_pairs, point_accept_length
 
 # Canonical metric -> keys seen across client versions, first match wins.
@@ -147,7 +148,7 @@ def parse_jsonl(path: Path | str, variant: str | None = None) -> ParsedResults:
         if not raw_line.strip():
             continue
         try:
-            raw = json.loads(raw_line)  # json accepts Infinity/NaN tokens, as Python's writer emits them
+            raw = json_data.loads(raw_line)  # json accepts Infinity/NaN tokens, as Python's writer emits them
         except json.JSONDecodeError as err:
             out.problems.append(f"{path.name}:{number}: not JSON ({err.msg}); line skipped")
             continue

@@ -14,11 +14,16 @@ from pydantic import AfterValidator, BaseModel, Field, field_validator
 from tools.measure.accuracy import AccuracyPlan
 
 
+MAX_CONCURRENCY = 100_000  # requests in flight at once; more is a typo, and a point that never ends
+
+
 def _positive_levels(values: list[int]) -> list[int]:
     if not values:
         raise ValueError("takes concurrency levels separated by commas, e.g. 1,8,16; none was given")
     if any(v < 1 for v in values):
         raise ValueError(f"takes concurrency levels of 1 or more, e.g. 1,8,16; {min(values)} is not one")
+    if any(v > MAX_CONCURRENCY for v in values):
+        raise ValueError(f"takes concurrency levels up to {MAX_CONCURRENCY}; {max(values)} is not one")
     return values
 
 

@@ -42,10 +42,27 @@ def open_checkout(path: str | Path) -> git.Repo:
     if repo.bare or repo.working_tree_dir is None:
         raise ToolError(f"{where} is a bare git repository; pass the working checkout instead")
     top = Path(repo.working_tree_dir)
+    try:
+        repo.git.rev_parse("--is-inside-work-tree")  # git itself may refuse the repository (safe.directory)
+    except git.GitCommandError as err:
+        repo.close()
+        raise ToolError(git_refusal(top, err)) from None
     if not (top / "python" / "sglang").is_dir():
         raise ToolError(f"{where} is inside the git repository {top}, which is not an SGLang checkout "
                         "(no python/sglang/ at its top); pass --sglang PATH to your SGLang clone")
     return repo
+
+
+def git_refusal(top: Path, err: git.GitCommandError) -> str:
+    """One line for a git command that failed where no other message fits, with git's own reason."""
+    said = next((line.strip() for line in str(err.stderr or "").splitlines()
+                 if line.strip() and line.strip() not in ("'", "stderr:")), "")
+    said = said.removeprefix("stderr: ").strip("'")
+    if "dubious ownership" in said:
+        owner = top.stat().st_uid
+        return (f"{top} belongs to another user (uid {owner}) and git refuses to work in it; sync a checkout of "
+                f"your own, or, if you trust that user, `git config --global --add safe.directory {top}`")
+    return f"git failed in {top} (exit {err.status}): {redact_urls(said) or 'no message'}"
 
 
 def in_progress_operation(repo: git.Repo) -> str | None:

@@ -19,7 +19,7 @@ from tools.sync.evidence import EvidenceRun, load_answer, run_evidence
 from tools.sync.impact import ImpactFile, impact_files, model_terms
 from tools.sync.pull import PullPlan, PullResult, apply_pull, forget_fetch, plan_pull
 from tools.sync.recommendation_diff import RecommendationDiff, diff_recommendations
-from tools.sync.repo import changed_paths, list_commits, open_checkout, read_blob
+from tools.sync.repo import changed_paths, git_refusal, list_commits, open_checkout, read_blob
 
 
 class SyncArgs(BaseModel):
@@ -110,6 +110,8 @@ def sync_upstream(args: SyncArgs) -> SyncResult:
     repo = open_checkout(args.sglang)
     try:
         return _sync(repo, args)
+    except git.GitCommandError as err:  # one no step expected: still one line, never a traceback
+        raise ToolError(git_refusal(Path(repo.working_tree_dir or args.sglang), err)) from None
     finally:
         repo.close()  # gitpython keeps cat-file helpers alive until closed
 

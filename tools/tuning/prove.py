@@ -6,13 +6,13 @@ A speedup is credited to tuning only for files that appear in the first kind of 
 """
 from __future__ import annotations
 
-import json
 import os
 import re
 from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from tools import json_data
 from tools.base import Tool
 from tools.tuning.install import MANIFEST, load_manifest
 
@@ -101,7 +101,7 @@ BENCHMARK_OUTCOME = "steps/benchmark.json"
 def _launched_at(log_path: Path) -> float | None:
     """When the server job of this log started (the job folder's launch.json), if recorded."""
     try:
-        return float(json.loads((log_path.parent / "launch.json").read_text())["launched_at"])
+        return float(json_data.read((log_path.parent / "launch.json"))["launched_at"])
     except (FileNotFoundError, KeyError, TypeError, ValueError):
         return None
 
@@ -110,7 +110,7 @@ def _server_logs(run_dir: Path) -> dict[str, str]:
     path = run_dir / BENCHMARK_OUTCOME
     if not path.exists():
         return {}
-    logs = json.loads(path.read_text()).get("data", {}).get("server_logs") or {}
+    logs = json_data.read(path).get("data", {}).get("server_logs") or {}
     return {str(k): str(v) for k, v in logs.items()} if isinstance(logs, dict) else {}
 
 

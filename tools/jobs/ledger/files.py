@@ -10,10 +10,12 @@ import os
 import time
 from pathlib import Path
 
+from tools import json_data
+
 
 def read_json(path: Path) -> dict | None:
     try:
-        return json.loads(path.read_text())
+        return json_data.read(path)
     except (FileNotFoundError, json.JSONDecodeError):
         return None
 
