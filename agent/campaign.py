@@ -25,6 +25,7 @@ from agent.runfolder import EXIT_CODES, RunFolder, RunFolderError
 from agent.record_source import LiveSource
 from agent.recorded_settings import CampaignError, missing_host_path, ssh_options_for
 from agent.reopen import complete_finish, gpus_now_differ, locked_run, planned_target_here, resume_settings
+from agent.run_status import verdict_line
 from agent.runtime import Runtime
 from agent.steps.table import redone_by
 from agent.trace import TraceWriter
@@ -160,9 +161,8 @@ def _finish(rt: Runtime, status: str, summary: str, result_extra: dict | None = 
     if "next" in extra:
         rt.say(f"[control] next step: {extra['next']}")
     rt.say(f"[control] run folder: {rt.run.path}")
-    if "verdict" in extra:  # the verdict and the report's path are the last lines a reader sees
-        rec = extra["verdict"].get("recommended")
-        rt.say(f"[control] verdict: {'deploy ' + rec if rec else 'no recommendation'}: {extra['verdict'].get('reason')}")
+    if "verdict" in extra:  # the verdict and the report's path are the last lines a reader sees (`status` too)
+        rt.say(f"[control] verdict: {verdict_line(extra['verdict'])}")
     if "report" in extra:
         rt.say(f"[control] report: {extra['report']}")
     return EXIT_CODES[status]

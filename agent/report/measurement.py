@@ -48,7 +48,7 @@ def verdict_section(verdict: Verdict | None, labels: dict[str, str], planned: bo
     setting = f" ({labels[rec]})" if rec and labels.get(rec) else ""
     head = f"Deploy {rec}{setting}: {verdict.reason}." if rec else f"No recommendation: {verdict.reason}."
     table = Table(["concurrency", "winner", "why", "TPOT vs baseline", "throughput winner", "throughput vs baseline",
-                   "accept length", "meets SLO"], id="verdict-table")
+                   LABELS["accept_length"], "meets SLO"], id="verdict-table")
     for lv in verdict.levels:
         # a verdict recorded before levels named their winner: the TPOT winner and the summary
         winner = (lv.winner or "none") if lv.why else (lv.tpot_winner or "no measurable difference")
