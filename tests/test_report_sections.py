@@ -74,3 +74,18 @@ def test_the_constraints_that_bear_on_the_recommendation_are_shown_and_the_rest_
     assert all(line.rsplit(" (", 1)[1].rstrip(")") in reasons for line in bearing)  # each one's citation
     assert len(bearing) + folded.split("</details>")[0].count("<li>") == len(answer["constraints"])
     assert "## Constraints (" not in (tmp_path / "report.md").read_text()  # evidence.md's own list: replaced
+
+
+def test_a_damaged_mtp_json_leaves_out_what_it_cannot_read(tmp_path: Path):
+    """mtp.json is read from a run folder: entries that are not constraints are skipped, the report is built."""
+    import shutil
+
+    shutil.copy(Path(__file__).parent / "golden" / "playbook-mtp-tune" / "evidence.md", tmp_path / "evidence.md")
+    for recommended in ({"rationale": ["holds: y (a.py:3)"]}, "not an object", {"rationale": "not a list"}):
+        (tmp_path / "mtp.json").write_text(json.dumps({"constraints": [
+            {"rule": "x"}, 5, {"rule": "y", "origin": {"path": "a.py", "line": 3}}], "recommended": recommended}))
+        build_report(tmp_path)
+        md = (tmp_path / "report.md").read_text()
+        shown = "### Constraints on the recommended settings (1 of 1 in scope)" in md
+        assert shown == isinstance(recommended.get("rationale") if isinstance(recommended, dict) else None, list)
+        assert "- y (a.py:3)" in md and "- x" not in md

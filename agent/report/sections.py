@@ -83,8 +83,10 @@ def _answer(run_dir: Path) -> dict | None:
 def _constraints(answer: dict) -> list:
     """The constraints that bear on the recommended settings (the rules the choice passed or was made
     by: the recommendation's reasons cite them), shown; every other one in scope folded away."""
-    reasons = (answer.get("recommended") or {}).get("rationale") or []
-    cited = [(c, f"{c['origin']['path']}:{c['origin']['line']}") for c in answer["constraints"]]
+    recommended = answer.get("recommended") if isinstance(answer.get("recommended"), dict) else {}
+    reasons = [str(r) for r in recommended.get("rationale") or [] if isinstance(recommended.get("rationale"), list)]
+    cited = [(c, f"{c['origin'].get('path')}:{c['origin'].get('line')}") for c in answer["constraints"]
+             if isinstance(c, dict) and isinstance(c.get("rule"), str) and isinstance(c.get("origin"), dict)]
     bears = [(c, where) for c, where in cited
              if any(c["rule"] in line or re.search(re.escape(where) + r"(?!\d)", line) for line in reasons)]
     rest = [pair for pair in cited if pair not in bears]
