@@ -107,3 +107,45 @@ def test_uninstall_touches_only_files_whose_checksum_the_manifest_matches(tmp_pa
     out = run_cli("tuning", "uninstall", str(run), cwd=tmp_path)
     assert out.returncode == 1 and "left alone" in out.stdout, out.stdout + out.stderr
     assert (configs / NAME).read_text() == '{"someone": "else"}'
+
+
+SHIPPED = '{"1": {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 128, "GROUP_SIZE_M": 32, "num_warps": 4, ' \
+          '"num_stages": 3}}'
+
+
+def test_uninstall_never_deletes_a_config_sglang_ships_that_a_crafted_manifest_names(tmp_path):
+    """The manifest names the shipped file with its real checksum and no backup, so by the manifest
+    alone the file 'was added by us'; no install record of ours says so, and it stays."""
+    configs = _sglang_site(tmp_path)
+    (configs / NAME).write_text(SHIPPED)
+    run = _manifest_run(tmp_path, configs, [_entry(configs / NAME)])
+    out = run_cli("tuning", "uninstall", str(run), "--force", cwd=tmp_path)
+    assert out.returncode == 1 and "left alone" in out.stdout and "record" in out.stdout, out.stdout + out.stderr
+    assert (configs / NAME).read_text() == SHIPPED
+
+
+def test_a_manifest_copied_from_a_real_install_undoes_nothing_from_another_run_folder(tmp_path):
+    from tools.tuning.install import install_configs
+
+    configs = _sglang_site(tmp_path)
+    (configs / NAME).write_text(SHIPPED)
+    merged = tmp_path / "merged" / NAME
+    merged.parent.mkdir()
+    merged.write_text(SHIPPED.replace('"num_warps": 4', '"num_warps": 8'))
+    real = tmp_path / "runs" / "20260101T000000Z-real"
+    install_configs([merged], configs, real)
+    assert (configs / NAME).read_text() == merged.read_text()
+    copy = tmp_path / "runs" / "20260101T000001Z-copy"
+    copy.mkdir()
+    (copy / "tuning").mkdir()
+    (copy / "tuning" / "manifest.json").write_text((real / "tuning" / "manifest.json").read_text())
+    (copy / "tuning" / "backup").mkdir()
+    (copy / "tuning" / "backup" / NAME).write_text('{"planted": 1}')  # would be "restored" into SGLang's folder
+    (copy / "config.json").write_text(json.dumps({"goal": "tune kernels", "settings": {"executor": "local"}}))
+    out = run_cli("tuning", "uninstall", str(copy), "--force", cwd=tmp_path)
+    assert out.returncode == 1 and "left alone" in out.stdout, out.stdout + out.stderr
+    assert (configs / NAME).read_text() == merged.read_text()  # still our install, untouched
+    (real / "config.json").write_text(json.dumps({"goal": "tune kernels", "settings": {"executor": "local"}}))
+    done = run_cli("tuning", "uninstall", str(real), cwd=tmp_path)  # the run that installed it undoes it
+    assert done.returncode == 0 and "restored" in done.stdout, done.stdout + done.stderr
+    assert (configs / NAME).read_text() == SHIPPED

@@ -17,7 +17,10 @@ there is recognised by its hash, never backed up as an original), and uninstall 
 exactly whichever files were written; an uninstall marks the manifest ``uninstalling`` first, so a
 killed one is finished by the next. Only files directly in the recorded config folder are touched,
 and a manifest (data from a run folder) naming anything but kernel configs in one of SGLang's config
-folders is refused; a file changed since the install is left alone unless ``--force``. Exit 0 on success, 2 on a
+folders is refused; a file changed since the install is left alone unless ``--force``. Before a file
+is written, the install records it (target, content, run, backup) in the user's state folder on
+this host, outside every run folder; uninstall writes or removes only files with such a record, so
+a crafted manifest naming a config SGLang ships, with its real checksum, gets nothing deleted. Exit 0 on success, 2 on a
 problem the user can fix (message on stderr).
 """
 import argparse
@@ -30,9 +33,11 @@ import time
 
 # host_rules: begin (the script written for the GPU host has host_rules.py in place of these lines)
 try:
-    from tools.tuning.host_rules import BACKUP_DIR, MANIFEST, Problem, check_config, check_manifest, config_dir, inside
+    from tools.tuning.host_rules import (BACKUP_DIR, MANIFEST, Problem, check_config, check_manifest, config_dir,
+                                         forget_install, inside, installed_by_us, record_install)
 except ImportError:  # run as a script from its own folder, beside host_rules.py
-    from host_rules import BACKUP_DIR, MANIFEST, Problem, check_config, check_manifest, config_dir, inside
+    from host_rules import (BACKUP_DIR, MANIFEST, Problem, check_config, check_manifest, config_dir, forget_install,
+                            inside, installed_by_us, record_install)
 # host_rules: end
 
 
@@ -160,11 +165,14 @@ def finish(run, manifest):
                 raise Problem("%s changed since this install began (or is not in %s); nothing more was installed: "
                               "`dsv4-agent tuning uninstall RUN` undoes the rest" % (entry["target"], manifest["config_dir"]))
             if now != entry["sha256"]:
+                if not installed_by_us(entry, run):
+                    record_install(entry, run)  # outside the run folder, before the file is written
                 replace(entry["source"], entry["target"])
             done.append(entry)
     except OSError as err:
         for entry in reversed(done):
             restore(entry, run)
+            forget_install(entry)
         failed = manifest["entries"][len(done)]["name"]
         manifest["state"] = "rolled_back"
         manifest["notes"].append("install failed at %s: %s; the %d files already written were restored"
@@ -183,18 +191,24 @@ def undo(run, manifest, force):
     if manifest["state"] != "uninstalling":
         manifest["was"], manifest["state"] = manifest["state"], "uninstalling"
         save(run, manifest)
-    result = {"restored": [], "removed": [], "left_alone": [], "note": ""}
+    result = {"restored": [], "removed": [], "left_alone": [], "not_ours": [], "note": ""}
     for entry in manifest["entries"]:
         now = current(entry["target"]) if inside(entry, manifest) else None
         done_before = original(entry, run, now)
+        if inside(entry, manifest) and done_before and manifest.get("was") == "installing":
+            forget_install(entry)
+            continue  # the interrupted install had not written this file yet (or a killed uninstall undid it)
+        if inside(entry, manifest) and not done_before and not installed_by_us(entry, run):
+            result["not_ours"].append(entry["target"])  # even --force: only what we recorded installing
+            continue
         if not inside(entry, manifest) or (now != entry["sha256"] and not done_before and not force):
             result["left_alone"].append(entry["target"])
             continue
-        if done_before and manifest.get("was") == "installing":
-            continue  # the interrupted install had not written this file yet (or a killed uninstall undid it)
         if not done_before:
             restore(entry, run)
+        forget_install(entry)
         result["restored" if entry["backup"] else "removed"].append(entry["target"])
+    result["left_alone"] += result.pop("not_ours")
     manifest["state"] = "uninstalled" if not result["left_alone"] else "uninstalling"
     save(run, manifest)
     return result
@@ -212,8 +226,9 @@ def uninstall(args):
     check_manifest(manifest, run)
     result = undo(run, manifest, args.force)
     if result["left_alone"]:
-        result["note"] = ("%d files changed since this run installed them (or lie outside its config folder) and "
-                          "were left alone; `dsv4-agent tuning uninstall RUN --force` restores the changed ones"
+        result["note"] = ("%d files changed since this run installed them, lie outside its config folder, or have no "
+                          "record in the agent's state folder that this run installed them, and were left alone; "
+                          "`dsv4-agent tuning uninstall RUN --force` restores the changed ones it recorded"
                           % len(result["left_alone"]))
         manifest["notes"].append(result["note"])
         save(run, manifest)

@@ -3,10 +3,13 @@ file names and contents, and the manifest's entries. Stdlib only: ``host_install
 the agent and when run from its own folder, and the script written for the GPU host carries it
 inlined (``tools/tuning/remote_install.py``).
 """
+import hashlib
 import json
 import os
 import re
+import stat
 import subprocess
+import time
 
 try:
     from tools.child_env import child_env
@@ -97,3 +100,59 @@ def check_manifest(manifest, run):
                for rel, module in CONFIG_DIRS):
         raise Problem("%s names %r, which is not one of SGLang's kernel-config folders; nothing was touched. Restore "
                       "the run's manifest, or undo the install by hand" % (os.path.join(run, MANIFEST), folder))
+
+
+# What the agent installed, recorded where no run folder reaches: the state folder of the user on
+# this host (tools/state_dir.py's rule, written out here for the standalone script). A manifest is
+# run-folder data anyone can write; an uninstall acts on a target only with a record of ours.
+def _records():
+    root = os.environ.get("DSV4_STATE_DIR") or os.path.join(
+        os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state"), "dsv4-agent")
+    folder = os.path.join(os.path.expanduser(root), "installed")
+    for path in (os.path.expanduser(root), folder):
+        os.makedirs(path, mode=0o700, exist_ok=True)
+        info = os.lstat(path)
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o022:
+            raise Problem("the agent's state folder %s is not a folder of yours that only you may write; fix it "
+                          "(or set DSV4_STATE_DIR) - nothing was touched" % path)
+    return folder
+
+
+def _record_file(target):
+    return os.path.join(_records(), hashlib.sha256(os.path.realpath(target).encode()).hexdigest()[:40] + ".json")
+
+
+def _file_sha(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def record_install(entry, run):
+    """Before a target is written: it is ours, with this content, from this run (and this backup)."""
+    backup = os.path.join(run, entry["backup"]) if entry["backup"] else None
+    record = {"target": os.path.realpath(entry["target"]), "sha256": entry["sha256"], "run": os.path.realpath(run),
+              "backup_sha256": _file_sha(backup) if backup else None, "installed_at": time.time()}
+    path = _record_file(entry["target"])
+    with open(path + ".tmp", "w") as f:
+        json.dump(record, f)
+    os.replace(path + ".tmp", path)
+
+
+def installed_by_us(entry, run):
+    """True when our record says this run installed exactly this entry (content and backup)."""
+    try:
+        with open(_record_file(entry["target"])) as f:
+            record = json.load(f)
+    except (OSError, ValueError, RecursionError):
+        return False
+    backup = os.path.join(run, entry["backup"]) if entry["backup"] else None
+    return (isinstance(record, dict) and record.get("target") == os.path.realpath(entry["target"])
+            and record.get("sha256") == entry["sha256"] and record.get("run") == os.path.realpath(run)
+            and record.get("backup_sha256") == (_file_sha(backup) if backup and os.path.isfile(backup) else None))
+
+
+def forget_install(entry):
+    try:
+        os.unlink(_record_file(entry["target"]))
+    except FileNotFoundError:
+        pass
