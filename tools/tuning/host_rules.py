@@ -3,6 +3,7 @@ file names and contents, and the manifest's entries. Stdlib only: ``host_install
 the agent and when run from its own folder, and the script written for the GPU host carries it
 inlined (``tools/tuning/remote_install.py``).
 """
+import contextlib
 import hashlib
 import json
 import os
@@ -152,7 +153,5 @@ def installed_by_us(entry, run):
 
 
 def forget_install(entry):
-    try:
+    with contextlib.suppress(FileNotFoundError):
         os.unlink(_record_file(entry["target"]))
-    except FileNotFoundError:
-        pass
