@@ -49,6 +49,23 @@ def clean_env(extra: dict | None = None) -> dict:
     return env
 
 
+def first_run_env(scratch: Path, extra: dict | None = None) -> dict:
+    """``clean_env`` as a user's first run meets it: the research cache on and empty (its own
+    DSV4_CACHE_DIR under ``scratch``), so a result is computed once and then found, as it is the first
+    time a campaign reads a tree. What else lives in the cache (the SGLang wheel, the bench client
+    double's bytecode) is the user's, linked in: it is not what a first campaign on a tree pays."""
+    real = Path(os.environ.get("DSV4_CACHE_DIR") or Path.home() / ".cache" / "dsv4-agent")
+    cache = scratch / "cache"
+    cache.mkdir(parents=True, exist_ok=True)
+    for shared in ("sglang-src", "bench-client-bytecode"):
+        (real / shared).mkdir(parents=True, exist_ok=True)
+        if not (cache / shared).exists():
+            (cache / shared).symlink_to(real / shared)
+    env = clean_env({"DSV4_CACHE_DIR": str(cache), **(extra or {})})
+    env.pop("DSV4_RESEARCH_CACHE", None)
+    return env
+
+
 def time_process(argv: list[str], cwd: Path | None = None, env: dict | None = None, check: bool = True) -> float:
     """Wall seconds of one process, start to exit, output discarded."""
     started = time.perf_counter()

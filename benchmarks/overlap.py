@@ -15,6 +15,8 @@ real bench client) and reads the run folder:
 
     .venv/bin/python benchmarks/overlap.py [--runs 3] [--unit-s 1.0]
 
+Each campaign is a first run on its tree: the research cache on and empty (harness.first_run_env),
+so the command's check of the MTP evidence reads the tree and the research lane finds its result.
 --unit-s is the tuning double's time per unit (18 units per GPU); real tuning runs for tens of
 minutes, so larger values are closer to the real ratio.
 """
@@ -33,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from agent.report.timeline import intersect, measure, union  # noqa: E402
 from agent.trace import read_trace  # noqa: E402
-from benchmarks.harness import AGENT, clean_env, finish, row  # noqa: E402
+from benchmarks.harness import AGENT, finish, first_run_env, row  # noqa: E402
 from benchmarks.campaign_doubles import campaign_args, campaign_env, package_copy  # noqa: E402
 from tools.source.resolve import ensure_wheel_source  # noqa: E402
 
@@ -53,7 +55,7 @@ def one_campaign(package: Path, unit_s: float) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         args = campaign_args(root, package)  # builds the checkout and the tokenizer: not measured
-        env = clean_env(campaign_env(root, unit_s=unit_s))
+        env = first_run_env(root, campaign_env(root, unit_s=unit_s))  # the research cache on, empty
         started = time.time()
         subprocess.run([AGENT, *args], cwd=root, env=env, check=True, stdout=subprocess.DEVNULL)
         ended = time.time()

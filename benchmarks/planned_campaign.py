@@ -2,7 +2,8 @@
 
     .venv/bin/python benchmarks/planned_campaign.py [--runs 5]
 
-Each run is the whole process in a fresh folder (source: the cached sglang 0.5.23 wheel;
+Each run is the whole process in a fresh folder, a first run on its tree (the research cache on and
+empty: harness.first_run_env; source: the cached sglang 0.5.23 wheel;
 `--nvidia-smi` names a program that does not exist, so even a GPU host plans instead of running).
 The trace's first and last events split the wall time into start-up (process start to
 run_started), the campaign (run_started to run_finished) and exit (run_finished to process exit).
@@ -23,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.harness import AGENT, clean_env, finish, row, time_process  # noqa: E402
+from benchmarks.harness import AGENT, clean_env, finish, first_run_env, row, time_process  # noqa: E402
 from tools.source.resolve import ensure_wheel_source  # noqa: E402
 
 GOAL = "enable MTP and tune kernels"
@@ -35,7 +36,7 @@ def one_run() -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         started = time.time()
         done = subprocess.run([AGENT, GOAL, "--nvidia-smi", str(Path(tmp) / "no-nvidia-smi")], cwd=tmp,
-                              env=clean_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                              env=first_run_env(Path(tmp)), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         ended = time.time()
         if done.returncode != 0:
             raise SystemExit(f"the campaign exited {done.returncode}: {done.stderr.decode()[-2000:]}")
