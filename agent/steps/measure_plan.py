@@ -98,9 +98,9 @@ def _more_variants(ctx: StepContext, base: ServeVariant) -> tuple[list[ServeVari
 
 
 def _accuracy(ctx: StepContext, variants: list[ServeVariant], tokenizer: str | None) -> AccuracyPlan | None:
-    if len(variants) < 2:
-        return None  # nothing to gate: only the baseline
     s = ctx.settings
+    if len(variants) < 2 and not s.accuracy_data:
+        return None  # nothing to gate; with a data file given, the baseline's own score is still reported
     skip = None
     if not s.accuracy_data and (tokenizer or os.environ.get("HF_HUB_OFFLINE") == "1"):
         skip = ("offline (a local tokenizer is given, so the benchmark runs with HF_HUB_OFFLINE=1) and no "

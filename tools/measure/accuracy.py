@@ -134,6 +134,11 @@ def gate(results: dict[str, AccuracyResult], plan: AccuracyPlan, baseline: str =
     else:
         low, high = wilson(base.accuracy, base.questions)
         rule = f"baseline {base.accuracy:.3f}, 95 % interval [{low:.3f}, {high:.3f}] over {base.questions} questions"
+    if low <= 0:  # nothing scores below 0: every variant would pass, which says nothing
+        why = (f"not checked: the gate cannot tell variants apart, as its lower bound is 0 ({rule}); no score can "
+               "fall below it. Check that the model answers GSM8K (a real checkpoint, --accuracy-data), or ask "
+               "for more --accuracy-questions")
+        return {v: GateResult(variant=v, passed=None, reason=why) for v in results}
     out = {baseline: GateResult(variant=baseline, passed=True, reason=f"reference ({rule})")}
     for name, res in results.items():
         if name == baseline:
