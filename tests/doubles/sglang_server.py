@@ -31,6 +31,21 @@ accept length reported by /server_info is cumulative since start, as in SGLang. 
 prompts (SGLang's ``sglang.test.few_shot_gsm8k``) are answered from a dataset the test wrote,
 correctly or degraded per setting: tests/doubles/gsm8k_answers.py.
 
+Held to the real server: tests/real_sglang/test_real_server.py sends the same requests to this double
+and to SGLang 0.5.23 serving a tiny model on the CPU, and fails when a field this double answers is
+missing there or of another kind (every GET above, /generate, /v1/chat/completions, the /metrics
+counters, the bench client's and GSM8K check's own requests). What it cannot be held to, because
+speculative decoding does not run on a CPU build, and what real field each stands for:
+  speculative_algorithm / _num_steps / _eagle_topk / _num_draft_tokens with values
+                             SGLang's resolved ServerArgs fields of those names (null without one)
+  internal_states[0].avg_spec_accept_length
+                             the scheduler's spec_total_num_accept_tokens / spec_total_num_forward_ct
+  sglang:spec_verify_calls_total samples
+                             the tokenizer manager's counter of verify calls per finished request
+Nor does it start like the real one: one process (the real server is a launcher, a scheduler and a
+detokenizer, ending after the launcher), ready in DSV4_DOUBLE_STARTUP_S (the real one imports for
+minutes), and its /server_info lists only the fields above (the real one lists every ServerArgs field).
+
 Configuration (flags SGLang does not know are ignored, like the real parser would not):
   --model-path, --host, --port, --tp-size, --served-model-name, --speculative-algorithm, --speculative-num-steps,
   --speculative-eagle-topk, --speculative-num-draft-tokens, --speculative-draft-model-path  (SGLang's flags)
