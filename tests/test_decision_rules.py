@@ -145,7 +145,7 @@ def test_slo_picks_the_variant_meeting_it_at_the_highest_concurrency_and_the_gat
     (["--mtp-steps", "two"], r"--mtp-steps entry 'two' must be a step count"),
     (["--repeats", "0"], r"--repeats.*greater than or equal to 1"),
     (["--slo-percentile", "p42"], r"--slo-percentile .*p99"),
-    (["--min-prompts", "0"], r"--min-prompts.*(greater than 0|greater than or equal to 1)"),
+    (["--min-prompts", "0"], r"--min-prompts.*(greater than 0|greater than or equal to 1|takes more than 0)"),
     (["--concurrency", "1,8", "--target-concurrency", "4"],
      r"--target-concurrency 4 is not one of the levels measured \(--concurrency 1,8\): add it to --concurrency"),
 ])
