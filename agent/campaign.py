@@ -65,10 +65,12 @@ def _open_runtime(run: RunFolder, settings: Settings, goal: str, view: LiveView,
 def _drive(rt: Runtime, thread_id: str, fresh: bool, watch: SignalWatch | None = None, hard_exit: bool = True) -> int:
     """Run the graph to its end and record the result; ``hard_exit=False`` returns after an interrupt
     instead of ending the process (replay re-creates recorded interrupts through ``watch``)."""
-    from agent.checkpoints import forget_pending_writes, open_checkpoints
+    from agent.checkpoints import checkpoint_words, follow_the_trace, forget_pending_writes, open_checkpoints
     from agent.graph import build_graph, recursion_limit
 
-    conn, saver = open_checkpoints(rt.run.checkpoint_path)
+    conn, saver = open_checkpoints(rt.run.checkpoint_path, *checkpoint_words(rt))
+    if not fresh and rt.trace_checkpoints:
+        follow_the_trace(conn, rt.trace.path, thread_id)
     if fresh:  # from nothing: a thread a resume on other GPUs starts afresh keeps no state of its own
         saver.delete_thread(thread_id)
     graph = build_graph(rt, saver)
@@ -76,12 +78,14 @@ def _drive(rt: Runtime, thread_id: str, fresh: bool, watch: SignalWatch | None =
     with watch or SignalWatch() as watch:
         try:
             state = graph.get_state(config)
-            resume_from_checkpoint = not fresh and bool(state.next)
-            if resume_from_checkpoint:
+            if not fresh and state.config["configurable"].get("checkpoint_id"):
                 # A kill lands before or after LangGraph saves a finished lane's writes (its node_finished
                 # is traced either way), and no replay could tell which: every lane of the superstep that
-                # did not commit runs again, re-attaching to its jobs and reusing its steps.
+                # did not commit runs again, re-attaching to its jobs and reusing its steps. Forgotten before
+                # the state is read, which they change (with every lane's writes saved, nothing is "next").
                 forget_pending_writes(conn, state.config)
+                state = graph.get_state(config)
+            resume_from_checkpoint = not fresh and bool(state.next)
             final = invoke_responsively(graph, None if resume_from_checkpoint else {"goal": rt.goal}, config, watch)
             status = final.get("status", "failed")
             return _finish(rt, status, _summary(rt, final))
@@ -176,8 +180,7 @@ def start(settings: Settings, goal: str, view: LiveView | None = None) -> int:
         raise CampaignError(str(err)) from None
     settings.remember_secrets()
     run.lock()
-    full = too_full(run.path)
-    if full:
+    if full := too_full(run.path):
         shutil.rmtree(run.path)  # made a moment ago by this call
         raise CampaignError(f"cannot start a run: {full}")
     keep_reserve(run.path)
@@ -188,7 +191,8 @@ def start(settings: Settings, goal: str, view: LiveView | None = None) -> int:
     except CampaignError:
         shutil.rmtree(run.path)  # made a moment ago by this call: leave no half-made run behind
         raise
-    rt.trace.emit("run_started", "control", goal=goal, run=run.path.name, argv=sys.argv[1:], config_file=config_file)
+    rt.trace.emit("run_started", "control", goal=goal, run=run.path.name, argv=sys.argv[1:], config_file=config_file,
+                  checkpoints_traced=True)
     print(f"dsv4-agent: {settings.config_note()}", file=sys.stderr, flush=True)  # what was read, on every run
     rt.say(f"[control] run folder: {run.path}")
     return _drive_and_let_go(rt, "attempt-1", True, view)
@@ -198,8 +202,7 @@ def resume(ref: str, runs_dir: str, overrides: dict, view: LiveView | None = Non
            rebuild_checkpoint: bool = False) -> int:
     view = view or LiveView(force_plain=True)
     run, result, events = locked_run(ref, runs_dir)
-    full = too_full(run.path)
-    if full:
+    if full := too_full(run.path):
         run.unlock()
         raise CampaignError(f"cannot resume {run.path.name}: {full}")
     keep_reserve(run.path)
@@ -240,6 +243,7 @@ def resume(ref: str, runs_dir: str, overrides: dict, view: LiveView | None = Non
     redone = run.forget_outcomes(redone_by(changed, jobs_elsewhere)) if result is not None else []
     dropped = rt.trace.dropped
     rt.trace.emit("run_resumed", "control", run=run.path.name, thread=thread, after=(result or {}).get("status"),
+                  checkpoints_traced=True,
                   rebuilt_checkpoint=damaged, gpus_changed=regpu, changed={k: settings.public_dump()[k] for k in changed},
                   previous={k: recorded["settings"].get(k) for k in changed}, retry_granted=retried,
                   **({"redone": redone} if redone else {}),
@@ -281,7 +285,7 @@ def _drive_and_let_go(rt: Runtime, thread_id: str, fresh: bool, view: LiveView) 
 
 def _start_over(rt: Runtime, goal: str, view: LiveView) -> int:
     rt.trace.emit("run_started", "control", goal=goal, run=rt.run.path.name, argv=sys.argv[1:],
-                  started_over="the previous agent died before writing its first trace event")
+                  started_over="the previous agent died before writing its first trace event", checkpoints_traced=True)
     rt.say(f"[control] resuming {rt.run.path}: nothing was recorded yet, so the run starts from the beginning")
     return _drive_and_let_go(rt, "attempt-1", True, view)
 

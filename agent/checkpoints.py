@@ -15,16 +15,81 @@ import contextlib
 import os
 import sqlite3
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from agent.runfolder import RunFolder
 
+if TYPE_CHECKING:
+    from agent.runtime import Runtime
 
-def open_checkpoints(path: Path | str):
-    """A connection and the saver on it; the caller closes the connection when the graph is done."""
-    from langgraph.checkpoint.sqlite import SqliteSaver
 
+def open_checkpoints(path: Path | str, before_save=None, after_save=None):
+    """A connection and the saver on it; the caller closes the connection when the graph is done. With
+    ``before_save``/``after_save`` each save is announced (agent/traced_saver.py)."""
     conn = sqlite3.connect(path, check_same_thread=False)
-    return conn, SqliteSaver(conn)
+    if before_save is None and after_save is None:
+        from langgraph.checkpoint.sqlite import SqliteSaver
+
+        return conn, SqliteSaver(conn)
+    from agent.traced_saver import TracedSaver
+
+    return conn, TracedSaver(conn, before_save or (lambda _meta: None), after_save or (lambda _c, _m: None))
+
+
+def traced_checkpoints(events: list[dict], thread: str) -> set[str] | None:
+    """Ids of the checkpoints the trace records as saved in ``thread``; None when the attempt that opened the
+    thread recorded none (a run from before checkpoints were traced: nothing is dropped then)."""
+    opened, saved = None, set()
+    current = None
+    for event in events:
+        if event["type"] in ("run_started", "run_resumed"):
+            current = "attempt-1" if event["type"] == "run_started" else event.get("thread")
+            if current == thread and opened is None:
+                opened = bool(event.get("checkpoints_traced"))
+        elif event["type"] == "checkpoint_saved" and current == thread:
+            saved.add(event["checkpoint_id"])
+    return saved if opened else None
+
+
+def checkpoint_words(rt: "Runtime") -> tuple:
+    """What the saver says around each save: the trace's gates first (a replay holds a lane there when its
+    record has no such save), then ``checkpoint_saved`` once it is on disk (see agent/checkpoints.py)."""
+    if not rt.trace_checkpoints:
+        return None, None
+
+    def before(metadata: dict) -> None:
+        for gate in rt.trace.gates:
+            gate({"lane": "control", "type": "checkpoint_saved", "step": metadata.get("step")})
+
+    def after(config: dict, metadata: dict) -> None:
+        rt.trace.emit("checkpoint_saved", "control", step=metadata.get("step"),
+                      checkpoint_id=config["configurable"]["checkpoint_id"])
+
+    return before, after
+
+
+def follow_the_trace(conn: sqlite3.Connection, trace_path: Path, thread: str) -> list[str]:
+    """Before resuming ``thread``: drop what the trace does not record of it (see ``forget_untraced``)."""
+    from agent.trace import read_trace
+
+    traced = traced_checkpoints(read_trace(trace_path).events, thread)
+    return [] if traced is None else forget_untraced(conn, thread, traced)
+
+
+def forget_untraced(conn: sqlite3.Connection, thread: str, traced: set[str]) -> list[str]:
+    """Drop the thread's checkpoints the trace does not record: a kill landed after SQLite saved one and
+    before its ``checkpoint_saved`` was written. The trace alone then says where the run stands, so a
+    resume and its replay go on from the same checkpoint. Returns the ids dropped."""
+    try:
+        rows = conn.execute("SELECT checkpoint_id FROM checkpoints WHERE thread_id = ?", (thread,)).fetchall()
+    except sqlite3.OperationalError:  # no table yet: nothing was saved
+        return []
+    dropped = [cid for (cid,) in rows if cid not in traced]
+    for cid in dropped:
+        conn.execute("DELETE FROM checkpoints WHERE thread_id = ? AND checkpoint_id = ?", (thread, cid))
+        conn.execute("DELETE FROM writes WHERE thread_id = ? AND checkpoint_id = ?", (thread, cid))
+    conn.commit()
+    return dropped
 
 
 def forget_pending_writes(conn: sqlite3.Connection, checkpoint: dict) -> None:

@@ -36,3 +36,4 @@ class Runtime:
     llm: ChatClient | None = None               # built from settings on first use (agent.llm.loop.client)
     planner_tools: Registry | None = None       # the tools the LLM planner may call, built once per process
     research_tools: Registry | None = None      # the research lane's read-only subset
+    trace_checkpoints: bool = True              # record each checkpoint saved (a replay of an older run: off)

@@ -27,7 +27,7 @@ Lane = Literal["gpu", "research", "control", "llm"]
 EVENT_TYPES = frozenset({
     "run_started", "run_resumed", "run_finished", "node_started", "node_finished",
     "tool_call", "tool_result", "job_launched", "job_state", "job_finished",
-    "artifact_written", "llm_request", "llm_response", "progress", "error",
+    "artifact_written", "llm_request", "llm_response", "progress", "error", "checkpoint_saved",
 })
 
 

@@ -40,6 +40,8 @@ class RunStarted(Envelope):
     started_over: str | None = Field(None, description="Set by a resume that found no event yet: why it started over")
     config_file: dict[str, str] | None = Field(None, description="The settings file read (path, how it was chosen: "
                                                "--config, $DSV4_CONFIG or working folder, sha256); None: none")
+    checkpoints_traced: bool = Field(False, description="This attempt records each checkpoint the graph saves "
+                                     "(checkpoint_saved); False in runs recorded before it did")
 
 
 class DroppedTail(BaseModel):
@@ -60,10 +62,18 @@ class RunResumed(Envelope):
                                                                 "from (this host's paths) changed")
     dropped_tail: DroppedTail | None = Field(None, description="What a crash left at the trace's end, cut off")
     seq_gaps: list[str] = Field(default_factory=list, description="Sequence gaps found in the trace, described")
+    checkpoints_traced: bool = Field(False, description="As in run_started")
     gpus_changed: str | None = Field(None, description="How the GPUs (and TP) chosen now differ from the last "
                                      "attempt's: this attempt planned again on them, from the start")
     rebuilt_checkpoint: str | None = Field(None, description="Why the checkpoint was set aside (resume "
                                            "--rebuild-checkpoint): this attempt started the graph afresh")
+
+
+class CheckpointSaved(Envelope):
+    type: Literal["checkpoint_saved"]
+    step: int | None = Field(None, description="LangGraph's superstep number of the checkpoint")
+    checkpoint_id: str = Field(description="Its id in checkpoint.sqlite; a resume drops any checkpoint the trace "
+                                           "does not record (saved just before a kill), so the trace decides")
 
 
 class RunFinished(Envelope):
@@ -153,7 +163,7 @@ EVENT_MODELS: dict[str, type[Envelope]] = {
     m.model_fields["type"].annotation.__args__[0]: m  # type: ignore[union-attr]
     for m in (RunStarted, RunResumed, RunFinished, NodeStarted, NodeFinished, ToolCall, ToolResult,
               JobLaunched, JobStateEvent, JobFinished, ArtifactWritten, LlmRequest, LlmResponse, Progress,
-              ErrorEvent)
+              ErrorEvent, CheckpointSaved)
 }
 
 

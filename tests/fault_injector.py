@@ -1,8 +1,9 @@
 """Runs a Python entry point and SIGKILLs its own process at a chosen instant (test-only).
 
-    python tests/fault_injector.py MODULE:FUNCTION:N  ENTRY_MODULE:ENTRY_FUNCTION  [ARGS...]
+    python tests/fault_injector.py MODULE:FUNCTION:N[:after]  ENTRY_MODULE:ENTRY_FUNCTION  [ARGS...]
 
-The N-th call of MODULE.FUNCTION kills the process with SIGKILL before the call runs: exactly what a
+The N-th call of MODULE.FUNCTION (or MODULE.Class.method) kills the process with SIGKILL before the
+call runs, or with ``:after`` right after it returned: exactly what a
 ``kill -9`` (or a power cut) at that instant leaves behind, without timing luck. Everything else is
 the real code: the product is not changed, only the one function is wrapped in this process.
 Example: die as the second tuned config is about to be copied into SGLang's folder:
@@ -19,20 +20,33 @@ import sys
 from pathlib import Path
 
 
+def _die() -> None:
+    sys.stdout.flush()
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
 def arm(spec: str) -> None:
-    module_name, function, nth = spec.split(":")
-    module = importlib.import_module(module_name)
-    real = getattr(module, function)
+    """``MODULE:NAME:N`` or ``MODULE:NAME:N:after``; NAME may be ``Class.method``. With ``after`` the
+    process dies right after the N-th call returned (its effect done, nothing after it)."""
+    module_name, name, nth, *when = spec.split(":")
+    owner = importlib.import_module(module_name)
+    *path, function = name.split(".")
+    for part in path:
+        owner = getattr(owner, part)
+    real = getattr(owner, function)
     calls = {"n": 0}
+    after = when == ["after"]
 
     def wrapped(*args, **kwargs):
         calls["n"] += 1
+        if calls["n"] == int(nth) and not after:
+            _die()
+        result = real(*args, **kwargs)
         if calls["n"] == int(nth):
-            sys.stdout.flush()
-            os.kill(os.getpid(), signal.SIGKILL)
-        return real(*args, **kwargs)
+            _die()
+        return result
 
-    setattr(module, function, wrapped)
+    setattr(owner, function, wrapped)
 
 
 def main() -> None:

@@ -69,6 +69,8 @@ def _edit(event: dict) -> dict:
         calls = [{**c, "function": {**c["function"], "arguments": c["function"]["arguments"].replace("infer_mtp", "sync")}}
                  for c in message.get("tool_calls") or []]
         return {**event, "message": {**message, "tool_calls": calls, "content": (message.get("content") or "") + "!"}}
+    if kind == "checkpoint_saved":
+        return {**event, "step": (event.get("step") or 0) + 100}
     if kind == "error":
         return {**event, "message": event["message"] + " (edited)"}
     raise AssertionError(f"no edit for {kind}")

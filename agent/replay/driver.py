@@ -163,7 +163,8 @@ def _open_attempt(rt: Runtime, recording: Recording, attempt: Attempt) -> tuple[
     """Write what ``start``/``resume`` wrote before driving; the graph thread and whether it starts fresh."""
     opening = attempt.opening
     if attempt.index == 0:
-        served = {k: opening[k] for k in ("started_over", "config_file") if k in opening}
+        served = {k: opening[k] for k in ("started_over", "config_file", "checkpoints_traced") if k in opening}
+        rt.trace_checkpoints = bool(opening.get("checkpoints_traced"))  # as the recorded agent did
         rt.trace.emit("run_started", "control", goal=recording.goal, run=rt.run.path.name, argv=opening.get("argv", []),
                       **served)
         return "attempt-1", True
@@ -173,7 +174,8 @@ def _open_attempt(rt: Runtime, recording: Recording, attempt: Attempt) -> tuple[
         (rt.run.path / "result.json").replace(rt.run.path / f"result.attempt-{len(earlier) + 1}.json")
     thread = f"attempt-{len(earlier) + 1 + (result is not None)}"
     served = {k: opening[k] for k in ("changed", "previous", "retry_granted", "redone", "dropped_tail", "seq_gaps",
-                                      "rebuilt_checkpoint", "gpus_changed") if k in opening}
+                                      "rebuilt_checkpoint", "gpus_changed", "checkpoints_traced") if k in opening}
+    rt.trace_checkpoints = bool(opening.get("checkpoints_traced"))
     rt.settings = _with_changes(rt.settings, served.get("changed") or {})
     rt.run.forget_outcomes(served.get("redone") or [])  # as the recorded resume did: those steps run again
     if served.get("rebuilt_checkpoint"):  # as the recorded resume did: the graph starts afresh

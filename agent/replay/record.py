@@ -26,7 +26,7 @@ from tools import json_data
 from agent.trace import read_events as read_good_events
 
 VOLATILE = frozenset({"v", "seq", "t", "mono", "pid", "ms", "seconds", "run", "argv", "bytes", "traceback",
-                      "signal_at"})
+                      "signal_at", "checkpoint_id"})
 ORCHESTRATION_LANES = ("control", "gpu", "research")
 NESTED_VOLATILE = frozenset({"seconds", "ms", "t", "mono", "pid"})
 
