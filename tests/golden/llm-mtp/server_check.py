@@ -8,8 +8,17 @@ jobs run (the SSH host's ledger folder, the Slurm run folder), and ``remote_ledg
 over SSH with this file's source in front of it. A pid alone names nothing for long: the kernel
 reuses pids, so a pid is ours only while it has the start time we recorded for it, and a process
 group is ours only while its leader is that process and still leads it.
+
+A pid and a start time can be copied from ``/proc`` into a forged ledger, though. So every job
+also carries a random token, recorded in its ``job.json`` and put by the executor and the wrapper
+into the environment of the wrapper, the job's leader and (inherited) the command:
+``carries_token`` reads it back from ``/proc/PID/environ``, which only the process's owner (and
+root) can read and which no ledger can change. A process the agent never started has no such token.
 """
 import os
+
+TOKEN_VARIABLE = "DSV4_JOB_TOKEN"
+_MAX_ENVIRON = 4 << 20  # the kernel caps a process's argv + environment well below this
 
 
 def start_time(pid):
@@ -34,15 +43,30 @@ def _stat(pid):
     return text[text.rindex(")") + 2:].split()
 
 
-def is_process(pid, recorded_start):
-    """True when ``pid`` runs and is the process whose start time we recorded (never without one)."""
-    return bool(pid) and recorded_start is not None and start_time(pid) == str(recorded_start)
+def carries_token(pid, token):
+    """True when ``pid`` was started with our job token in its environment."""
+    if not token:
+        return False
+    try:
+        with open("/proc/%d/environ" % int(pid), "rb") as f:
+            environ = f.read(_MAX_ENVIRON)
+    except (OSError, ValueError):
+        return False  # gone, or another user's: not ours either way
+    return ("%s=%s" % (TOKEN_VARIABLE, token)).encode() in environ.split(b"\0")
 
 
-def is_group_leader(pgid, recorded_start):
+def is_process(pid, recorded_start, token=None):
+    """True when ``pid`` runs and is the process whose start time we recorded (never without one);
+    with ``token``, also only when it carries that job token."""
+    if not (pid and recorded_start is not None and start_time(pid) == str(recorded_start)):
+        return False
+    return token is None or carries_token(pid, token)
+
+
+def is_group_leader(pgid, recorded_start, token=None):
     """True when the process group ``pgid`` is the one we created: its leader is the process we
-    recorded (pid and start time) and still leads that group."""
-    return is_process(pgid, recorded_start) and process_group(pgid) == int(pgid)
+    recorded (pid and start time, and the job token when given) and still leads that group."""
+    return is_process(pgid, recorded_start, token) and process_group(pgid) == int(pgid)
 
 
 def group_members(pgid):
@@ -56,19 +80,22 @@ def group_members(pgid):
     return members
 
 
-def group_alive(pgid, recorded_start):
+def group_alive(pgid, recorded_start, token=None):
     """True while the group we created has a process: its verified leader or, once the leader has
     exited, a member left in it (a group id is not reused while any process is in the group, and
-    only processes started after the leader can be in it)."""
+    only processes started after the leader can be in it); with ``token``, only members carrying it."""
     if not pgid or recorded_start is None:
         return False
-    if is_group_leader(pgid, recorded_start):
+    if is_group_leader(pgid, recorded_start, token):
         return True
     leader = start_time(pgid)
     if leader is not None and leader != str(recorded_start):
         return False  # the pid was reused by a process that is not our leader
+    if leader is not None and token is not None:
+        return False  # our leader's pid and start time, without our token: not our group
     floor = int(recorded_start)
-    return any(int(start_time(m) or 0) >= floor for m in group_members(pgid))
+    return any(int(start_time(m) or 0) >= floor and (token is None or carries_token(m, token))
+               for m in group_members(pgid))
 
 
 def _listening_inodes(port):
@@ -87,13 +114,13 @@ def _listening_inodes(port):
     return inodes
 
 
-def group_listens(pgid, recorded_start, port):
+def group_listens(pgid, recorded_start, port, token=None):
     """True when a process of our group ``pgid`` holds a socket listening on ``port`` on this host.
 
     Only our own group's open files are read: a listener held by anyone else (another user's
     server, a process whose files we may not read) is never counted as ours.
     """
-    if not group_alive(pgid, recorded_start):
+    if not group_alive(pgid, recorded_start, token):
         return False
     inodes = _listening_inodes(port)
     if not inodes:
@@ -112,6 +139,27 @@ def group_listens(pgid, recorded_start, port):
                 continue
     return False
 
+
+JOB_DIR_ENV = "DSV4_JOB_DIR"  # set by the executor for the wrapper, and so for the job's leader and command
+
+
+def processes_of_job(job_dir):
+    """Pids of processes started for the job whose ledger folder is ``job_dir`` (the wrapper, the job's
+    leader and its command carry ``DSV4_JOB_DIR`` in their environment): what still runs of a job whose
+    folder was deleted, so that it is never started a second time beside itself."""
+    wanted = ("%s=%s" % (JOB_DIR_ENV, os.path.abspath(str(job_dir)))).encode() + b"\0"
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            with open("/proc/%s/environ" % name, "rb") as f:
+                environ = f.read(_MAX_ENVIRON) + b"\0"
+        except OSError:
+            continue
+        if (b"\0" + environ).find(b"\0" + wanted) >= 0 and start_time(name) is not None:
+            found.append(int(name))
+    return sorted(found)
 
 """Is the server answering on a port the one we launched? Two independent checks, both required:
 

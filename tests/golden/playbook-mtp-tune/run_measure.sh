@@ -84,6 +84,11 @@ stop_server() {
     # Only the process group this script started (setsid made the server its leader).
     kill -TERM -- "-$server_pid" 2>/dev/null || true
     wait "$server_pid" 2>/dev/null || true
+    # SGLang's scheduler and detokenizer are children of the launcher and end after it: wait for
+    # the whole group (the next server must not start beside them), then kill what is left of it.
+    local deadline=$((SECONDS + 30))
+    while kill -0 -- "-$server_pid" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.5; done
+    kill -KILL -- "-$server_pid" 2>/dev/null || true
     server_pid=""
     server_start=""
   fi
@@ -185,6 +190,7 @@ if pick_port "$host"; then
   setsid bash "$here/serve_$variant.sh" >"$server_log" 2>&1 &
   server_pid=$!
   server_start=$("${check[@]}" start-time "$server_pid")
+  echo "== $variant: server process group $server_pid"
   if wait_ready "$host" "$server_log" '{"model_path": "deepseek-ai/DeepSeek-V4-Flash", "speculative": {}}'; then
     bench_point "$variant" "$host" 1 16 baseline-c1
     bench_point "$variant" "$host" 1 16 baseline-c1-r2
@@ -218,6 +224,7 @@ if pick_port "$host"; then
   setsid bash "$here/serve_$variant.sh" >"$server_log" 2>&1 &
   server_pid=$!
   server_start=$("${check[@]}" start-time "$server_pid")
+  echo "== $variant: server process group $server_pid"
   if wait_ready "$host" "$server_log" '{"model_path": "deepseek-ai/DeepSeek-V4-Flash", "speculative": {"--speculative-algorithm": "EAGLE", "--speculative-num-steps": "3", "--speculative-eagle-topk": "1", "--speculative-num-draft-tokens": "4"}}'; then
     bench_point "$variant" "$host" 1 16 mtp-c1
     bench_point "$variant" "$host" 1 16 mtp-c1-r2
