@@ -51,7 +51,7 @@ def jobs(run: RunRef, logs: Logs = None, stop: Stop = None, retry: Retry = None,
     Only jobs in this run's ledger can be stopped, and only through the process identity it recorded.
     """
     from agent.campaign import CampaignError, ssh_options_for
-    from agent.run_status import job_data, jobs_data, render_jobs
+    from agent.run_status import jobs_data, render_jobs
     from tools.base import ToolError
     from tools.jobs.factory import make_executor
 
@@ -66,14 +66,7 @@ def jobs(run: RunRef, logs: Logs = None, stop: Stop = None, retry: Retry = None,
             echo("\n".join(text.splitlines()[-lines:]))
             return
         if stop:
-            keys = [j.key for j in executor.jobs() if not j.done] if stop == STOP_ALL else [stop]
-            states = [executor.stop(key) for key in keys]
-            if as_json:
-                print_json([job_data(s) for s in states])
-            elif not states:
-                echo("no running jobs to stop")
-            for s in states if not as_json else []:
-                echo(f"{s.key}: {s.status} {s.reason}".rstrip())
+            _stop(executor, stop, as_json)
             return
         if retry:
             _retry(executor, retry, folder, as_json)
@@ -85,6 +78,37 @@ def jobs(run: RunRef, logs: Logs = None, stop: Stop = None, retry: Retry = None,
         print_json(jobs_data(found))
     else:
         echo(render_jobs(found))
+
+
+def _stop(executor, stop: str, as_json: bool) -> None:
+    """Stop one job or every running one; each that could not be stopped is named, and the command
+    then fails (every other one is still stopped)."""
+    from agent.run_status import job_data
+    from tools.base import ToolError
+
+    # (key, shown when stopped): a lost job (its wrapper died without a word) is looked at too, as processes
+    # may be left in its group, but named only if they cannot be stopped
+    found = [(j.key, not j.done) for j in executor.jobs() if not j.done or j.status == "lost"] \
+        if stop == STOP_ALL else [(stop, True)]
+    states, refused = [], []
+    for key, shown in found:
+        try:
+            state = executor.stop(key)
+        except ToolError as err:
+            if stop != STOP_ALL:
+                raise
+            refused.append(str(err))
+            continue
+        if shown:
+            states.append(state)
+    if as_json:
+        print_json([job_data(s) for s in states])
+    elif not states and not refused:
+        echo("no running jobs to stop")
+    for s in states if not as_json else []:
+        echo(f"{s.key}: {s.status} {s.reason}".rstrip())
+    if refused:
+        fail("; ".join(refused))
 
 
 def _retry(executor, key: str, folder, as_json: bool) -> None:

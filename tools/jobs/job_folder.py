@@ -32,6 +32,7 @@ except ImportError:  # standalone: next to wrapper.py, or bundled into the SSH l
     import processes
 
 SPAWN_WAIT_S = 5.0
+SIGKILL_WAIT_S = 5.0  # the kernel ends a killed process at once, unless it is stuck inside a call
 
 
 def read_json(path):
@@ -120,28 +121,73 @@ def _signal_ours(snap, sig):
     if processes.is_group_leader(group, leader, token):
         with contextlib.suppress(ProcessLookupError):
             os.killpg(group, sig)
+    else:  # the leader is gone (killed with the wrapper): what is left of its group, each proven ours
+        for member in processes.proven_members(group, leader, token):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(member, sig)
     if sig == signal.SIGKILL and processes.is_process(pid, start, token):
         os.kill(pid, sig)
 
 
+def _running(snap):
+    return snap["alive"] or snap["job_alive"]
+
+
+def _left_unproven(snap):
+    """Why the job cannot be stopped although nothing provably ours runs, or '': processes left in its
+    group that carry no job token (see ``processes.unproven_members``)."""
+    wrapper = snap["wrapper"] or {}
+    group = wrapper.get("child_pgid")
+    left = processes.unproven_members(group, wrapper.get("child_start_time"), job_token(snap["job"]))
+    if not left:
+        return ""
+    return ("its process group %d still has processes (pids %s) that carry no job token, so they cannot be proven "
+            "to be this job's; nothing was signalled. Check them with `ps -o pid,pgid,lstart,args -g %d` and, if "
+            "they are this job, stop them by hand with `kill -TERM -- -%d`"
+            % (group, ", ".join(map(str, left)), group, group))
+
+
+def _still_running(snap):
+    """Why the job runs on after SIGKILL: a process stuck in the kernel (a GPU driver call, say)."""
+    wrapper = snap["wrapper"] or {}
+    pid, _ = wrapper_identity(snap["launch"], snap["wrapper"])
+    group = wrapper.get("child_pgid")
+    pids = ([pid] if snap["alive"] else []) + processes.proven_members(group, wrapper.get("child_start_time"),
+                                                                       job_token(snap["job"]))
+    shown = ", ".join(map(str, sorted(set(pids)))) or "?"
+    return ("its processes (pids %s) still run after SIGKILL (stuck in the kernel, in a driver call?); see "
+            "`ps -o pid,stat,wchan:32,args -p %s`; they end when the call returns, else only a reboot ends them"
+            % (shown, shown.replace(" ", "")))
+
+
 def stop(job_dir, grace_s):
-    """``{"snapshot"}`` after stopping the job, or ``{"refused": why, "snapshot"}``."""
+    """``{"snapshot"}`` after stopping the job, or ``{"refused": why, "snapshot"}`` when it could
+    not be stopped (no proof that its processes are ours, or they outlived SIGKILL)."""
     snap = snapshot(job_dir)
-    if snap["job"] is None or snap["exit"] is not None:
+    if snap["job"] is None or (snap["exit"] is not None and not _running(snap)):
         return {"snapshot": snap}
     refused = unverifiable(snap)
     if refused:
         return {"refused": refused, "snapshot": snap}
-    if not (snap["alive"] or snap["job_alive"]) and (snap["launch"] or snap["wrapper"]):
-        return {"snapshot": snap}  # nothing of ours runs any more: nothing to stop, nothing to record
+    if not _running(snap) and (snap["launch"] or snap["wrapper"]):
+        refused = _left_unproven(snap)  # nothing of ours runs: nothing to stop, nothing to record
+        return {"refused": refused, "snapshot": snap} if refused else {"snapshot": snap}
     write_json(os.path.join(job_dir, "stop.json"), {"requested_at": time.time()})
     _signal_ours(snap, signal.SIGTERM)
-    deadline = time.monotonic() + float(grace_s) + 5.0
+    if _ended_within(job_dir, float(grace_s) + 5.0):
+        return {"snapshot": snapshot(job_dir)}
+    _signal_ours(snapshot(job_dir), signal.SIGKILL)  # the grace is over: only the processes we recorded
+    if _ended_within(job_dir, SIGKILL_WAIT_S):
+        return {"snapshot": snapshot(job_dir)}
+    snap = snapshot(job_dir)
+    return {"refused": _still_running(snap), "snapshot": snap}
+
+
+def _ended_within(job_dir, seconds):
+    deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         snap = snapshot(job_dir)
-        if snap["exit"] is not None or not (snap["alive"] or snap["job_alive"]):
-            return {"snapshot": snap}
+        if not _running(snap):
+            return True
         time.sleep(0.02)  # a look is a few small reads; the campaign's next GPU job waits for this one's end
-    _signal_ours(snap, signal.SIGKILL)  # the grace is over: only the groups we recorded, nothing else
-    time.sleep(0.1)
-    return {"snapshot": snapshot(job_dir)}
+    return False

@@ -138,10 +138,10 @@ class LocalExecutor(SameHostDefaults):
     # -- stopping --------------------------------------------------------------------------
     def stop(self, key: str, grace_s: float | None = None) -> JobState:
         """SIGTERM the job (the wrapper ends the command's group), SIGKILL after the grace; only
-        processes whose start time the ledger recorded are signalled (else ToolError says why)."""
-        state = self.poll(key)
-        if state.done and state.status != "lost":  # a lost job may still name a process we cannot vouch for
-            return state
+        processes whose start time the ledger recorded are signalled. ToolError says why when the
+        job could not be stopped (no such proof, or its processes outlived SIGKILL). A job that has
+        ended is looked at too: a process left in its group may still hold a GPU."""
+        self.poll(key)
         folder = self.job_dir(key)
         job = read_json(folder / "job.json") or {}
         answer = job_folder.stop(str(folder), job.get("grace_s", 10.0) if grace_s is None else grace_s)

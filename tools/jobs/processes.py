@@ -96,6 +96,29 @@ def group_alive(pgid, recorded_start, token=None):
                for m in group_members(pgid))
 
 
+def proven_members(pgid, recorded_start, token):
+    """Pids in the group we created that carry our job token: what is left of a job whose leader
+    is gone (killed with its wrapper, or ended before the command's children). Never without a
+    token: a pid and start time copied from /proc prove nothing."""
+    if not (pgid and recorded_start is not None and token):
+        return []
+    leader = start_time(pgid)
+    if leader is not None and (leader != str(recorded_start) or not carries_token(pgid, token)):
+        return []  # the pid is another process now (a group id is not reused while the group has members)
+    floor = int(recorded_start)
+    return [m for m in group_members(pgid) if int(start_time(m) or 0) >= floor and carries_token(m, token)]
+
+
+def unproven_members(pgid, recorded_start, token):
+    """Pids left in the group we created, once its leader is gone, that do not carry our job token
+    (a command that cleared its environment, or a group someone else made under a reused id): we
+    cannot tell them from someone else's, so they are named, never signalled."""
+    if not (pgid and recorded_start is not None) or start_time(pgid) is not None:
+        return []
+    floor = int(recorded_start)
+    return [m for m in group_members(pgid) if int(start_time(m) or 0) >= floor and not carries_token(m, token)]
+
+
 def _listening_inodes(port):
     """Socket inodes listening on TCP ``port`` (any address, IPv4 and IPv6)."""
     inodes = set()

@@ -15,8 +15,10 @@ the job ended, instead of starting it a second time beside it.
 
 ``JOB_DIR/wrapper.json`` is written first: the wrapper's pid and start time, the group id (the
 leader's pid) and the leader's start time, so that nothing but these processes is ever signalled.
-Finally ``JOB_DIR/exit.json`` is written atomically: ``{"exit_code", "reason", "ended_at"}`` with
-reason ``exited`` | ``timed_out`` | ``stopped``. Output goes to ``JOB_DIR/log.txt``.
+When the leader has ended, whatever its command left in the group (children carrying the job
+token) is ended too, so that an ended job holds nothing. Finally ``JOB_DIR/exit.json`` is written
+atomically: ``{"exit_code", "reason", "ended_at"}`` with reason ``exited`` | ``timed_out`` |
+``stopped``. Output goes to ``JOB_DIR/log.txt``.
 """
 import contextlib
 import json
@@ -56,6 +58,24 @@ def _end_group(pgid, leader_start, proc, grace_s):
     if processes.group_alive(pgid, leader_start):
         with contextlib.suppress(ProcessLookupError):
             os.killpg(pgid, signal.SIGKILL)  # also reaches grandchildren that outlived the leader
+
+
+def _end_leftovers(pgid, leader_start, token, grace_s, log):
+    """The leader has ended (or was killed): end what is left of the job's group - the command's
+    children, proven ours by the job token - so that an ended job holds no GPU and no port."""
+    left = processes.proven_members(pgid, leader_start, token)
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        if not left:
+            return
+        log.write(("\n[dsv4-agent] the job's leader has ended; %s to what is left of its group (pids %s)\n"
+                   % (signal.Signals(sig).name, ", ".join(map(str, left)))).encode())
+        for pid in left:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, sig)
+        deadline = time.monotonic() + grace_s
+        while left and time.monotonic() < deadline:
+            time.sleep(0.05)
+            left = processes.proven_members(pgid, leader_start, token)
 
 
 def lead(job_dir):
@@ -113,6 +133,7 @@ def main(job_dir):
                 _end_group(proc.pid, leader_start, proc, grace_s)
                 proc.wait()
                 break
+        _end_leftovers(proc.pid, leader_start, job.get("token"), grace_s, log)
     ended = _read_json(os.path.join(job_dir, "command_exit.json")) or {}
     code = ended.get("exit_code", proc.returncode)
     _write_json(os.path.join(job_dir, "exit.json"), {"exit_code": code, "reason": reason, "ended_at": time.time()})
