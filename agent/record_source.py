@@ -1,10 +1,10 @@
 """Where a campaign's facts come from: the world (``LiveSource``) or a recorded run (``ReplaySource``).
 
-Four things touch the world: preflight, running a step, the LLM research span, and (when a run
-is interrupted) which jobs still run. The graph's
-nodes and the lanes ask ``rt.source`` for each and never know which source they have; a replay
-(``agent.replay.served.ReplaySource``) serves all three from the record, so no GPU, network, model
-or job is used. The live source runs what it is handed.
+Five things touch the world: preflight, running a step, the LLM research span, which jobs still
+run (when a run is interrupted) and stopping the servers a run left (when it ends otherwise). The
+graph's nodes and the lanes ask ``rt.source`` for each and never know which source they have; a
+replay (``agent.replay.served.ReplaySource``) serves them all from the record, so no GPU, network,
+model or job is used. The live source runs what it is handed.
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Callable, Protocol
 from agent.config import Settings
 from agent.preflight import Preflight, run_preflight
 from agent.steps.base import PlanStep, StepOutcome
-from tools.jobs import Executor
+from tools.jobs import Executor, JobState
 
 if TYPE_CHECKING:
     from agent.runfolder import RunFolder
@@ -36,6 +36,10 @@ class RecordSource(Protocol):
 
     def running_jobs(self, executor: Executor) -> list[str]:
         """Keys of the run's jobs still running (an interrupted run's result names them)."""
+
+    def stop_servers(self, run: "RunFolder", executor: Executor) -> tuple[list[JobState], list[str]]:
+        """Stop the run's server jobs that still run, as the run ends: (those stopped, why each one
+        that could not be stopped still runs)."""
 
 
 class LiveSource:
@@ -61,3 +65,14 @@ class LiveSource:
 
     def running_jobs(self, executor: Executor) -> list[str]:
         return [j.key for j in executor.jobs() if not j.done]
+
+    def stop_servers(self, run: "RunFolder", executor: Executor) -> tuple[list[JobState], list[str]]:
+        from tools.base import ToolError
+        from tools.measure.server import SERVER_KINDS, stop_servers
+
+        if not any(p.name.startswith(SERVER_KINDS) for p in run.jobs_dir.glob("*")):
+            return [], []  # no server was ever started for this run: no executor call (SSH) to make
+        try:
+            return stop_servers(executor)
+        except (ToolError, OSError) as err:
+            return [], [f"the run's server jobs could not be checked ({err}), so none is known to be stopped"]

@@ -85,7 +85,10 @@ class RunFinished(Envelope):
                                                       "(an install) begins after it")
     jobs_running: list[str] | None = Field(None, description="Jobs left running when interrupted (None: not listed)")
     reason: str | None = Field(None, description="Why a failed run ended where it did: disk_full (no space left on "
-                                                 "the disk holding the run folder), else None")
+                                                 "the disk holding the run folder), server_not_stopped (its work "
+                                                 "was done but a server of it still runs), else None")
+    servers_left: list[str] | None = Field(None, description="Why each server job of the run that could not be "
+                                                             "stopped as it ended still runs (None: none left)")
 
 
 class NodeStarted(Envelope):

@@ -111,6 +111,11 @@ class ReplaySource:
         finish = self.attempts[self.current].finish or {}
         return finish.get("jobs_running")
 
+    def stop_servers(self, run: RunFolder, executor: Executor) -> tuple[list, list[str]]:
+        """The servers the recorded end could not stop (a replay starts none, so it stops none)."""
+        finish = self.attempts[self.current].finish or {}
+        return [], list(finish.get("servers_left") or [])
+
     def _copy_artifact(self, run: RunFolder, relative: str) -> None:
         # Later nodes (the report) read what steps wrote, so the replay folder gets the recorded files.
         source = (self.recording.run_dir / relative).resolve()

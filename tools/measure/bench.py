@@ -6,6 +6,9 @@ started), then one bench job per concurrency level, appending to ``<results_dir>
 A point whose tagged line is already in that file is finished and is not run again (a re-run
 after a crash picks up where it stopped). A failed point - client exit, no result line, server
 never ready - goes to ``<variant>.failures.jsonl`` with its reason and the sweep goes on.
+One server at a time: any other server job of the run still running when a variant begins (an
+agent killed between a variant's last point and its server's stop left it) is stopped first, and
+so is any left when the sweep ends; nothing is started beside one that could not be stopped.
 
 Several points share one server, and SGLang's accept length is cumulative since server start, so
 each point is bracketed by server snapshots (``snapshots/<variant>.jsonl``, tools/measure/accept_snapshots.py)
@@ -39,7 +42,7 @@ from tools.jobs import Executor, JobSpec, JobState
 from tools.measure.results import parse_jsonl
 from tools.scripts.models import BenchPoint, MeasurePlan, ServeVariant, point_args
 from tools.measure.identity import point_identity, point_job, server_identity, server_job
-from tools.measure.server import ServerHandle, launch_server, stop_server
+from tools.measure.server import ServerHandle, launch_server, stop_leftover_servers, stop_server
 from tools.jobs.attempts import attempt_key, next_attempt
 
 EventSink = Callable[[str, dict], None]  # (trace event type, data)
@@ -89,6 +92,14 @@ def _server_attempt(executor: Executor, variant: ServeVariant) -> str:
     if attempt.verdict == "succeeded":  # a server that exited 0 on its own is over: start another
         return attempt_key(server_job(variant.name), attempt.number + 1)
     return attempt.key
+
+
+def _fail_points(results_dir: Path, variant: ServeVariant, todo: list[BenchPoint], reason: str, log: str,
+                 out: SweepResult) -> None:
+    for point in todo:
+        failure = PointFailure(variant=variant.name, concurrency=point.concurrency, reason=reason, log=log)
+        _record_failure(results_dir, failure)
+        out.failures.append(failure)
 
 
 def _pending_befores(path: Path) -> set[str]:
@@ -193,17 +204,29 @@ def run_sweep(executor: Executor, plan: MeasurePlan, python: str, results_dir: P
         emit("progress", {"message": f"{variant.name}: {len(todo)} of {len(plan.points())} points to measure",
                           "kind": "bench", "variant": variant.name, "points": len(plan.points()),
                           "measured": len(plan.points()) - len(todo)})
-        if not todo and not accuracy_todo and not (pending and _server_running(executor, variant)):
+        running = _running_server(executor, variant)
+        needed = bool(todo or accuracy_todo or (pending and running))
+        refused = stop_leftover_servers(executor, running if needed else None, emit)
+        if not needed:
             emit("progress", {"message": f"{variant.name}: every point already measured"})
+            continue
+        if refused:  # never a second server beside one we could not stop, on the GPUs it holds
+            _fail_points(results_dir, variant, todo, "not started beside a server of this run that could not be "
+                                                      f"stopped: {'; '.join(refused)}", "", out)
             continue
         _sweep_variant(executor, plan, variant, python, results_file, todo, env, bench_env, emit, out,
                        ready_timeout_s, point_timeout_s, check_accuracy)
+    stop_leftover_servers(executor, None, emit)  # a refusal here is the campaign's to report (agent/campaign.py)
     return out
 
 
-def _server_running(executor: Executor, variant: ServeVariant) -> bool:
-    return next_attempt(executor, server_job(variant.name), server_identity(variant),
-                        retry_stopped=True).verdict == "attach"
+def _running_server(executor: Executor, variant: ServeVariant) -> str | None:
+    """The key of the variant's server attempt that still runs (to re-attach to), else None."""
+    try:
+        attempt = next_attempt(executor, server_job(variant.name), server_identity(variant), retry_stopped=True)
+    except ToolError:
+        return None  # it runs as another job (other GPUs, another TP): a leftover, stopped before anything starts
+    return attempt.key if attempt.verdict == "attach" else None
 
 
 def _sweep_variant(executor, plan, variant, python, results_file, todo, env, bench_env, emit, out,
@@ -219,11 +242,7 @@ def _sweep_variant(executor, plan, variant, python, results_file, todo, env, ben
                                ready_timeout_s=ready_timeout_s or plan.ready_timeout_s)
     except ToolError as err:
         out.server_logs[variant.name] = str(executor.job_dir(server_job(variant.name)) / "log.txt")
-        for point in todo:
-            failure = PointFailure(variant=variant.name, concurrency=point.concurrency,
-                                   reason=f"server was not ready: {err}", log=out.server_logs[variant.name])
-            _record_failure(results_dir, failure)
-            out.failures.append(failure)
+        _fail_points(results_dir, variant, todo, f"server was not ready: {err}", out.server_logs[variant.name], out)
         emit("error", {"error": "server_not_ready", "message": f"{variant.name}: server failed",
                        "key": server_job(variant.name)})
         if key is not None:  # launched (its job_launched is in the trace): it ended here

@@ -28,7 +28,7 @@ import json
 import time
 import urllib.error
 import urllib.request
-from typing import cast
+from typing import Callable, cast
 
 from pydantic import BaseModel, Field
 
@@ -211,3 +211,40 @@ def wait_ready(executor: Executor, handle: ServerHandle, timeout_s: float, varia
 def stop_server(executor: Executor, key: str, grace_s: float | None = None) -> JobState:
     """Stop the server job's process group (the executor only signals groups it started)."""
     return executor.stop(key, grace_s=grace_s)
+
+
+SERVER_KINDS = ("serve", "discovery")  # the job kinds that are servers (tools/tuning/discovery.py boots one)
+
+
+def stop_servers(executor: Executor, keep: str | None = None) -> tuple[list[JobState], list[str]]:
+    """Stop every server job of the run that may still run, but ``keep``: (the states of those it
+    stopped, why each one it could not stop was not). A server is needed only while its variant is
+    measured, so any other one is a leftover (an agent killed before it stopped it) on GPUs that the
+    next server needs. A job whose wrapper died without a word ("lost") is looked at too: its group
+    may live on."""
+    stopped, refused = [], []
+    for state in executor.jobs():
+        if state.kind not in SERVER_KINDS or state.key == keep or (state.done and state.status != "lost"):
+            continue
+        try:
+            after = executor.stop(state.key)
+        except ToolError as err:
+            refused.append(str(err))
+            continue
+        if not state.done:
+            stopped.append(after)
+    return stopped, refused
+
+
+def stop_leftover_servers(executor: Executor, keep: str | None,
+                          emit: Callable[[str, dict], None]) -> list[str]:
+    """``stop_servers`` for a sweep, told through ``emit`` (trace event type, data): why each server
+    it could not stop was not."""
+    stopped, refused = stop_servers(executor, keep)
+    for state in stopped:
+        emit("progress", {"message": f"stopped server job {state.key}, left running by an earlier attempt "
+                                     "and not needed now", "key": state.key})
+        emit("job_finished", {"key": state.key, "kind": state.kind, "status": state.status})
+    for why in refused:
+        emit("error", {"error": "server_not_stopped", "message": why})
+    return refused

@@ -1,0 +1,39 @@
+"""A run that ends leaves no server of its own running (issue 31 item 5).
+
+The benchmark stops each variant's server after its points, and any server an earlier attempt
+left (tools/measure/bench.py). What can still be left when the run ends - a server whose job's
+wrapper and leader were killed, one stopped by nobody because the agent died in between - is
+stopped here, before ``result.json`` is written, through the proof the job manager keeps (the
+recorded process group, its start time and the job token: tools/jobs/job_folder.py). A server
+that could not be stopped is named in ``run_finished`` and ``result.json`` (``servers_left``), and
+a run that would have been ``finished`` is ``failed`` (reason ``server_not_stopped``) instead.
+
+An interrupted run is left alone: its jobs run on, for ``resume`` to re-attach to them.
+"""
+from __future__ import annotations
+
+from agent.runtime import Runtime
+
+SERVER_NOT_STOPPED = "server_not_stopped"  # result.json's and run_finished's reason
+
+
+def end_servers(rt: Runtime, status: str, summary: str, result_extra: dict | None,
+                event_fields: dict) -> tuple[str, str, dict | None]:
+    """(status, summary, result fields) once the run's servers are gone, or naming those that are not;
+    ``event_fields`` (run_finished's) gets the same names."""
+    if status == "interrupted":
+        return status, summary, result_extra
+    stopped, left = rt.source.stop_servers(rt.run, rt.executor)
+    for state in stopped:
+        rt.trace.emit("job_finished", "control", key=state.key, kind=state.kind, status=state.status)
+        rt.say(f"[control] stopped server job {state.key}: the run no longer needs it")
+    if not left:
+        return status, summary, result_extra
+    event_fields["servers_left"] = left
+    extra = {**(result_extra or {}), "servers_left": left}
+    summary = f"{summary}; a server of this run could not be stopped: {left[0]}" + \
+              (f" (and {len(left) - 1} more, in result.json's servers_left)" if len(left) > 1 else "")
+    if status == "finished":
+        status = "failed"
+        event_fields["reason"] = extra["reason"] = SERVER_NOT_STOPPED
+    return status, summary, extra
