@@ -27,7 +27,6 @@ from agent.recorded_settings import CampaignError, missing_host_path, ssh_option
 from agent.reopen import complete_finish, gpus_now_differ, locked_run, planned_target_here, resume_settings
 from agent.run_status import verdict_line
 from agent.runtime import Runtime
-from agent.servers_left import end_servers
 from agent.steps.table import redone_by
 from agent.trace import TraceWriter
 from tools.base import ToolError
@@ -131,8 +130,7 @@ def _stop(rt: Runtime, watch: SignalWatch, why: str, hard_exit: bool) -> int:
 
 
 def _summary(rt: Runtime, final: dict) -> str:
-    parts = [f"{k}: {v['status']}" for k, v in final.get("outcomes", {}).items()]
-    return "; ".join(parts) or "no steps ran"
+    return "; ".join(f"{k}: {v['status']}" for k, v in final.get("outcomes", {}).items()) or "no steps ran"
 
 
 def _disk_full(rt: Runtime) -> int:
@@ -151,7 +149,7 @@ def _disk_full(rt: Runtime) -> int:
 
 
 def _finish(rt: Runtime, status: str, summary: str, result_extra: dict | None = None, **event_fields) -> int:
-    status, summary, result_extra = end_servers(rt, status, summary, result_extra, event_fields)  # none outlives it
+    status, summary, result_extra = rt.end_servers(status, summary, result_extra, event_fields)  # none outlives it
     extra = {**rt.run.result_fields(status, rt.settings.plan_only), **(result_extra or {})}
     rt.trace.emit("run_finished", "control", status=status, summary=summary, **event_fields)
     try:

@@ -37,3 +37,10 @@ class Runtime:
     planner_tools: Registry | None = None       # the tools the LLM planner may call, built once per process
     research_tools: Registry | None = None      # the research lane's read-only subset
     trace_checkpoints: bool = True              # record each checkpoint saved (a replay of an older run: off)
+
+    def end_servers(self, status: str, summary: str, result_extra: dict | None,
+                    event_fields: dict) -> tuple[str, str, dict | None]:
+        """Stop the servers the run left, as it ends (agent/servers_left.py)."""
+        from agent.servers_left import end_servers
+
+        return end_servers(self, status, summary, result_extra, event_fields)

@@ -12,7 +12,10 @@ An interrupted run is left alone: its jobs run on, for ``resume`` to re-attach t
 """
 from __future__ import annotations
 
-from agent.runtime import Runtime
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from agent.runtime import Runtime
 
 SERVER_NOT_STOPPED = "server_not_stopped"  # result.json's and run_finished's reason
 
