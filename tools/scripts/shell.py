@@ -46,7 +46,9 @@ def quote(value: object) -> ShellText:
 
 
 def comment(value: object) -> ShellText:
-    return ShellText(_CONTROL.sub(" ", str(value)))
+    text = _CONTROL.sub(" ", str(value))
+    # A comment that starts with "shellcheck" is a directive to shellcheck, not text: say it is text.
+    return ShellText(f"text: {text}" if text.lstrip().lower().startswith("shellcheck") else text)
 
 
 def sbatch_value(value: object) -> ShellText:
