@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.slowdown import limit
 from tools.base import ToolError
 from tools.source.read import ReadSourceFileArgs, read_source_file
 
@@ -40,7 +41,7 @@ def _mtp(root: Path, model: str, *more: str, cache: Path) -> subprocess.Complete
     env.pop("DSV4_RESEARCH_CACHE", None)
     return subprocess.run([str(Path(sys.executable).parent / "dsv4-agent"), "mtp", "--sglang", str(root),
                            "--model", model, "--json", *more], cwd=REPO, capture_output=True, text=True,
-                          timeout=120, env=env)  # a bound for a hang, not a timing
+                          timeout=limit(120), env=env)  # a bound for a hang, not a timing
 
 
 @pytest.fixture

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli_helpers import agent, clean_env, run_cli, wait_for
+from tests.slowdown import limit
 from tests.doubles.tokenizer import build_tokenizer
 from tools.child_env import child_env
 from tools.jobs.local import LocalExecutor
@@ -68,7 +69,7 @@ def test_the_bench_client_never_sends_the_agents_key(tmp_path, listener, monkeyp
     tok = build_tokenizer(tmp_path / "tok")
     wheel = {"DSV4_SGLANG_WHEEL_ROOT": str(sglang_wheel_root)}
     direct = subprocess.run(_client_argv(port, tok, tmp_path / "direct.jsonl"), env=clean_env(
-        {**wheel, "OPENAI_API_KEY": KEY}), capture_output=True, text=True, timeout=300)
+        {**wheel, "OPENAI_API_KEY": KEY}), capture_output=True, text=True, timeout=limit(300))
     assert (seen and all(auth == f"Bearer {KEY}" for _path, auth in seen)), (seen, direct.stderr[-2000:])
     seen.clear()  # the listener catches a key the client has; now the client as the agent starts it
 
