@@ -42,7 +42,7 @@ from tools.jobs import Executor, JobSpec, JobState
 from tools.measure.results import parse_jsonl
 from tools.scripts.models import BenchPoint, MeasurePlan, ServeVariant, point_args
 from tools.measure.identity import point_identity, point_job, server_identity, server_job
-from tools.measure.server import ServerHandle, launch_server, stop_leftover_servers, stop_server
+from tools.measure.server import ServerHandle, launch_server, running_server, stop_leftover_servers, stop_server
 from tools.jobs.attempts import attempt_key, next_attempt
 
 EventSink = Callable[[str, dict], None]  # (trace event type, data)
@@ -191,6 +191,7 @@ def run_sweep(executor: Executor, plan: MeasurePlan, python: str, results_dir: P
     if plan.tokenizer:
         bench_env.setdefault("HF_HUB_OFFLINE", "1")  # a local tokenizer: never wait on the hub
     out = SweepResult()
+    later = {v.name: _server_need(executor, plan, v, results_dir) for v in plan.variants}
     for variant in plan.variants:
         results_file = results_dir / f"{variant.name}.jsonl"
         out.results[variant.name] = str(results_file)
@@ -198,15 +199,15 @@ def run_sweep(executor: Executor, plan: MeasurePlan, python: str, results_dir: P
         todo = [p for p in plan.points() if p.tag(variant.name) not in finished]
         out.skipped += [p.tag(variant.name) for p in plan.points() if p.tag(variant.name) in finished]
         check_accuracy = plan.accuracy is not None and plan.accuracy.skip_reason is None
-        accuracy_todo = check_accuracy and not result_file(results_dir, variant.name).exists()
-        pending = _pending_befores(snapshot_file(results_dir, variant.name))
         # The variant's points in the plan and how many a run before this one measured (the live view's row)
         emit("progress", {"message": f"{variant.name}: {len(todo)} of {len(plan.points())} points to measure",
                           "kind": "bench", "variant": variant.name, "points": len(plan.points()),
                           "measured": len(plan.points()) - len(todo)})
-        running = _running_server(executor, variant)
-        needed = bool(todo or accuracy_todo or (pending and running))
-        refused = stop_leftover_servers(executor, running if needed else None, emit)
+        del later[variant.name]
+        needed, running = _server_need(executor, plan, variant, results_dir)
+        # One server at a time: its own, else those later variants re-attach to (the rest are leftovers)
+        keep = {running} if needed else {key for wanted, key in later.values() if wanted}
+        refused = stop_leftover_servers(executor, keep, emit)
         if not needed:
             emit("progress", {"message": f"{variant.name}: every point already measured"})
             continue
@@ -216,17 +217,20 @@ def run_sweep(executor: Executor, plan: MeasurePlan, python: str, results_dir: P
             continue
         _sweep_variant(executor, plan, variant, python, results_file, todo, env, bench_env, emit, out,
                        ready_timeout_s, point_timeout_s, check_accuracy)
-    stop_leftover_servers(executor, None, emit)  # a refusal here is the campaign's to report (agent/campaign.py)
+    stop_leftover_servers(executor, set(), emit)  # a refusal here is the campaign's to report (agent/campaign.py)
     return out
 
 
-def _running_server(executor: Executor, variant: ServeVariant) -> str | None:
-    """The key of the variant's server attempt that still runs (to re-attach to), else None."""
-    try:
-        attempt = next_attempt(executor, server_job(variant.name), server_identity(variant), retry_stopped=True)
-    except ToolError:
-        return None  # it runs as another job (other GPUs, another TP): a leftover, stopped before anything starts
-    return attempt.key if attempt.verdict == "attach" else None
+def _server_need(executor: Executor, plan: MeasurePlan, variant: ServeVariant,
+                 results_dir: Path) -> tuple[bool, str | None]:
+    """(the variant needs a server: points or its accuracy check left, or the closing snapshot of a point
+    measured while the agent was away; the key of its server attempt that still runs)."""
+    finished = finished_points(results_dir / f"{variant.name}.jsonl", variant.name)
+    accuracy = plan.accuracy is not None and plan.accuracy.skip_reason is None
+    running = running_server(executor, variant)
+    pending = _pending_befores(snapshot_file(results_dir, variant.name))
+    return (any(p.tag(variant.name) not in finished for p in plan.points()) or bool(pending and running)
+            or (accuracy and not result_file(results_dir, variant.name).exists())), running
 
 
 def _sweep_variant(executor, plan, variant, python, results_file, todo, env, bench_env, emit, out,

@@ -28,7 +28,7 @@ import json
 import time
 import urllib.error
 import urllib.request
-from typing import Callable, cast
+from typing import Callable, Collection, cast
 
 from pydantic import BaseModel, Field
 
@@ -36,7 +36,8 @@ from tools.base import ToolError, cap_text
 from tools.jobs import Executor, JobSpec, JobState
 from tools.jobs.executor import NodeServing, base_url, free_local_port
 from tools.measure.server_check import expected_identity, fetch_info, identity_problem, port_taken
-from tools.measure.identity import server_identity
+from tools.jobs.attempts import next_attempt
+from tools.measure.identity import server_identity, server_job
 from tools.scripts.models import ServeVariant
 
 READY_PATHS = ("/health", "/v1/models")
@@ -213,18 +214,27 @@ def stop_server(executor: Executor, key: str, grace_s: float | None = None) -> J
     return executor.stop(key, grace_s=grace_s)
 
 
+def running_server(executor: Executor, variant: ServeVariant) -> str | None:
+    """The key of the variant's server attempt that still runs (to re-attach to), else None."""
+    try:
+        attempt = next_attempt(executor, server_job(variant.name), server_identity(variant), retry_stopped=True)
+    except ToolError:
+        return None  # it runs as another job (other GPUs, another TP): a leftover, for stop_servers
+    return attempt.key if attempt.verdict == "attach" else None
+
+
 SERVER_KINDS = ("serve", "discovery")  # the job kinds that are servers (tools/tuning/discovery.py boots one)
 
 
-def stop_servers(executor: Executor, keep: str | None = None) -> tuple[list[JobState], list[str]]:
-    """Stop every server job of the run that may still run, but ``keep``: (the states of those it
+def stop_servers(executor: Executor, keep: Collection[str | None] = ()) -> tuple[list[JobState], list[str]]:
+    """Stop every server job of the run that may still run, but those in ``keep``: (the states of those it
     stopped, why each one it could not stop was not). A server is needed only while its variant is
     measured, so any other one is a leftover (an agent killed before it stopped it) on GPUs that the
     next server needs. A job whose wrapper died without a word ("lost") is looked at too: its group
     may live on."""
     stopped, refused = [], []
     for state in executor.jobs():
-        if state.kind not in SERVER_KINDS or state.key == keep or (state.done and state.status != "lost"):
+        if state.kind not in SERVER_KINDS or state.key in keep or (state.done and state.status != "lost"):
             continue
         try:
             after = executor.stop(state.key)
@@ -236,7 +246,7 @@ def stop_servers(executor: Executor, keep: str | None = None) -> tuple[list[JobS
     return stopped, refused
 
 
-def stop_leftover_servers(executor: Executor, keep: str | None,
+def stop_leftover_servers(executor: Executor, keep: Collection[str | None],
                           emit: Callable[[str, dict], None]) -> list[str]:
     """``stop_servers`` for a sweep, told through ``emit`` (trace event type, data): why each server
     it could not stop was not."""
