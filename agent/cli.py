@@ -1,11 +1,8 @@
 """The ``dsv4-agent`` console script.
 
-What only reads — ``--version``, ``-h``, ``status``, ``runs`` and the listing form of ``jobs`` —
-is answered by agent/quick.py without importing the command-line framework, the settings or the
-campaign; everything else, and every form quick.py does not know (help of a subcommand, a bad
-option, a missing argument), goes to the whole command line in agent/commands/main.py, which
-gives the same answer and every error message. ``agent.cli.app`` is that command line (tests run
-it in process), imported on first use.
+Read-only forms (``--version``, ``-h``, ``status``, ``runs``, listing ``jobs``) are answered by
+agent/quick.py without importing typer, the settings or the campaign; the rest goes to
+agent/commands/main.py. ``agent.cli.app`` is that command line, imported on first use.
 """
 from __future__ import annotations
 

@@ -52,8 +52,8 @@ def mtp(
         answer = infer_mtp(args)
     except ToolError as err:
         fail(str(err))
-    # The parse cache holds ~100 MB of syntax trees this process is done with: keep the cyclic collector
-    # from walking them again while the answer is verified and written (teardown is skipped below).
+    # The parse cache holds many syntax trees this process is done with: keep the cyclic collector from
+    # walking them again while the answer is verified and written (teardown is skipped below).
     gc.freeze()
     if verify:
         answer = _verified(answer, args.sglang_python, args.model_path, verify_timeout)

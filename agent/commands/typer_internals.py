@@ -1,9 +1,7 @@
 """Every use of typer's private API, in one place (tests/test_typer_internals.py pins each).
 
-Typer 0.2x vendors click as ``typer._click`` and exports neither its usage errors nor its coercion
-classes. The CLI needs both: the errors to print one line and exit 2 instead of click's box, and
-the coercion to keep ``--help`` from importing pydantic for boolean flags. A typer upgrade that
-moves them fails the pinning test, not a command.
+Typer vendors click as ``typer._click`` and exports neither its usage errors (for our one-line
+exit 2) nor its coercion classes (so ``--help`` imports no pydantic for boolean flags).
 """
 from __future__ import annotations
 
@@ -14,8 +12,8 @@ __all__ = ["ClickException", "NoArgsIsHelpError", "UsageError", "plain_bool_flag
 
 
 def plain_bool_flags(params: list) -> list:
-    """Typer builds a pydantic adapter to coerce even ``--help`` (most of a ``--help``'s time is
-    importing pydantic for it); a boolean flag needs none, so it gets typer's pass-through."""
+    """Give boolean flags typer's pass-through coercion: they need no pydantic adapter, which typer
+    would otherwise build (importing pydantic) even for ``--help``."""
     for param in params:
         descriptor = getattr(param, "type_descriptor", None)
         if descriptor is not None and descriptor.annotation is bool and param._runtime_param is None:
