@@ -1,13 +1,10 @@
 """A full disk under the run folder: noticed wherever it strikes, ended in one line and a result.
 
-Every write of the agent can meet ENOSPC (or EDQUOT, or SQLite's "database or disk is full"): a
-trace event, a step's outcome, a job's ledger, a checkpoint. Whatever raised it, the campaign ends
-``failed`` with reason ``disk_full`` and says, in one line, which folder and how much room it needs.
-So that this last word can be written on a full disk, each attempt keeps a small reserve file in
-the run folder (``.disk-reserve``) and deletes it first. Nothing half-written stays behind: a
-trace event that did not fit is cut off again (agent/trace.py) and run files are replaced
-atomically, so ``resume`` goes on from the last whole event once there is room, and a replay
-stops the attempt where the disk filled up (agent/replay/driver.py), as an interrupt is.
+Any write can meet ENOSPC, EDQUOT or SQLite's "database or disk is full"; the campaign then ends
+``failed`` (``disk_full``) naming the folder and the room it needs. Each attempt keeps a small
+reserve file (``.disk-reserve``) and deletes it first, so that last word fits. A trace event that
+did not fit is cut off again and run files are replaced atomically, so ``resume`` goes on from the
+last whole event once there is room.
 """
 from __future__ import annotations
 

@@ -1,15 +1,10 @@
 """How a campaign takes SIGINT, SIGTERM and SIGHUP: the first asks it to stop, a second means stop now.
 
-SIGHUP (the terminal closed, an SSH session dropped) is taken as SIGTERM is: the jobs are detached
-(their own sessions, SIGHUP ignored) and run on, the run ends ``interrupted`` and ``resume`` goes on.
-
-The handlers never raise. An exception raised by a handler lands between two bytecodes of
-whatever the main thread is doing, which may be a trace write (a torn event, a reused sequence
-number) or the writing of ``result.json`` itself. Instead a handler records the signal and closes
-the side-effect gate (``tools/stop.py``: nothing is installed after the first signal), and the
-main thread, which only waits for the graph's worker thread, raises ``Interrupted`` at that one
-safe point. The campaign then writes ``interrupted`` and exits 130; what it waits for on the way
-(an install in progress, the list of running jobs) it stops waiting for at the second signal.
+SIGHUP (terminal closed, SSH dropped) is taken as SIGTERM: the jobs run on in their own sessions,
+the run ends ``interrupted`` and ``resume`` goes on. The handlers never raise: an exception there
+lands between two bytecodes of whatever the main thread does (a trace write, ``result.json``).
+They record the signal and close the side-effect gate (tools/stop.py); the main thread, which only
+waits for the graph's worker, raises ``Interrupted`` at that one safe point and exits 130.
 """
 from __future__ import annotations
 
@@ -102,10 +97,8 @@ class SignalWatch:
 
 
 class LateLaneWrites(logging.Filter):
-    """Drops one log record: a lane that ends after another lane's error or stop has unwound the graph
-    finds LangGraph's executor closed, and recording its writes fails inside a future's done-callback,
-    which concurrent.futures logs as a traceback on stderr. Those writes belong to a superstep the
-    checkpoint never commits (resume runs it again), so nothing is lost, and nothing is printed."""
+    """Drops the traceback concurrent.futures logs when a lane ends after the graph unwound (LangGraph's
+    executor is closed): its writes belong to a superstep that never commits, so nothing is lost."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         err = record.exc_info[1] if record.exc_info else None
@@ -119,11 +112,8 @@ def _quiet_late_lane_writes() -> None:
 
 
 def invoke_responsively(graph, graph_input, config, watch: SignalWatch) -> dict:
-    """Run the graph on a worker thread so that the main thread stays free to take signals.
-
-    The lanes block on jobs for as long as the jobs run; a signal handler only runs when the main
-    thread executes Python code, so invoking on the main thread would delay Ctrl-C until then.
-    """
+    """Run the graph on a worker thread: a signal handler runs only while the main thread executes
+    Python, and lanes block on jobs for as long as the jobs run."""
     box: dict = {}
     _quiet_late_lane_writes()
 

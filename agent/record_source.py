@@ -1,10 +1,8 @@
 """Where a campaign's facts come from: the world (``LiveSource``) or a recorded run (``ReplaySource``).
 
-Five things touch the world: preflight, running a step, the LLM research span, which jobs still
-run (when a run is interrupted) and stopping the servers a run left (when it ends otherwise). The
-graph's nodes and the lanes ask ``rt.source`` for each and never know which source they have; a
-replay (``agent.replay.served.ReplaySource``) serves them all from the record, so no GPU, network,
-model or job is used. The live source runs what it is handed.
+Five things touch the world: preflight, running a step, the LLM research span, which jobs still run
+and stopping the servers a run left. Nodes and lanes ask ``rt.source`` for each, never knowing which
+source it is; a replay (``agent.replay.served.ReplaySource``) serves them all from the record.
 """
 from __future__ import annotations
 

@@ -1,16 +1,10 @@
 """Secrets never reach a file we write: redaction by *value*.
 
-What is redacted: the values known to be secret in this process (the LLM API key, the password in
-an endpoint URL, registered by the settings as soon as they exist), any URL's password
-(``scheme://user:PASSWORD@host``), and text shaped like a credential (OpenAI/Anthropic ``sk-``
-keys, Hugging Face ``hf_`` tokens, GitHub ``ghp_``-style tokens, Slack ``xox?-`` tokens, AWS access
-key ids, ``Bearer``/``Basic`` credentials). A field name is only a second net, and only a name
-whose words *say* secret (``hf_token``, ``api-key``, ``Authorization``, ``password``): counts such
-as ``max_tokens`` or ``--speculative-num-draft-tokens 4`` are numbers, not secrets, while an API
-key pasted into a goal is one.
-
-Every writer that records run data goes through ``redact``: the trace, config.json, and
-``RunFolder.write_text`` (plan.md, reports, step outcomes).
+Redacted: the values this process knows are secret (the LLM API key, an endpoint URL's password),
+any URL's password, and text shaped like a credential (``sk-``, ``hf_``, ``ghp_``, ``xox?-`` tokens,
+AWS key ids, ``Bearer``/``Basic``). A field name is a second net, only when its words say secret:
+``max_tokens`` is a count, while a key pasted into a goal is a secret. Every writer of run data
+(the trace, config.json, ``RunFolder.write_text``) goes through ``redact``.
 """
 from __future__ import annotations
 

@@ -1,14 +1,10 @@
-"""A run that ends leaves no server of its own running (issue 31 item 5).
+"""A run that ends leaves no server of its own running.
 
-The benchmark stops each variant's server after its points, and any server an earlier attempt
-left (tools/measure/bench.py). What can still be left when the run ends - a server whose job's
-wrapper and leader were killed, one stopped by nobody because the agent died in between - is
-stopped here, before ``result.json`` is written, through the proof the job manager keeps (the
-recorded process group, its start time and the job token: tools/jobs/job_folder.py). A server
-that could not be stopped is named in ``run_finished`` and ``result.json`` (``servers_left``), and
-a run that would have been ``finished`` is ``failed`` (reason ``server_not_stopped``) instead.
-
-An interrupted run is left alone: its jobs run on, for ``resume`` to re-attach to them.
+What the benchmark did not stop (a server whose wrapper and leader were killed, one the agent died
+before stopping) is stopped here before ``result.json``, through the job's recorded process group
+and token (tools/jobs/job_folder.py). One that cannot be stopped is named in ``servers_left`` and
+turns ``finished`` into ``failed`` (``server_not_stopped``). An interrupted run is left alone:
+``resume`` re-attaches to its jobs.
 """
 from __future__ import annotations
 

@@ -1,12 +1,8 @@
 """Everything the agent prints to a terminal goes through ``printable`` (or ``one_line``).
 
-Text from repositories, logs, servers, run folders and an LLM can carry control characters: an
-escape sequence can recolour or rewrite the screen, retitle the window, or hide a line behind a
-carriage return, and bidirectional overrides can show text in another order than it is read.
-``printable`` shows each of them escaped (``\\x1b``, ``\\u202e``): C0 and C1 controls but newline
-and tab, DEL, and the bidi controls, so what a person reads is what the text says. Rich renders
-our own colours and tables; the text we give it is made printable first and never read as rich
-markup (``text`` makes a ``Text``).
+Text from repositories, logs, servers and an LLM can hold escape sequences that rewrite the screen
+and bidi overrides that reorder it. ``printable`` escapes C0/C1 controls (not newline and tab), DEL
+and the bidi controls, so a person reads what the text says; text given to rich is never markup.
 """
 from __future__ import annotations
 
@@ -34,7 +30,7 @@ def one_line(value: object) -> str:
 
 def text(value: object, style: str = "") -> "Text":
     """A rich ``Text`` of ``value``, printable and never parsed as markup."""
-    from rich.text import Text  # here, not at import: `--help` never loads rich
+    from rich.text import Text  # deferred: `--help` never loads rich
 
     return Text(printable(value), style=style)
 
@@ -47,6 +43,5 @@ def echo(value: object = "", err: bool = False) -> None:
 
 
 def gpu_list(gpus: list[int] | None) -> str:
-    """A job's GPUs as the live view and ``jobs`` both show them: ``0,1``; ``-`` for none (a bench
-    client) or none recorded."""
+    """A job's GPUs as the live view and ``jobs`` show them: ``0,1``, or ``-`` for none."""
     return ",".join(map(str, gpus)) if gpus else "-"

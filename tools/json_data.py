@@ -1,10 +1,7 @@
-"""JSON read from files someone else may have written (run folders, ledgers): nesting past what
-Python's parser can follow is bad JSON like any other, not a crash.
+"""JSON read from files someone else may have written (run folders, ledgers).
 
-``json.loads`` raises RecursionError (not ValueError) for input nested past the interpreter's
-recursion limit, e.g. 200,000 ``[``; here that becomes ``TooDeep``, a ``JSONDecodeError``, so
-every reader that handles bad JSON handles it too, and the CLI says the rest in one line naming
-the file (``agent/commands/base.py``).
+``json.loads`` raises RecursionError for input nested past the recursion limit; here that is
+``TooDeep``, a ``JSONDecodeError``, so every reader that handles bad JSON handles it too.
 """
 from __future__ import annotations
 

@@ -1,10 +1,8 @@
 """The process-wide "stop requested" gate for side effects that must not begin after Ctrl-C.
 
-The agent's signal handler calls ``request_stop()``. Work that changes something outside the run
-folder and cannot sensibly be cut in half (installing tuned configs into SGLang's folder) runs as
-``with side_effect("installing configs"): ...``: it is refused once a stop was requested, and while
-it runs ``wait_for_side_effects()`` (the agent, before it exits) waits for it to end, so nothing is
-left half done by the agent's own exit and nothing starts after the first signal.
+Work outside the run folder that cannot be cut in half (installing tuned configs) runs under
+``side_effect(...)``: refused once ``request_stop()`` was called, and waited for by
+``wait_for_side_effects()`` before the agent exits, so nothing is left half done.
 """
 from __future__ import annotations
 
@@ -17,7 +15,7 @@ _running = threading.Lock()  # held while a side effect runs
 
 
 class StopRequested(BaseException):
-    """A side effect was about to start after a stop was requested (BaseException: no step swallows it)."""
+    """A side effect was refused after a stop (BaseException: no step swallows it)."""
 
 
 def request_stop() -> None:
@@ -45,5 +43,5 @@ def wait_for_side_effects(timeout_s: float) -> bool:
 
 
 def reset() -> None:
-    """Open the gate again, for a process that goes on after a stop (a replay re-creating an interrupt)."""
+    """Open the gate again (a replay goes on after re-creating an interrupt)."""
     _stop.clear()

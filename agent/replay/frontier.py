@@ -1,30 +1,20 @@
-"""Stops a re-driven attempt where the recorded one stopped: a kill, or Ctrl-C.
+"""Stops a re-driven attempt where the recorded one stopped (a kill or Ctrl-C).
 
-A recorded attempt that the agent did not finish on its own ends at an arbitrary point: the
-lanes were wherever the kill or the signal found them. Re-driving it in full would make events
-the record has only in the next attempt (and commit graph nodes that never committed), so the
-replay holds each lane at its frontier, the first thing it would do past its recorded events:
-
-- a decision event the record's attempt does not have (``admit``, called before the event is
-  written, so nothing past the frontier reaches the replayed trace or the checkpoint);
-- a step, span or LLM call whose result the record's attempt does not have (``freeze``).
-
-Once every recorded decision of the attempt was reproduced (for an interrupted attempt, every
-one but its ``run_finished``), the frontier is *reached*: a killed attempt ends as the kill
-ended it (every held lane raises ``ReplayCut``, the graph unwinds, and what had committed stays
-committed); an interrupted one gets the recorded signal (``SignalWatch.inject``), so the
-campaign writes its ``interrupted`` result as it did, and then the held lanes are cut.
+Re-driven in full, it would write events and commit nodes the record has only in the next attempt,
+so each lane is held at its frontier: a decision event the record lacks (``admit``, before it is
+written) or a step, span or LLM call whose result it lacks (``freeze``). Once every recorded
+decision is reproduced, the held lanes are cut (``ReplayCut``), after the recorded signal if any.
 """
 from __future__ import annotations
 
 import threading
 from typing import Callable
 
-FREEZE_LIMIT_S = 120.0  # a lane held longer than this means the replay can never reach the frontier
+FREEZE_LIMIT_S = 120.0  # held this long: the replay cannot reach the frontier
 
 
 class ReplayCut(BaseException):
-    """The recorded agent stopped here (killed or interrupted); the re-driven lane stops too."""
+    """The recorded agent stopped here; the re-driven lane stops too."""
 
 
 class Frontier:
@@ -44,7 +34,7 @@ class Frontier:
             self.active, self.reached, self.on_reached, self.held = stops_early, False, on_reached, []
 
     def release(self) -> None:
-        """Cut every held lane (each raises ReplayCut and its node unwinds without committing)."""
+        """Cut every held lane: each raises ReplayCut and its node unwinds uncommitted."""
         self._released.set()
 
     def disarm(self) -> None:
@@ -62,7 +52,7 @@ class Frontier:
         self.on_reached()
 
     def freeze(self, where: str, all_matched: Callable[[], bool]) -> None:
-        """Hold the calling lane (it is past the record) until the attempt ends, then raise ReplayCut."""
+        """Hold the calling lane, past the record, until the attempt ends; then raise ReplayCut."""
         with self._lock:
             self.held.append(where)
         if all_matched():
@@ -74,5 +64,5 @@ class Frontier:
 
     @property
     def past(self) -> bool:
-        """The frontier was reached: any lane still running is past what the record has."""
+        """The frontier was reached: a lane still running is past the record."""
         return self.active and self.reached

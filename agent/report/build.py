@@ -123,7 +123,7 @@ def _measurement(run_dir: Path, plan: MeasurePlan | None, labels: dict[str, str]
     written: list[Path] = []
     if rows:
         stats = point_stats(records)
-        from agent.report.plots import write_plots  # matplotlib (~0.5 s): only when there are figures
+        from agent.report.plots import write_plots  # matplotlib is slow to import: only for figures
 
         plots = write_plots(stats, run_dir / "plots")
         out += [metrics_section(stats, labels), comparison_section(rows),

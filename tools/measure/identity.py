@@ -1,11 +1,8 @@
-"""What a measurement job *is*, as opposed to how one attempt at it runs.
+"""What a measurement job *is*, as opposed to how one attempt at it runs (``JobSpec.identity``).
 
-A server is the variant it serves (name, tensor parallelism, GPUs, flags, environment); a bench
-point is the variant, the concurrency and the sweep settings that shape its load. The port, the
-absolute paths (model, tokenizer, output file) and the attempt number are attributes: they may
-change between attempts (a restarted server gets a new port, a run resumed from another folder
-sees other paths) and the job stays the same, so ``resume`` retries it instead of refusing it.
-These dicts go into ``JobSpec.identity`` (see tools/jobs/attempts.py).
+A server is its variant (name, TP, GPUs, flags, environment); a bench point is the variant, the
+concurrency and the sweep's load settings. Ports, absolute paths and the attempt number change
+between attempts of one job, so they stay out and ``resume`` retries the job instead of refusing it.
 """
 from __future__ import annotations
 

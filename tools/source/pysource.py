@@ -1,20 +1,13 @@
 """Parsed Python source for the evidence engine: one parse per file content per process, cheap text prefilters.
 
-Why this exists (profiled on the sglang 0.5.23 wheel, 2 cores): an ``mtp`` inference parses ~150
-files and then walks their trees many times. Two costs dominated besides ``ast.parse`` itself:
-the cyclic garbage collector, which re-traverses every AST node already held each time a parse
-allocates another few hundred thousand nodes (about half the wall time), and ``ast.walk`` over
-whole methods just to learn that they contain no call of interest.
+An inference parses a few hundred files and walks their trees many times; besides the parse, the
+cyclic GC re-traversing every held node and walks of whole methods with no call of interest cost most.
 
-- ``parse_file`` caches ``ast.Module`` per file *content* (a digest of the bytes, not mtime: a
-  file rewritten within one clock tick with the same size must not hit a stale tree). Trees are
-  shared, so callers must treat them as read-only (nothing in the engine mutates nodes).
-- ``gc_paused`` turns the cyclic collector off around parse-heavy work. ASTs hold no reference
-  cycles, so reference counting frees them; the collector's state is restored afterwards.
-- ``LineIndex`` answers "can a node spanning lines a..b contain this identifier?" from the text.
-  It is only a necessary condition (callers still walk the tree when it says yes), and it
-  declines (``None`` lines) for non-ASCII source, where identifier normalisation (NFKC) could make
-  the AST name differ from the text, and for text with ``\r`` line ends, where line counts could.
+- ``parse_file`` caches trees by a digest of the bytes (not mtime: a same-size rewrite within one
+  clock tick must not hit a stale tree). Trees are shared: callers treat them as read-only.
+- ``gc_paused`` turns the cyclic collector off around parse-heavy work (ASTs hold no cycles).
+- ``LineIndex`` says whether a node's lines can contain an identifier, from the text: a necessary
+  condition only, and no answer for non-ASCII text (NFKC can change names) or ``\r`` line ends.
 """
 from __future__ import annotations
 
@@ -30,10 +23,8 @@ from typing import Iterator
 
 from tools.source.confine import read_bounded
 
-# Trees cost ~30 bytes of memory per source character: an inference parses 2.8 M characters on the
-# 0.5.23 wheel, 2.9 M on a checkout with registered tests (~90 MB of trees), and a checkout that has
-# grown to four times that must still fit, or a second inference (sync, a campaign) parses it all
-# again. The bound: 16 M characters, about 480 MB of trees at most.
+# Several times an SGLang tree's Python source, so a second inference in the process (sync, a campaign)
+# parses nothing again, while the trees' memory stays bounded.
 MAX_CACHED_CHARS = 16_000_000
 
 
@@ -46,8 +37,8 @@ class TreeCache:
         self._chars = 0
 
     def parse(self, path: Path) -> tuple[ast.Module, str]:
-        """(tree, text) of a Python file; raises OSError / SyntaxError / ValueError like ``ast.parse``
-        (ValueError also for a file that is not regular or is over the cap: ``confine.read_bounded``)."""
+        """(tree, text) of a Python file; OSError, SyntaxError or ValueError (also from
+        ``confine.read_bounded`` for a file that is not regular or too big)."""
         data = read_bounded(path)
         key = hashlib.blake2b(data, digest_size=20).digest()
         hit = self._trees.get(key)
@@ -64,7 +55,7 @@ class TreeCache:
         return tree, text
 
     def texts(self) -> list[str]:
-        """The texts of the cached trees (benchmarks time a plain ``ast.parse`` of them as a reference)."""
+        """The texts of the cached trees (a benchmark's reference parse)."""
         return [text for _, text in self._trees.values()]
 
     def clear(self) -> None:
@@ -81,8 +72,7 @@ clear_cache = _process_cache.clear
 
 @contextmanager
 def gc_paused() -> Iterator[None]:
-    """No cyclic GC inside the block. Nested or concurrent use (threads) is fine: only a block that
-    found the collector on turns it back on, so it ends in the state it had before the first one."""
+    """No cyclic GC inside the block; nested or threaded use restores the state before the first."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:

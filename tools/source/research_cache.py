@@ -1,27 +1,16 @@
 """Research results kept between runs, addressed by the content of the source they were read from.
 
-Reading SGLang's argument hooks and registered tests (``extract_constraints``, ``extract_recipes``)
-parses a few hundred files: about 1.2 s of CPU per inference on 2 cores. A campaign, its resume,
-``dsv4-agent mtp`` and the next campaign on the same commit read the same bytes again. Here a result
-is stored under a key made of:
+Reading SGLang's argument hooks and registered tests parses a few hundred files, and a campaign, its
+resume, ``dsv4-agent mtp`` and the next campaign on the same commit read the same bytes. A result's
+key: the Python version and a digest of the ``tools`` source (an edited extractor never meets an old
+result); the tool and its arguments, paths relative to the source root; a digest of the *content*
+of every ``.py`` file the work can read (the import root and its ``test/``: file times lie after
+hard links, ``cp -p`` or unpacking).
 
-- the Python version (``ast`` changes between versions) and a digest of the ``tools`` package's own
-  source, so an edited extractor never meets a result of the old code;
-- the tool's name and its arguments, paths made relative to the source root (a copy of the tree
-  elsewhere is the same question);
-- a digest of the *content* of every ``.py`` file the work can read: the import root (the folder
-  holding ``sglang/``, where imports are resolved) and the root's ``test/`` folder. Content, not
-  file times: hard-linked copies, ``cp -p`` and unpacked archives keep times and sizes while the
-  bytes differ.
-
-A result is stored only when it is exact for its key:
-- the import root holds no Python code but ``sglang`` (a checkout's ``python/``, the unpacked wheel).
-  In a ``site-packages`` folder imports reach other packages, which the digest does not read;
-- no symlink inside the scope (what it points at is outside the digest);
-- no file was written during the work or within ``RACY_S`` before it was read (its bytes may be
-  half-written, or rewritten within one tick of the file clock, which stat data cannot tell).
-
-``DSV4_RESEARCH_CACHE=off`` turns it off (the ``mtp_inference`` benchmark times cold runs so).
+A result is stored only when exact for its key: the import root holds no Python code but ``sglang``
+(a site-packages reaches packages the digest does not read), the scope holds no symlink, and no
+file was written during the work or within ``RACY_S`` before it was read.
+``DSV4_RESEARCH_CACHE=off`` turns it off.
 """
 from __future__ import annotations
 
@@ -142,9 +131,9 @@ class ResearchScope:
         return None
 
     def _digest_once(self) -> str | None:
-        """Digest of every .py file in the scope; None when the scope holds a symlink. Hashing 66 MB
-        (the 0.5.23 wheel) is ~0.2 s: a second ask in this process whose stat data show no file
-        written since the first (nor within RACY_S before it) takes the first one's digest."""
+        """Digest of every .py file in the scope; None when the scope holds a symlink. A second ask in
+        this process whose stat data show no file written since the first (nor within RACY_S before
+        it) takes the first one's digest."""
         if self._digest is None:
             read_at, stamps = time.time(), self._walk()
             if stamps is None:

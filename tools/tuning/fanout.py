@@ -64,12 +64,9 @@ def _spec(job: FanoutJob, key: str, timeout_s: float | None) -> JobSpec:
 
 
 def _sleep_until_an_exit(executor: Executor, keys: list[str], poll_s: float) -> None:
-    """Sleep up to ``poll_s``, waking early when a running job's exit record appears.
-
-    A stat per job every 50 ms costs next to nothing, and the GPU lane then moves on within
-    ~50 ms of a job ending instead of up to a whole poll interval later. (Remote executors copy
-    exit records back only when polled, so for them this is a plain sleep.)
-    """
+    """Sleep up to ``poll_s``, waking soon after a running job's exit record appears (a stat per job
+    per tick is cheap), so the GPU lane moves on without waiting a whole poll interval. Remote
+    executors copy exit records back only when polled: for them this is a plain sleep."""
     deadline = time.monotonic() + poll_s
     while time.monotonic() < deadline:
         if any((executor.job_dir(key) / "exit.json").exists() for key in keys):
