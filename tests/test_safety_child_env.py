@@ -9,6 +9,7 @@ from __future__ import annotations
 import http.server
 import json
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -140,3 +141,48 @@ def test_an_allowed_repo_config_s_programs_get_no_key(tmp_path):
     done = agent("enable MTP", cwd=tmp_path, env={"OPENAI_API_KEY": KEY})
     assert done.returncode == 0 and record.exists(), done.stderr
     assert KEY not in record.read_text()
+
+
+def _recording_git(tmp_path: Path) -> tuple[Path, Path]:
+    """A stand-in ``git`` first on PATH: it records its arguments and its environment (NUL-separated,
+    one file per process) and then runs the real git, so the sync works as it would."""
+    real = shutil.which("git")
+    assert real, "git is not installed"
+    bin_dir, records = tmp_path / "git-bin", tmp_path / "git-envs"
+    bin_dir.mkdir()
+    records.mkdir()
+    stand_in = bin_dir / "git"
+    stand_in.write_text(f"#!/bin/sh\nprintf '%s\\n' \"$*\" > {records}/$$.argv\nenv -0 > {records}/$$.env\n"
+                        f"exec {real} \"$@\"\n")
+    stand_in.chmod(0o755)
+    return bin_dir, records
+
+
+def test_sync_s_git_processes_get_no_key(tmp_path):
+    """Both ways sync starts git (GitPython's ``git.Repo`` commands, and its own fetch through
+    ``run_git``) give git the allow-listed environment: no key, no unlisted variable, while what git
+    needs for authentication (``GIT_SSH_COMMAND``, the ssh agent's socket, ``HOME``) is there."""
+    from tests.sync_gitrepos import PYPROJECT, Upstream
+
+    upstream = Upstream(tmp_path)
+    clone = upstream.clone(tmp_path / "sglang")
+    upstream.commit({"python/pyproject.toml": PYPROJECT.replace("sgl-kernel==0.3.21", "sgl-kernel==0.3.22")},
+                    "Bump sgl-kernel")
+    bin_dir, records = _recording_git(tmp_path)
+    other_key = "sk-" + "secondkeysecondkeysecond"
+    done = agent("sync", "--sglang", str(clone), "--sglang-python", "/envs/sgl/bin/python", "--json", cwd=tmp_path,
+                 env={"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "OPENAI_API_KEY": KEY,
+                      "DSV4_LLM_API_KEY": other_key, "UNRELATED_SECRET": "hunter2",
+                      "GIT_SSH_COMMAND": "ssh -o BatchMode=yes", "SSH_AUTH_SOCK": str(tmp_path / "agent.sock")})
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["pull"]["status"] == "fast_forwarded"
+    argvs = [p.read_text() for p in sorted(records.glob("*.argv"))]
+    assert any(a.startswith("fetch") or " fetch " in a for a in argvs), argvs  # sync's own git
+    assert any(a.startswith(("cat-file", "rev-parse", "version")) for a in argvs), argvs  # GitPython's
+    envs = [p.read_bytes() for p in sorted(records.glob("*.env"))]
+    assert len(envs) == len(argvs)
+    for raw in envs:
+        env = dict(item.split(b"=", 1) for item in raw.split(b"\0") if b"=" in item)
+        assert KEY.encode() not in raw and other_key.encode() not in raw and b"hunter2" not in raw
+        assert not {b"OPENAI_API_KEY", b"DSV4_LLM_API_KEY", b"UNRELATED_SECRET"} & set(env), sorted(env)
+        assert env[b"GIT_SSH_COMMAND"] == b"ssh -o BatchMode=yes" and b"SSH_AUTH_SOCK" in env and b"HOME" in env

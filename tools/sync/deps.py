@@ -14,11 +14,11 @@ import tomllib
 from pathlib import PurePosixPath
 from typing import Literal
 
-import git
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from pydantic import BaseModel, Field
 
+from tools.sync.gitpython import git
 from tools.sync.repo import read_blob
 
 # Packages whose version decides whether SGLang's compiled kernels load at all.

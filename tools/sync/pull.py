@@ -14,10 +14,10 @@ from __future__ import annotations
 import os
 from typing import Literal
 
-import git
 from pydantic import BaseModel, Field
 
 from tools.base import ToolError, cap_lines
+from tools.sync.gitpython import git
 from tools.sync.repo import (CommitInfo, changed_paths, dirty_paths, in_progress_operation, list_commits, redact_urls,
                              run_git)
 

@@ -12,11 +12,11 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-import git
 from pydantic import BaseModel, Field
 
 from tools.base import ToolError
 from tools.child_env import child_env
+from tools.sync.gitpython import git
 
 # Git must never stop to ask for a password or a host key: the agent runs unattended.
 GIT_ENV = {"GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "", "SSH_ASKPASS": "", "LC_ALL": "C"}

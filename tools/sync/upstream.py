@@ -9,11 +9,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import git
 from pydantic import BaseModel, Field
 
 from tools.base import Tool, ToolError
 from tools.defaults import DEFAULT_MODEL
+from tools.sync.gitpython import git
 from tools.sync.deps import DependencyReport, dependency_report
 from tools.sync.evidence import EvidenceRun, load_answer, run_evidence
 from tools.sync.impact import ImpactFile, impact_files, model_terms
