@@ -160,20 +160,32 @@ def _jobs(pos: list[str], opts: dict) -> None:
     from agent.run_status import jobs_data, render_jobs
     from agent.terminal import echo
     from tools.base import ToolError
-    from tools.jobs.factory import make_executor
 
     folder = _find(pos[0], opts.get("--runs-dir", "runs"))
     recorded = folder.read_json("config.json")["settings"]
     try:
-        executor = make_executor(recorded.get("executor", "local"), folder.jobs_dir,
-                                 ssh_options=ssh_options_for(recorded, opts.get("--ssh-option")))
-        found = executor.jobs()
+        given = ssh_options_for(recorded, opts.get("--ssh-option"))
+        if _local_ledger(recorded, folder.jobs_dir):
+            from tools.jobs.ledger.listing import local_jobs
+
+            found = local_jobs(folder.jobs_dir)
+        else:
+            from tools.jobs.factory import make_executor
+
+            found = make_executor(recorded.get("executor", "local"), folder.jobs_dir, ssh_options=given).jobs()
     except (ToolError, CampaignError) as err:
         raise Refused(str(err)) from None
     if opts.get("--json"):
         _print_json(jobs_data(found))
     else:
         echo(render_jobs(found))
+
+
+def _local_ledger(recorded: dict, jobs_root) -> bool:
+    """Whether the run's jobs are LocalExecutor's and no other executor has claimed the ledger, so that
+    ``make_executor`` would answer with a LocalExecutor and change nothing (tools/jobs/factory.py)."""
+    executor = recorded.get("executor", "local")
+    return isinstance(executor, str) and executor.strip() == "local" and not (jobs_root / "executor.json").exists()
 
 
 # command: (flags, options with a value, repeatable options, positionals, answer)

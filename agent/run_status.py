@@ -40,22 +40,21 @@ def _table(rows: list[list[str]], header: list[str], wrap_last: bool = False) ->
     return "\n".join([line(header), line(["-" * w for w in widths]), *(line(r) for r in rows)])
 
 
-def job_data(job: JobState, now: float | None = None) -> dict:
+def job_data(job: JobState | dict, now: float | None = None) -> dict:
+    """A job as ``jobs --json`` shows it; ``job`` is a ``JobState`` or its fields (tools/jobs/ledger/listing.py)."""
+    fields = job if isinstance(job, dict) else job.model_dump(mode="json")
     now = time.time() if now is None else now
-    took = (job.ended_at or now) - job.launched_at if job.launched_at else None
-    return {**job.model_dump(mode="json"), "elapsed_s": round(took, 3) if took is not None else None}
+    took = (fields["ended_at"] or now) - fields["launched_at"] if fields["launched_at"] else None
+    return {**fields, "elapsed_s": round(took, 3) if took is not None else None}
 
 
-def in_time_order(jobs: list[JobState]) -> list[JobState]:
-    """The order the jobs were launched in (one never launched last), as the live view showed them."""
-    return sorted(jobs, key=lambda j: (j.launched_at is None, j.launched_at or 0.0, j.key))
+def jobs_data(jobs: list[JobState] | list[dict]) -> list[dict]:
+    """The jobs in the order they were launched in (one never launched last), as the live view showed them."""
+    found = [job_data(j) for j in jobs]
+    return sorted(found, key=lambda j: (j["launched_at"] is None, j["launched_at"] or 0.0, j["key"]))
 
 
-def jobs_data(jobs: list[JobState]) -> list[dict]:
-    return [job_data(j) for j in in_time_order(jobs)]
-
-
-def render_jobs(jobs: list[JobState]) -> str:
+def render_jobs(jobs: list[JobState] | list[dict]) -> str:
     if not jobs:
         return "no jobs in this run"
     rows = []

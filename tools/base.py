@@ -7,12 +7,13 @@ docstring and field descriptions are the only description a model ever sees.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Generic, TypeVar
+from typing import TYPE_CHECKING, Callable, Generic, TypeVar
 
-from pydantic import BaseModel
+if TYPE_CHECKING:  # ToolError is raised by readers that load no model (the job listing)
+    from pydantic import BaseModel
 
-A = TypeVar("A", bound=BaseModel)
-R = TypeVar("R", bound=BaseModel)
+A = TypeVar("A", bound="BaseModel")
+R = TypeVar("R", bound="BaseModel")
 
 
 class ToolError(Exception):

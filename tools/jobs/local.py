@@ -18,7 +18,8 @@ from tools.gpus import DetectGpusArgs, DetectGpusResult, detect_gpus
 from tools.jobs import job_folder, processes
 from tools.jobs.executor import SameHostDefaults
 from tools.jobs.ledger.files import ledger_keys, read_json, tail_log, write_json
-from tools.jobs.ledger.state import SPAWN_WAIT_S, state_from_snapshot
+from tools.jobs.ledger.listing import ledger_state
+from tools.jobs.ledger.state import SPAWN_WAIT_S, job_state
 from tools.jobs.spec import JobSpec, JobState
 from tools.child_env import child_env
 
@@ -121,13 +122,10 @@ class LocalExecutor(SameHostDefaults):
 
     # -- observing -------------------------------------------------------------------------
     def poll(self, key: str) -> JobState:
-        folder = self.job_dir(key)
-        if read_json(folder / "job.json") is None:
-            raise ToolError(f"no job {key!r} in {self.root}; `dsv4-agent jobs RUN` lists the run's jobs")
         proc = self._children.get(key)
         if proc is not None:
             proc.poll()
-        return state_from_snapshot(key, job_folder.snapshot(str(folder)), str(folder / "log.txt"))
+        return job_state(ledger_state(self.root, key))
 
     def read_log(self, key: str, max_chars: int = 4000) -> str:
         return tail_log(self.job_dir(key), max_chars)
