@@ -1,20 +1,8 @@
-"""GitPython, with every git process it starts given the allow-listed environment of ``child_env``.
+"""GitPython whose git processes get the allow-listed environment (``git_env``), never the LLM key.
 
-GitPython builds the environment of each git it starts from ``os.environ``, the agent's own, which
-holds the LLM key: git would hand it to its hooks, credential helpers, ``core.sshCommand``, an
-``ext::`` remote or a ProxyCommand. So the one call through which GitPython starts processes
-(``git.cmd.safer_popen``, which the commit hooks' runner imports too) is wrapped here to pass that environment through ``git_env``, and every
-module that uses GitPython imports it from here (``from tools.sync.gitpython import git``).
-
-Importing GitPython runs ``git version`` once (``git.refresh``), before anything could be wrapped;
-that first run is pointed at a git that does not exist (nothing starts; GitPython is told to stay
-quiet about it) and the refresh is done again once wrapped.
-
-What git is given, beyond ``child_env`` (``PATH``, ``HOME``, ``LANG``/``LC_*``, ``XDG_*``, every
-``GIT_*`` such as ``GIT_SSH_COMMAND``/``GIT_ASKPASS``/``GIT_CONFIG_*``, ``SSH_AUTH_SOCK``,
-``KRB5CCNAME``, proxies and certificates): what its credential helpers need to reach the user's
-keyring: the D-Bus session (git-credential-libsecret) and Git Credential Manager's ``GCM_*``.
-Other helpers' variables (a ``GH_TOKEN`` for ``gh auth git-credential``) pass with ``DSV4_PASS_ENV``.
+GitPython builds each git's environment from ``os.environ``; the call it starts processes through
+(``git.cmd.safer_popen``) is wrapped here, and its import-time ``git version`` is held back until
+then. Modules import GitPython from here. What git gets and why: docs/config.md.
 """
 from __future__ import annotations
 
