@@ -149,10 +149,6 @@ class RunProof(BaseModel):
         """Every installed file was loaded by some server started after the install."""
         return bool(self.targets) and len(self.loaded) == len(self.targets)
 
-    @property
-    def proven_anything(self) -> bool:
-        return any(s.counted for s in self.servers)
-
     def headline(self) -> str:
         total = len(self.targets)
         if not self.servers:
