@@ -1,22 +1,11 @@
 """Reading ``trace.jsonl`` as bytes, whatever a crash or a disk left in it.
 
-A trace is lines of UTF-8 JSON. An agent killed mid-write leaves a *torn* last line (cut anywhere,
-even inside a multi-byte character); a bad disk or a stray writer may leave *garbage* (bytes that
-are not UTF-8, not JSON, not an event). Lines are decoded one by one, never the file at once, so
-no byte sequence makes a reader crash. What is found:
-
-- the good events, in file order;
-- the *tail*: bad lines after the last good event (torn or garbage). Every command reports it;
-  ``resume`` cuts it off before appending and records that it did;
-- sequence *gaps*: ``seq`` must count 0, 1, 2, ...; a jump or a repeat is reported by ``status``
-  and ``resume`` (events were lost or written twice);
-- a bad line *followed by* good events is corruption in the middle: ``read_trace`` (resume) refuses
-  it, ``read_events`` (replay, timeline) keeps what comes before it.
-
-Each event is checked against its type's model (agent/trace_schema.py, pydantic). ``status``, which
-only counts events and names what is wrong with the file, reads with ``schema=False``: the envelope
-is checked here (a JSON object with ``v``, ``seq``, ``type``, in a version this build reads),
-the fields of each type are not, and pydantic is never imported.
+Lines are decoded one by one (a kill can cut one anywhere, even inside a UTF-8 character), so no
+bytes make a reader crash. Found: the good events; the *tail* of bad lines after the last good one
+(``resume`` cuts it off and says so); ``seq`` *gaps* (events lost or written twice); and a bad line
+followed by good events, corruption that ``read_trace`` (resume) refuses and ``read_events``
+(replay, timeline) stops at. ``status`` reads with ``schema=False``: only the envelope is checked
+and pydantic is never imported (docs/trace.md).
 """
 from __future__ import annotations
 

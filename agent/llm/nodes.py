@@ -3,18 +3,11 @@
     llm_start → llm_turn → after_turn → dispatch_tools → after_dispatch ┬→ llm_turn   (observations sent back)
                                                                        └→ llm_plan   (a valid submit_plan)
 
-- ``llm_start`` writes ``llm_tools.json`` and the prompt (first line of ``llm/conversation.jsonl``).
-- ``llm_turn`` makes ONE model call (``ToolLoop.turn``, ``agent/llm/loop.py``) and appends the
-  reply; the budget is checked first and ends the run with ``BudgetExhausted``.
-- ``dispatch_tools`` runs the reply's tool calls (``ToolLoop.observe``: validate → call → capped,
-  quoted observation → trace events, see ``agent.llm.dispatch``), checks a ``submit_plan`` against
-  its schema, and appends all observations of the turn as one line.
-- ``llm_plan`` reviews the proposed flags and writes plan.json / plan.md.
-
-The state holds only counters and the conversation's path (``LlmLoop``); the messages live in the
-file. Nodes are idempotent against the file: after a hard kill LangGraph re-runs the node that had
-not committed, and it finds its own line already written (reply or observations) and reuses it,
-so an answered request is never sent again and a dispatched tool never runs twice.
+``llm_turn`` makes one model call (the budget checked first); ``dispatch_tools`` runs the reply's
+tool calls and appends all their observations as one line; ``llm_plan`` reviews the flags and
+writes the plan. The messages live in ``llm/conversation.jsonl``, the state holds counters. Nodes
+are idempotent against the file: after a kill LangGraph re-runs the uncommitted node, which finds
+its line already written and reuses it, so no request is sent and no tool run twice.
 """
 from __future__ import annotations
 

@@ -1,21 +1,12 @@
 """The LLM research lane: while the GPU jobs run, the model investigates what the evidence engine left open.
 
-Runs in the research lane between ``infer_mtp`` and ``write_scripts``, only when an LLM is
-configured and the plan has ``infer_mtp`` (without an LLM nothing here runs). The model gets the
-evidence answer as quoted, attributed data and read-only tools (search, file read, recipes,
-constraints, spec catalog), and answers with ``submit_notes`` (``agent.llm.research_notes``):
-
-- ``research_notes.md`` keeps only claims whose ``path:line`` citations a recorded tool result
-  showed; dropped claims are listed with the reason.
-- Flag proposals go through the flag guard; only accepted flags reach ``write_scripts`` (after the
-  planner's own, which win on a clash), rejected ones are reported. The model never edits a script.
-
-The conversation is ``llm/research.jsonl`` (same format as the planner's) and is the truth a
-resumed run continues from: a recorded reply is not sent again, recorded observations are not
-re-run. The budget is the planner's: turns, tokens and seconds of both conversations count.
-Requests and responses are traced in lane ``llm`` by the client. The whole research is one span
-(``tool_call``/``tool_result`` of tool ``llm_research`` in lane ``research``) whose outcome is
-``llm/research.json``; a replay serves that span from the record, as it serves step outcomes.
+Runs between ``infer_mtp`` and ``write_scripts`` when an LLM is configured. The model gets the
+evidence as quoted, attributed data and read-only tools, and answers with ``submit_notes``:
+``research_notes.md`` keeps only claims whose ``path:line`` citations a recorded tool result showed,
+and flag proposals reach ``write_scripts`` only through the flag guard (the planner's flags win a
+clash); the model never edits a script. The conversation (``llm/research.jsonl``) is what a resume
+continues from, so no reply is sent twice; the budget is shared with the planner. The whole lane is
+one span (``llm_research``, outcome ``llm/research.json``) that a replay serves from the record.
 """
 from __future__ import annotations
 

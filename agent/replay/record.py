@@ -1,20 +1,11 @@
 """A recorded run, read for replay: its goal and settings, its attempts, and what cut it short.
 
-Unlike ``agent.trace.read_trace`` (which refuses a corrupt trace outright, because a run must not
-be resumed on top of one), this reader keeps every event up to the first bad line and records
-why it stopped, so replay can re-drive the run up to there and then say so.
-
-A run is one or more *attempts*: the first starts with ``run_started``, each ``resume`` with
-``run_resumed``. An attempt ends with ``run_finished`` (its status), or without it when the agent
-was killed; one that ended ``interrupted`` or was killed stopped wherever the signal or the kill
-found it, and replay stops the re-driven attempt at the same place (agent/replay/frontier.py).
-
-Which events are *decisions* (compared on replay) and which are *tool internals* (served, not
-re-run): events a step adapter emits between its ``tool_call`` and ``tool_result`` in its lane
-belong to the tool; so do LLM exchanges made while any step is open (steps call the LLM, the
-orchestration does not, once the lanes run). Everything else the orchestration emits is a
-decision. A step still open when an attempt ended is closed by the attempt's end. Fields that
-change from run to run (times, pids, folder names) are left out of the comparison: ``VOLATILE``.
+Unlike ``read_trace`` (resume refuses a corrupt trace), this keeps every event up to the first bad
+line and says why it stopped. Attempts start with ``run_started``/``run_resumed`` and end with
+``run_finished``, or without it when killed. Events a step emits between its ``tool_call`` and
+``tool_result``, and LLM exchanges while a step is open, are *tool internals* (served, not re-run);
+everything else the orchestration emits is a *decision*, compared on replay without the fields
+that change from run to run (``VOLATILE``).
 """
 from __future__ import annotations
 

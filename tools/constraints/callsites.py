@@ -1,21 +1,11 @@
 """Where the hooks call each function, and under which tests: one pass over the hook files.
 
-From the call sites follow a function's scope and gate:
-
-- architectures: calls inside ``if model_arch in [...]`` (``model_hook.py`` calls
-  ``apply_deepseek_v4_defaults`` only for DeepseekV4ForCausalLM), and registration decorators
-  (``@_register_for("DeepseekV4ForCausalLM")``);
-- algorithms: calls inside ``if speculative_algorithm == "X"`` (older hooks dispatch there);
-- for both: helpers called only from functions that have a scope inherit it (the auto-parameter
-  chooser runs only inside the EAGLE-family handler);
-- gate: when every call site sits under other tests (``validate_layernorm_sp`` is reached only past
-  ``if not cfg.enable_layernorm_sp: return``), the ``or`` of those sites' tests. A guard that raises
-  is not a gate: past it the function runs whenever the server has not already refused the settings.
-A function passed to a runner (``run_hook(apply_x, server_args)``) counts as called there.
-
-Also from the same pass: which settings the numbers returned by an auto-parameter chooser become
-(``steps, topk, tokens = _auto(...)`` then ``declare(speculative_num_steps=steps, ...)``).
-Test results are memoised per node: the same ``if`` is seen by every call site under it.
+A function's scope comes from its call sites: calls under ``if model_arch in [...]`` or a
+registration decorator (architectures), under ``if speculative_algorithm == "X"`` (algorithms), and
+helpers called only from scoped functions inherit the scope. Its gate is the ``or`` of the tests
+every call site sits under; a guard that raises is no gate (past it the function runs whenever the
+server accepted the settings). A function passed to a runner counts as called there. The same pass
+maps an auto-parameter chooser's returned numbers to the settings they become.
 """
 from __future__ import annotations
 

@@ -1,23 +1,15 @@
 """Per-point speculative accept length from before/after snapshots of the server's counters.
 
-Why: SGLang 0.5.23's ``/server_info`` ``internal_states[0].avg_spec_accept_length`` is
-``spec_total_num_accept_tokens / spec_total_num_forward_ct`` since server start (neither number
-is exposed there), and the bench client writes exactly that cumulative figure as ``accept_length``.
-A sweep runs several concurrency points on one server, so that figure mixes warmup and earlier
-points. The exact per-point value comes from the Prometheus counters ``/metrics`` has when the
-server runs with ``--enable-metrics``: ``sglang:generation_tokens_total`` and
-``sglang:spec_verify_calls_total`` (both incremented per finished request), so
+SGLang's ``/server_info`` ``avg_spec_accept_length`` (what the bench client writes as
+``accept_length``) is cumulative since server start, so on a server shared by several points it
+mixes warmup and earlier points. With ``--enable-metrics``, ``/metrics`` has
+``sglang:generation_tokens_total`` and ``sglang:spec_verify_calls_total``, and
 
     point accept length = delta generation tokens / delta verify calls
 
-which is SGLang's own per-request definition (``meta_info.spec_accept_length`` =
-completion_tokens / spec_verify_ct), pooled over the point's requests (its warmup requests
-included). Without counters, the average is still this point's alone when the server had no
-speculative statistics before it (first point on a fresh server); otherwise the point cannot be
-isolated and the result says so instead of reporting the cumulative figure as the point's.
-
-``SNAPSHOT_PY`` is run by the SGLang interpreter both by our sweep and by the generated
-``run_measure.sh``, so the two write the same snapshot lines (``bench/snapshots/<variant>.jsonl``).
+is SGLang's per-request definition pooled over the point. Without counters only the first point on
+a fresh server is isolated; any other point says it cannot be. ``SNAPSHOT_PY`` runs under the SGLang
+interpreter for both our sweep and ``run_measure.sh``, so both write the same snapshot lines.
 """
 from __future__ import annotations
 

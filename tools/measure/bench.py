@@ -1,29 +1,16 @@
 """Benchmark sweep with SGLang's own client (``python -m sglang.bench_serving``), never our own
 load generator.
 
-Per variant a fresh server (``/server_info``'s accept length accumulates since the server
-started), then one bench job per concurrency level, appending to ``<results_dir>/<variant>.jsonl``.
-A point whose tagged line is already in that file is finished and is not run again (a re-run
-after a crash picks up where it stopped). A failed point - client exit, no result line, server
-never ready - goes to ``<variant>.failures.jsonl`` with its reason and the sweep goes on.
-One server at a time: any other server job of the run still running when a variant begins (an
-agent killed between a variant's last point and its server's stop left it) is stopped first, and
-so is any left when the sweep ends; nothing is started beside one that could not be stopped.
+Per variant a fresh server, then one bench job per concurrency level appending to
+``<results_dir>/<variant>.jsonl``; a point already in that file is not run again, and a failed
+one goes to ``<variant>.failures.jsonl`` while the sweep goes on. One server at a time: any other
+server job of the run still running is stopped before a variant begins and when the sweep ends,
+and nothing starts beside one that could not be stopped. SGLang's accept length is cumulative
+since server start, so each point is bracketed by server snapshots (tools/measure/accept_snapshots.py).
 
-Several points share one server, and SGLang's accept length is cumulative since server start, so
-each point is bracketed by server snapshots (``snapshots/<variant>.jsonl``, tools/measure/accept_snapshots.py)
-from which the results parser computes the point's own accept length.
-
-Through an executor whose jobs run on another host (SSH): the server and the bench client are
-jobs there; the client's ``--output-file`` is the run-folder path, which the executor maps to the
-host's copy of the run folder (the local JSONL is copied there before each point, so the client
-appends to the same lines) and ``fetch_run_file`` brings the file back after each point. The
-snapshots are taken here through the server handle's port forward with this interpreter (the
-snapshot script is stdlib-only; the SGLang python is a path on the host).
-
-Through the Slurm executor: the server and each bench client are batch jobs; the run folder is
-shared with the compute nodes, so the client appends to the JSONL in place (absolute path), and the
-snapshots are taken here at the server node's address (tools/measure/server.py).
+On another host (SSH) the JSONL is copied there before each point and fetched back after it; the
+snapshots are taken here through the port forward. Under Slurm the run folder is shared, so the
+client appends in place and the snapshots are taken at the server node's address.
 """
 from __future__ import annotations
 

@@ -1,26 +1,15 @@
 """SGLang server lifecycle through the job manager: launch, wait until *our* server is ready, stop.
 
-The server is ``<sglang python> -m sglang.launch_server ...`` run as a job (its own process
-group, log in the job folder). Ready means three things at once: ``GET /health`` (or
-``/v1/models`` on builds without /health) answers 200, a process of the server job's own group
-holds the listening socket (``executor.job_listens``, checked on the host where it runs), and
-``/server_info`` reports the model path and speculative settings we launched
-(``tools/measure/server_check.py``). Anything else answering on the port - a server someone
-started there while ours was loading its model - is never measured: ours then fails to bind and
-the failure names the other listener. On a timeout or an early exit the message carries the log
-tail and the server is stopped; only the job's own process group is ever signalled.
+Ready means: ``/health`` (or ``/v1/models``) answers 200, a process of the job's own group holds
+the listening socket, and ``/server_info`` reports the model and speculative settings we launched
+(tools/measure/server_check.py). A server someone else started on the port while ours loaded is
+never measured. On a timeout or an early exit the message carries the log tail and the server is
+stopped; only the job's own process group is ever signalled.
 
-Where the server is: through an executor whose jobs run on another host
-(``capabilities.remote_host``: SSH), the port is picked free *on that host* and the handle's
-``url`` is the agent's ``ssh -L`` forward to it (``executor.reach``), while ``host``/``port`` stay
-what jobs on that host use (the bench client connects there). Locally both are the same address.
-
-Through an executor whose servers are batch jobs on nodes (``capabilities.servers_on_nodes``:
-Slurm) the node is unknown until it starts: the server listens on every interface of that node
-(``--host 0.0.0.0``) on a port the node picks free at start (tools/jobs/slurm/serve.py records it in
-the shared run folder once the job's own group listens there), and ``url``/``host`` are the
-node's address from ``scontrol`` - the agent and the bench client jobs connect there, so this
-machine must reach the compute nodes' ports.
+Over SSH the port is picked free on that host and ``url`` is the agent's ``ssh -L`` forward, while
+``host``/``port`` are what jobs there use. Under Slurm the node is known only once the job starts:
+the server listens on all its interfaces on a port it picks (recorded by tools/jobs/slurm/serve.py),
+so this machine must reach the compute nodes' ports.
 """
 from __future__ import annotations
 

@@ -1,22 +1,11 @@
 """The decision: which variant to deploy, per concurrency and overall, from repeated measurements.
 
-Each point (variant, concurrency) ran ``repeats`` times on one server; a metric's figure is the
-median of the repeats and its spread the range [lowest, highest]. A ratio to the baseline carries
-the spread of both: ``[low_v / high_b, high_v / low_b]``. When that range holds 1 the difference
-is within the noise: "no measurable difference". With one sample of either point there is no
-spread: "one sample", never called measurable. A point whose repeats spread by more than
-``NOISY`` of their median is flagged noisy.
-
-Per concurrency the verdict names the winner and why: among the variants that did not fail the
-accuracy gate, the one measurably fastest on TPOT (lower is better), else the baseline; with SLOs
-(``max_ttft_ms``, ``max_tpot_ms`` at a percentile: a variant qualifies at a level only when its
-median-of-repeats figure there meets them) the one meeting them with the most output throughput.
-It also names the throughput winner and the accept length. Across concurrencies the rule that
-picks the deployed setting is written in the verdict (``rule``): the winner at
-``--target-concurrency`` when given; else with SLOs the variant that meets them at the highest
-concurrency (then the most throughput there); else the variant that wins the most levels, a tie
-going to the lower geometric-mean TPOT ratio over the levels won, then to the name that sorts
-first; the baseline when no variant is measurably faster.
+A point's figure is the median of its repeats and its spread their range; a ratio to the baseline
+carries both spreads (``[low_v / high_b, high_v / low_b]``), and a range holding 1, or one sample,
+is never called a measurable difference. A point spread by more than ``NOISY`` is flagged noisy.
+Per concurrency the winner is the measurably fastest on TPOT among variants that passed the
+accuracy gate (with SLOs, the one meeting them with the most throughput), else the baseline; the
+rule across concurrencies is written into the verdict (``rule``; docs/decision.md).
 """
 from __future__ import annotations
 

@@ -1,20 +1,11 @@
 """Multi-node SGLang serving scripts: one serve script per node and a Slurm batch script.
 
-SGLang spreads one server over several nodes with ``--nnodes N --node-rank R --dist-init-addr
-HOST:PORT`` (fields ``nnodes``, ``node_rank``, ``dist_init_addr`` of ``srt/arg_groups/fields/
-parallel.py``); every node runs the same command except for its rank. We write:
-
-- ``serve-node{R}.sh`` for R in 0..N-1: fixed rank and fixed init address (node 0's host), for
-  clusters without Slurm (start each one on its node, e.g. through the SSH executor);
-- ``serve-slurm-node.sh``: rank from ``$SLURM_NODEID``, address from ``$DSV4_DIST_INIT_ADDR``;
-- ``serve-multinode.sbatch``: allocates N nodes, finds node 0, and ``srun``s the node script once
-  per node.
-
-They render in the one shell-template environment (``tools/scripts/shell.py``): every value that
-comes from the user, the plan or a repository is shell-quoted by ``q``, comments go through
-``comment``, and values that go into ``#SBATCH`` lines (which Slurm reads without a shell) are
-restricted to safe characters instead. Generated scripts are checked with ``bash -n`` and
-``shellcheck`` in the tests.
+SGLang spreads one server over nodes with ``--nnodes N --node-rank R --dist-init-addr HOST:PORT``;
+every node runs the same command but its rank. Written: ``serve-node{R}.sh`` (fixed rank and
+address, for clusters without Slurm), ``serve-slurm-node.sh`` (rank from ``$SLURM_NODEID``) and
+``serve-multinode.sbatch`` (allocates N nodes and ``srun``s the node script on each). Values are
+shell-quoted through tools/scripts/shell.py; those in ``#SBATCH`` lines, which Slurm reads without
+a shell, are restricted to safe characters.
 """
 from __future__ import annotations
 

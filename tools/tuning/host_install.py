@@ -1,27 +1,20 @@
 """Install (or uninstall) merged kernel configs on the host where the SGLang server runs.
 
-Standalone on purpose (stdlib only): the tuning step writes it into the run folder as
-``tuning/install_configs.py`` (reviewable) and runs it as a job through the executor, so configs
-land in the config folder of the SGLang *on the GPU host*; ``tools/tuning/install.py`` calls the
+Standalone (stdlib only): written into the run folder as ``tuning/install_configs.py`` (reviewable)
+and run as a job, so configs land in the SGLang *on the GPU host*; tools/tuning/install.py runs the
 same code locally. Both write ``<run>/tuning/manifest.json`` (backups in ``<run>/tuning/backup/``):
 
     python3 install_configs.py install RUN_DIR INSTALLED_BY [--config-dir D] [--sglang-python P]
                                        [--sglang-src S] MERGED.json...
     python3 install_configs.py uninstall RUN_DIR [--force]
 
-Install is all or nothing: every file is validated and every replaced file backed up first, the
-manifest (state ``installing``: the intent) is written before the first file is replaced and
-completed (``installed``) after the last, and a failure restores the files already written. A kill
-anywhere is recovered: installing again finishes the interrupted install (a file it already put
-there is recognised by its hash, never backed up as an original), and uninstall restores the folder
-exactly whichever files were written; an uninstall marks the manifest ``uninstalling`` first, so a
-killed one is finished by the next. Only files directly in the recorded config folder are touched,
-and a manifest (data from a run folder) naming anything but kernel configs in one of SGLang's config
-folders is refused; a file changed since the install is left alone unless ``--force``. Before a file
-is written, the install records it (target, content, run, backup) in the user's state folder on
-this host, outside every run folder; uninstall writes or removes only files with such a record, so
-a crafted manifest naming a config SGLang ships, with its real checksum, gets nothing deleted. Exit 0 on success, 2 on a
-problem the user can fix (message on stderr).
+All or nothing, and a kill anywhere is recovered: the manifest states the intent (``installing``,
+``uninstalling``) before the first file changes, so the next run finishes it, and a file we wrote
+is known by its hash, never backed up as an original. The manifest is run-folder data, so only
+kernel configs directly in one of SGLang's config folders are touched, and uninstall writes or
+removes only files this host's state folder records as ours (a crafted manifest gets nothing
+deleted); a file changed since the install is left alone unless ``--force``. Exit 0 on success,
+2 on a problem the user can fix (message on stderr).
 """
 import argparse
 import hashlib

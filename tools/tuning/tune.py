@@ -1,33 +1,14 @@
 """The tuning decision tree: shapes -> skip existing -> engagement -> scripts -> one job per GPU ->
 merge -> install -> manifest. Without GPUs it stops at the scripts ("planned").
 
-Shapes come from ``shapes``, server logs (given, or of earlier server jobs in the executor's
-ledger), the model's config.json, and — with GPUs, as the last resort — a discovery boot: the
-baseline server is started once in the background (job ``discovery``), stopped when ready, and its
-``Using default W8A8 Block FP8 kernel config ... Config file not found at <path>`` warnings mined.
+Shapes come from ``shapes``, server logs, the model's config.json and, with GPUs as a last resort,
+a discovery boot (job ``discovery``) whose default-config warnings are mined. A run planned without
+a GPU is resumed on the GPU host, so a verdict resting on that host's GPU, environment or SGLang is
+``planned`` here, never ``skipped`` (docs/tuning.md: When nothing is tuned).
 
-Status when nothing is tuned. A resumed run reuses ``done``/``skipped`` outcomes, and a run planned
-on a laptop is resumed on the GPU host, so ``skipped`` is kept for verdicts the GPU host would reach
-too; anything resting on facts only the GPU host has is ``planned`` when there is no GPU here:
-
-- no shapes known (no shapes, no log, no usable config.json): GPU here -> discovery boot; no GPU
-  -> ``planned`` (the GPU host boots the discovery server).
-- config.json has no block-FP8 weights: ``skipped`` everywhere (no source would find shapes).
-- every shape already has a config: GPU here -> ``skipped``; no GPU -> ``planned`` (the lookup
-  depends on the GPU's name and the SGLang the server runs, which may not be the source read here).
-- Triton path not engaged: decided by a server log, an explicit ``--fp8-gemm-backend`` or a non-128
-  weight block -> ``skipped`` everywhere; decided by GPU architecture and environment -> ``skipped``
-  with a GPU, ``planned`` without (the GPU host's GPU and environment decide).
-- with a GPU and the Triton path predicted not engaged, no discovery boot (it would find nothing)
-  unless ``force_tune``; a discovery log with no default-config warning -> ``skipped``.
-- the source has no tuning script (wheel): GPU here -> ``skipped`` (the summary says how to get a
-  checkout); no GPU -> ``planned`` (the GPU host may have a checkout).
-
-Idempotent: scripts are rewritten identically, jobs re-attach by key through the executor's ledger
-(the discovery server too; once it was seen ready, its log is reused), finished units are skipped
-by the per-GPU driver, and an install already recorded as done in the manifest is not repeated
-(re-installing would back up our own files as if they were originals). The GPU half (fan-out,
-merge, install) is ``tools/tuning/tune_gpus.py``.
+Idempotent: scripts are rewritten identically, jobs re-attach by key, finished units are skipped,
+and an install the manifest records as done is not repeated (it would back up our own files as
+originals). The GPU half (fan-out, merge, install) is tools/tuning/tune_gpus.py.
 """
 from __future__ import annotations
 
