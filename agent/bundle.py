@@ -1,17 +1,12 @@
 """A run folder as one portable ``.tar.gz``: planned here, resumed on a GPU host that shares nothing with
 this machine (docs/workflow.md).
 
-``make_bundle`` packs what the run needs to go on — config, plan, evidence, scripts, step outcomes,
-preflight, trace, checkpoint, results — with a manifest (``bundle.json``: every file's size and
-SHA-256). It refuses a run that is being driven, and one that has jobs: their ledger names processes
-of this machine, which the other host could never re-attach to.
-
-``unpack_bundle`` is the other end, and treats the archive as untrusted: only regular files and
-folders, every name inside one run folder whose name has the form of a run's, no absolute path, no
-``..``, no link, device or FIFO, sizes capped, every file checked against the manifest, written
-with ``O_EXCL | O_NOFOLLOW`` into a temporary folder that becomes the run folder by one rename.
-The same bundle unpacked again finds its own run (a resume that stopped goes on); any other run of
-that name is left alone.
+``make_bundle`` packs what the run needs to go on, with a manifest of sizes and SHA-256; it refuses
+a run being driven or one with jobs (their ledger names this machine's processes). ``unpack_bundle``
+treats the archive as untrusted: regular files and folders only, inside one run folder, no absolute
+path, ``..`` or link, sizes capped, each file checked against the manifest and written with
+``O_EXCL | O_NOFOLLOW`` into a temporary folder renamed into place. Unpacked again, a bundle finds
+its own run; any other run of that name is left alone.
 """
 from __future__ import annotations
 

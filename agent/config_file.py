@@ -1,16 +1,11 @@
 """Reading a settings file, and the allow list for the one found in the working folder.
 
-A settings file can name programs the agent runs (``sglang-python``, ``nvidia-smi``, an
-``ssh-option`` such as ProxyCommand), where the LLM key is sent (``llm-base-url``) and which
-trust-widening flags a script may carry (``allow-flags``). A ``./dsv4-agent.toml`` in a cloned
-repository is written by whoever controls that repository, so it is read only after the user ran
-``dsv4-agent config allow``, which records the file's SHA-256 in the agent's state folder (outside
-the repository; see ``tools/state_dir.py``), as direnv does. A changed file must be allowed again.
-A file named with ``--config`` or ``$DSV4_CONFIG`` was chosen by the user and needs no allowing.
-
-Every settings file, allowed or named, must be a regular file owned by the user (or root) that
-nobody else may write: otherwise someone else decides what it runs. The bytes checked are the
-bytes parsed (one read), so a file swapped after the check is not what gets loaded.
+A settings file can name programs the agent runs, where the LLM key is sent and which trust-widening
+flags a script may carry. A ``./dsv4-agent.toml`` in a cloned repository is written by whoever controls
+it, so it is read only once ``dsv4-agent config allow`` recorded its SHA-256 in the agent's state folder
+(as direnv does); a changed file must be allowed again. One named by ``--config`` or
+``$DSV4_CONFIG`` needs no allowing. Any settings file must be a regular file owned by the user (or
+root) that nobody else may write, and the bytes checked are the bytes parsed (one read).
 """
 from __future__ import annotations
 

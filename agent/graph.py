@@ -3,12 +3,10 @@
     preflight ┬→ plan (playbook) ───────────────────────────────────┬→ sync → ┬ gpu_lane ──────┬→ join → measure → report
               └→ llm_start → llm_turn ⇄ dispatch_tools → llm_plan ──┘         └ research_lane ─┘
 
-Without an LLM the playbook plans and no LLM node runs. With one, each model turn (llm_turn) and
-each round of tool calls (dispatch_tools) is its own node, so each commits a checkpoint; the
-conversation lives in llm/conversation.jsonl (see agent/llm/nodes.py). The two lanes run in the
-same superstep (LangGraph runs them on two threads), so research happens while the GPU jobs run.
-Every node is idempotent: after a hard kill LangGraph re-runs the nodes that had not committed,
-steps reuse recorded outcomes, jobs re-attach by key, and recorded LLM turns are not re-sent.
+With an LLM, each model turn and each round of tool calls is its own node, so each commits a
+checkpoint. The two lanes run in one superstep (two threads), so research happens while GPU jobs
+run. Every node is idempotent: after a kill LangGraph re-runs the uncommitted nodes, steps reuse
+recorded outcomes, jobs re-attach by key and recorded LLM turns are not re-sent.
 """
 from __future__ import annotations
 

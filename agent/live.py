@@ -1,16 +1,10 @@
 """The terminal view of a campaign: an overall clock with the campaign's ETA, the lanes, and its jobs.
 
-On a terminal it is a rich ``Live`` view redrawn four times a second, the campaign's lines printed
-above it: the time since the campaign started and the ETA of the GPU work left (agent/live_eta.py:
-from the plan and the rates so far), what each lane is doing, and one row per job (tuning jobs,
-servers, the accuracy check) with its GPUs (as ``jobs`` shows them), status, a progress bar where
-the job reports units, its elapsed time and an ETA from its rate so far. A variant's benchmark
-points share one row (``bench <variant>``: points done of the plan's, the point running now). When
-the campaign ends the view is drawn one last time and left on screen, and the campaign's last
-lines (the verdict, the report's path) come after it. Elsewhere (CI, pipes) it prints plain lines:
-a job launched or finished, an error, and progress at each quarter of a job's (or a variant's
-points') units. A closed pipe (``| head``) or a closed terminal (SIGHUP, then EIO on every write)
-silences the output and the campaign goes on. Colour follows rich, which honours ``NO_COLOR``.
+On a terminal, a rich ``Live`` view with the campaign's lines printed above it: elapsed time and the
+ETA of the GPU work left (agent/live_eta.py), each lane's doing, and a row per job (a variant's bench
+points share one) with GPUs, status, progress and ETA; it stays on screen when the campaign ends.
+Elsewhere (CI, pipes) plain lines: launches, finishes, errors, progress by quarters. A closed pipe or
+terminal (SIGHUP, then EIO) silences the output and the campaign goes on. Colour honours ``NO_COLOR``.
 """
 from __future__ import annotations
 

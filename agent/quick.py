@@ -1,16 +1,11 @@
 """Answers to the questions that only read, imported by the console script before anything else.
 
-``--version``/``-V``, ``-h``/``--help`` of the tool, ``status RUN``, ``runs`` and ``jobs RUN`` (the
-listing) are asked far more often than campaigns are run, and the command-line framework alone
-costs more to import than they cost to answer. Here they are parsed by hand, for exactly the
-forms listed in ``READERS``; anything else returns None and the whole command line
-(agent/commands/main.py) answers it, with the same output. Outputs and error lines are the same
-either way (tests/test_quick.py holds them equal).
-
-The tool's help is the whole command line's own text, rendered by it once per terminal width and
-per version of the command sources, and kept in the cache (``$DSV4_CACHE_DIR`` or
-``~/.cache/dsv4-agent``, ``help/``); a change to any of agent/commands/, agent/cli.py or the
-installed packages renders it anew.
+``--version``, the tool's ``--help``, ``status RUN``, ``runs`` and listing ``jobs RUN`` are asked far
+more often than campaigns run, and importing the command-line framework costs more than answering
+them. The forms in ``READERS`` are parsed by hand; anything else returns None and
+agent/commands/main.py answers with the same output (tests/test_quick.py holds them equal). The
+tool's help is the whole command line's own text, cached per terminal width and per version of the
+command sources and installed packages.
 """
 from __future__ import annotations
 

@@ -1,15 +1,12 @@
 """The environment of every process the agent starts: an allow-list of its own, never the LLM key.
 
-The LLM API key (``OPENAI_API_KEY``, ``DSV4_LLM_API_KEY``) is for the agent's own calls to its
-endpoint. A child that inherited it would hand it on: SGLang's bench client sends
-``OPENAI_API_KEY`` as ``Bearer`` to the server it measures, and an ssh ProxyCommand, a hook or a
-verify script could send it anywhere. So children (the SGLang server, bench and accuracy clients,
-the tuner, the verify script, the snapshot helper, nvidia-smi, git, ssh, Slurm's commands) get
-only the variables named here: what finds programs and libraries, locale and temporary folders,
-GPU, compiler and framework knobs, proxies and certificates, the ssh agent, git's and Slurm's own.
-``DSV4_PASS_ENV`` (names or ``PREFIX*`` patterns, comma-separated) passes more. Whatever the lists
-say, the key variables, the LLM endpoint variables (a URL may hold a password), and any variable
-whose value is the key are dropped. What a job itself sets (``JobSpec.env``) is added on top.
+A child that inherited the key would hand it on: SGLang's bench client sends ``OPENAI_API_KEY`` as
+``Bearer`` to the server it measures, and a ProxyCommand, hook or verify script could send it
+anywhere. So children get only the variables named here (programs and libraries, locale and
+temporary folders, GPU, compiler and framework knobs, proxies and certificates, ssh, git and Slurm),
+plus ``DSV4_PASS_ENV`` (names or ``PREFIX*``). The key, the LLM endpoint variables (a URL may hold a
+password) and any variable whose value is the key are dropped whatever the lists say; ``JobSpec.env``
+is added on top.
 """
 from __future__ import annotations
 

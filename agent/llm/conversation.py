@@ -1,17 +1,15 @@
 """The LLM planner's conversation, kept in the run folder (``llm/conversation.jsonl``), not in graph state.
 
-One line per step of the loop, each written with a single ``write`` and ``fsync`` so that a hard
-kill leaves either the whole line or a torn tail (which ``load`` cuts off):
+One line per step of the loop, each one ``write`` and ``fsync``, so a kill leaves a whole line or a
+torn tail (cut off by ``load``):
 
     {"kind": "prompt", "messages": [system, user]}                        written by llm_start
     {"kind": "reply", "turn": n, "message": {...}, "usage": {...}, "seconds": s}       llm_turn
     {"kind": "observations", "turn": n, "messages": [tool/user messages], "answer": {...}|null,
      "seconds": s}                                                                dispatch_tools
 
-The file is the truth a resumed run continues from: a turn whose reply is recorded is never sent
-again, and tools whose observations are recorded are never run again, even when the graph's
-checkpoint was not committed before the kill. Counters (turns, tokens, seconds) are derived from
-it, so the LLM budget holds across attempts.
+A resumed run continues from the file, even past an uncommitted checkpoint: a recorded reply is not
+sent and recorded observations are not run again; the budget's counters are derived from it.
 """
 from __future__ import annotations
 

@@ -1,15 +1,10 @@
 """The LLM tool loop: ask the model for one turn, run the tools it called once, take its answer.
 
-One loop serves both conversations: the planner's graph nodes call one method per node
-(``agent/llm/nodes.py``: ``turn`` in llm_turn, ``observe`` in dispatch_tools), so each model turn
-is its own checkpoint; the research lane calls ``advance`` until the model answered
-(``agent/llm/research.py``). The answer is a call to the loop's submit tool (``submit_plan``,
-``submit_notes``), checked against its pydantic model.
-
-The conversation file is the truth (``agent/llm/conversation.py``): ``turn`` never sends a turn
-whose reply is recorded, ``observe`` never runs tools whose observations are recorded, so a kill
-at any point is resumed without asking the model twice or running a tool twice. The budget is
-counted from the recorded conversations (this one and those it shares the budget with).
+The planner's graph nodes call one method per node (``turn``, ``observe``), so each model turn is its
+own checkpoint; the research lane calls ``advance`` until the model answered with its submit tool,
+checked against its pydantic model. The conversation file is the truth (agent/llm/conversation.py):
+a recorded reply is never asked again and recorded observations never run again, so a kill at any
+point resumes cleanly; the budget is counted from the recorded conversations.
 """
 from __future__ import annotations
 

@@ -1,14 +1,10 @@
 """The tools the model may call, and their OpenAI schemas, built from the tools' pydantic ``Args``.
 
-One schema source: a ``Tool``'s ``Args`` model (docstring = description, field descriptions).
-Which tools the model gets is an explicit allow-list of read-only research capabilities; tools
-that change things (render scripts, start servers, run benchmarks, pull, uninstall configs)
-are withheld with the reason, because their arguments could carry flags or paths the flag
-guard never saw — those actions happen only through plan steps. **No shell tool exists.**
-
-Run context is bound by the agent, never chosen by the model: an ``Args`` field whose name is
-in the bindings (the SGLang root, the model path, ...) is removed from the schema and filled in
-at dispatch. A module that does not exist yet is reported as missing, never faked.
+A ``Tool``'s ``Args`` model is its one schema source. The model gets an explicit allow-list of
+read-only research tools; tools that change things are withheld with the reason, because their
+arguments could carry flags or paths the flag guard never saw. **No shell tool exists.** Run context
+(the SGLang root, the model path, ...) is bound by the agent: such fields leave the schema and are
+filled in at dispatch.
 """
 from __future__ import annotations
 

@@ -1,18 +1,14 @@
 """The run as intervals on lanes, and the figures reviewers ask about.
 
-Lanes: one per GPU (its jobs, from ``job_launched``/``job_finished`` with the job's ``gpu`` or
-``gpus``; a job that names no GPU, such as a server launched over all of them in an older trace,
-counts on every GPU), the clients that use none (``gpus: []``: bench points, the accuracy check),
-the GPU lane's steps, research steps, control, and LLM calls. A job re-attached after a restart
-keeps the start of its first launch; a finish recorded twice (a resumed run that found the job
-over) is drawn once. Times are wall-clock seconds from the first event (``t``: comparable across
-the processes of a resumed run; ``mono`` is not).
+Lanes: one per GPU (a job naming no GPU counts on each), GPU-less clients (bench points, the
+accuracy check), the GPU lane's steps, research steps, control and LLM calls. A re-attached job
+keeps its first launch's start; a finish recorded twice is drawn once. Times are seconds from the
+first event on the wall clock (``t``), which, unlike ``mono``, holds across a resumed run's processes.
 
-- overlap: the share of research time during which GPU work ran (jobs; when a run launched no
-  job, the GPU lane's steps stand in, and ``basis`` says so) — did research hide under the GPU?
+- overlap: the share of research time during which GPU work ran (``basis`` says what stood in
+  when no job was launched) — did research hide under the GPU?
 - GPU idle: the share of GPU-seconds of the run (GPUs × span) with no job on the GPU.
-- critical path: graph nodes in order; where nodes ran side by side (the two lanes), the one
-  that finished last held up the join, so it is on the path and the other had slack.
+- critical path: graph nodes in order; of nodes side by side, the one that finished last is on it.
 """
 from __future__ import annotations
 

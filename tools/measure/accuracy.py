@@ -1,14 +1,10 @@
 """Accuracy gate: SGLang's own GSM8K few-shot check against each variant's server.
 
-``python -m sglang.test.few_shot_gsm8k --num-questions N --data-path FILE --host H --port P`` runs
-as a job against the same server the benchmark used (after its points), and prints ``Accuracy:
-0.xxx`` / ``Invalid: 0.xxx``, which we read from the job's log. Speculative decoding verifies
-every draft token with the target model, so with greedy sampling it must not move accuracy: a
-variant whose accuracy falls below the baseline's 95 % (Wilson) interval — or below baseline minus
-``tolerance`` when one is given — fails the gate and is never recommended.
-
-Without ``--data-path`` SGLang downloads the GSM8K test set; offline that cannot work, so the gate
-is skipped with that reason (never passed silently).
+``python -m sglang.test.few_shot_gsm8k`` runs as a job against the server the benchmark used, and
+its ``Accuracy:`` line is read from the log. Speculative decoding verifies every draft token with the
+target model, so with greedy sampling it must not move accuracy: a variant below the baseline's 95 %
+(Wilson) interval, or below baseline minus ``tolerance``, fails the gate and is never recommended.
+Without ``--data-path`` SGLang would download the data set, so offline the gate is skipped, saying so.
 """
 from __future__ import annotations
 

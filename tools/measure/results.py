@@ -1,14 +1,10 @@
 """Benchmark results: parse ``bench_serving`` JSONL robustly and compare variants to the baseline.
 
-Keys differ between SGLang versions (older clients lack ``max_concurrency``, ``accept_length``,
-the e2e/p99 blocks; some name throughput differently), ``request_rate`` may be the bare token
-``Infinity`` and a run can leave a torn or non-JSON line. Parsing never raises on a bad line: it
-keeps every good record and says which lines it skipped and why.
-
-The client's ``accept_length`` is SGLang's average since server start, not the point's own: a
-record's ``accept_length`` is the point's value from the server snapshots next to the JSONL
-(``snapshots/<variant>.jsonl``, see tools/measure/accept_snapshots.py), or None with ``accept_isolated``
-False and the reason in ``accept_note``; the client's figure stays in ``accept_length_cumulative``.
+Keys differ between SGLang versions, ``request_rate`` may be the bare token ``Infinity`` and a run
+can leave a torn line: parsing keeps every good record and says which lines it skipped and why.
+The client's ``accept_length`` is cumulative since server start, so a record's ``accept_length`` is
+the point's own from the server snapshots (tools/measure/accept_snapshots.py), or None with the
+reason in ``accept_note``; the client's figure stays in ``accept_length_cumulative``.
 """
 from __future__ import annotations
 

@@ -1,16 +1,10 @@
 """The one jinja environment every generated shell script is rendered with.
 
-A value reaches a script only through a filter that says where it goes:
-
-- ``q``: one shell word, quoted (``shlex.quote``); a list becomes several words, each quoted;
-- ``comment``: text for a ``#`` comment line, with every control character (newlines, carriage
-  returns, Unicode line separators) turned into a space, so it cannot end the comment;
-- ``sbatch``: a value for an ``#SBATCH`` line, which Slurm reads without a shell: only plain
-  characters pass, anything else is refused.
-
-Anything else in ``{{ ... }}`` that is not an integer is refused when the template renders
-(``finalize``), so a template cannot put raw text into a script by forgetting a filter. Templates
-render with ``StrictUndefined``: a missing variable is an error, never an empty string.
+A value reaches a script only through a filter that says where it goes: ``q`` (shell words, each
+quoted), ``comment`` (a ``#`` line: control characters and line separators become spaces, so it
+cannot end the comment) or ``sbatch`` (an ``#SBATCH`` line, read by Slurm without a shell: plain
+characters only). Anything else in ``{{ ... }}`` but an integer is refused (``finalize``), so a
+forgotten filter cannot put raw text into a script; a missing variable is an error (``StrictUndefined``).
 """
 from __future__ import annotations
 

@@ -1,17 +1,11 @@
 """Server flags that widen what the server runs or who can reach it.
 
-Such a flag is never added to a script or a server we launch because a repository recipe or a
-model proposed it: only the user's ``--allow-flag NAME`` lets it through, and every one held back
-is listed in the review (the write_scripts outcome, plan.md's flag review). The list is fixed
-here, from SGLang 0.5.23's argument fields (``srt/arg_groups/fields/*.py``):
-
-- ``--trust-remote-code``: runs Python code shipped with the model checkpoint;
-- ``--host`` with an address other than loopback: the server becomes reachable from other machines;
-- ``--enable-...-api``: extra HTTP APIs;
-- ``--enable-custom-logit-processor``: requests may carry code the server runs;
-- ``--custom-weight-loader``, ``--forward-hooks``, ``--hicache-storage-backend-extra-config``: name
-  Python modules or plugins to import;
-- any flag named like remote code, a plugin, a hook or a loader (flags of newer versions).
+Such a flag is never added because a repository recipe or a model proposed it: only the user's
+``--allow-flag NAME`` lets it through, and each one held back is listed in the flag review. The
+list, from SGLang 0.5.23's argument fields: ``--trust-remote-code`` (runs the checkpoint's code),
+``--host`` other than loopback (reachable from other machines), ``--enable-...-api``,
+``--enable-custom-logit-processor`` (requests carry code), flags naming modules or plugins to
+import, and any flag named like remote code, a plugin, a hook or a loader (newer versions).
 """
 from __future__ import annotations
 

@@ -1,16 +1,9 @@
 """Where the SGLang source comes from, and what it holds.
 
-Resolution order (the first that applies wins):
-1. an explicit path: a git checkout (``python/sglang/...``) or a package dir (``sglang/...``,
-   or the ``sglang/`` folder itself);
-2. env ``SGLANG_SRC`` (same forms);
-3. the ``sglang`` package importable by the SGLang interpreter (``--sglang-python``), found
-   with ``importlib.util.find_spec`` so that sglang itself (torch, CUDA) is never imported;
-4. the PyPI wheel of the given version, downloaded once into the cache and unpacked.
-
-``ensure_wheel_source(version)`` downloads the sglang wheel from PyPI once into the cache
-(``DSV4_CACHE_DIR``, default ``~/.cache/dsv4-agent``) and unpacks it; it returns the folder
-that contains ``sglang/``.
+The first that applies wins: an explicit path (a checkout or a package folder); env ``SGLANG_SRC``;
+the ``sglang`` the SGLang interpreter can import, found with ``importlib.util.find_spec`` so that
+sglang (torch, CUDA) is never imported; the PyPI wheel of the version, downloaded once into the
+cache (``DSV4_CACHE_DIR``) and unpacked by ``ensure_wheel_source``.
 """
 from __future__ import annotations
 

@@ -1,19 +1,12 @@
 """Discovery boot: start the baseline server once, let it load the model, stop it, keep its log.
 
-The last source of shapes to tune. SGLang looks up a block-FP8 config for each (N, K) the first
-time that GEMM runs, and it runs every linear layer before it reports healthy: ``/health`` answers
-503 until the server's warmup request (and, before it, CUDA-graph capture) has finished
-(sglang 0.5.23 ``srt/entrypoints/http_server.py``: ``server_status`` becomes ``Up`` after the
-warmup). So once the server is ready its log holds one ``Using configuration from ...`` or
-``Using default W8A8 Block FP8 kernel config ... Config file not found at <path>`` line per shape
-that goes through the Triton kernel, and none at all when DeepGEMM or another backend serves them.
+The last source of shapes to tune. SGLang looks up a block-FP8 config the first time each GEMM
+runs, and ``/health`` answers 503 until its warmup request has run every layer, so a ready server's
+log holds one config line per shape on the Triton kernel (none when DeepGEMM serves them).
 
-Idempotent across agent crashes: the job goes through the executor's ledger (key ``discovery``,
-kind ``discovery``), so a re-run re-attaches to a running server with the same argv (the port is
-read back from the recorded job). Once readiness was seen, a state file records it and the log is
-reused without booting again. An attempt that ended before it was ready is not reused: the next
-call boots a fresh attempt under ``discovery-2``, ``discovery-3``, ... (after the user fixed what
-the log tail named).
+Idempotent across crashes: the job (key ``discovery``) re-attaches through the executor's ledger,
+and once readiness was seen a state file records it and the log is reused. An attempt that ended
+before it was ready is not reused: the next boots ``discovery-2``, ``discovery-3``, ...
 """
 from __future__ import annotations
 

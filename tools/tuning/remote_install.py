@@ -1,18 +1,13 @@
 """Install / uninstall tuned configs on the GPU host, as jobs through the executor.
 
-Why: with the SSH executor the server runs on another host and reads configs from *that* host's
-SGLang; installing from the agent's machine would change the wrong folder. So the standalone
-``host_install.py`` (with ``host_rules.py`` inlined) is written into the run folder
-(``tuning/install_configs.py``, reviewable) and
-run on the host as a job; the merged files travel with it (they are run-folder files in its argv,
-which the executor mirrors) and the manifest it writes there comes back into the local run folder
-(``tuning/manifest.json``), marked ``installed_by`` the executor so that ``dsv4-agent tuning
-uninstall RUN`` undoes it on the same host.
+Over SSH the server reads configs from *that* host's SGLang, so installing here would change the
+wrong folder. The standalone ``host_install.py`` (``host_rules.py`` inlined) is written into the run
+folder as ``tuning/install_configs.py`` and run there as a job; the merged files travel in its argv
+and its manifest comes back, marked ``installed_by`` the executor so uninstall runs on that host.
 
-Idempotent: the install job's identity is the merged files' contents, so a re-run after a crash
-re-attaches to the same job (and fetches its manifest) instead of installing twice, and a job that
-was lost gets a new attempt, whose script finishes the interrupted install; each uninstall gets a
-fresh key (the script itself does nothing when the install is already undone).
+Idempotent: the install job's identity is the merged files' contents, so a re-run re-attaches to it
+and a lost one gets a new attempt that finishes the interrupted install; each uninstall gets a fresh
+key (the script does nothing when the install is already undone).
 """
 from __future__ import annotations
 
