@@ -1,9 +1,11 @@
 """The import graph of agent/ and tools/, read with ast: imports go one way (tools/ never imports
 agent/, LangGraph or openai) and no modules import each other in a circle, deferred imports
-inside functions included. Imports under ``if TYPE_CHECKING:`` never run and are not counted."""
+inside functions included. Imports under ``if TYPE_CHECKING:`` never run and are not counted.
+Typer's private modules and SQL on LangGraph's tables each stay in one module."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -131,3 +133,22 @@ def test_tools_never_import_agent_langgraph_or_openai():
              for name, path in MODULES.items() if name.startswith("tools")}
     wrong = {name: targets for name, targets in wrong.items() if targets}
     assert not wrong, f"tools/ imports what it must not (agent/, langgraph, openai): {wrong}"
+
+
+# What an upgrade of typer or LangGraph can break lives behind one module each, pinned by its own test
+# (tests/test_typer_internals.py, tests/test_checkpoints.py).
+PRIVATE_IMPORTS = {"typer._": "agent.commands.typer_internals"}
+LANGGRAPH_SQL = re.compile(r"\b(?:FROM|INTO|UPDATE|TABLE)\s+(?:checkpoints|writes)\b", re.IGNORECASE)
+
+
+def test_typers_private_api_is_imported_by_one_module():
+    for prefix, owner in PRIVATE_IMPORTS.items():
+        users = sorted(name for name, path in MODULES.items() if any(t.startswith(prefix) for t in imported(name, path)))
+        assert users == [owner], f"{prefix}* imported outside {owner}: {users}"
+
+
+def test_langgraphs_tables_are_queried_by_one_module():
+    users = sorted(name for name, path in MODULES.items()
+                   if any(isinstance(node, ast.Constant) and isinstance(node.value, str) and LANGGRAPH_SQL.search(node.value)
+                          for node in ast.walk(ast.parse(path.read_text()))))
+    assert users == ["agent.checkpoints"], f"SQL on LangGraph's checkpoint tables outside agent/checkpoints.py: {users}"
