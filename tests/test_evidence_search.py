@@ -95,3 +95,19 @@ def test_paths_with_colons_and_odd_lines_parse(tmp_path):
     assert by_path["crlf.py"].line == 2 and by_path["crlf.py"].text.rstrip("\r") == "needle crlf"
     fallback = search(SearchArgs(pattern="needle", root=str(tmp_path)), rg="")
     assert [(h.path, h.line) for h in fallback.hits] == [(h.path, h.line) for h in result.hits]
+
+
+def test_output_read_in_pieces_loses_no_line(tmp_path):
+    """rg's output is parsed a piece at a time as it comes: lines that straddle two reads (long
+    lines, one line longer than a read) come back whole, each hit once."""
+    require_binary(find_rg() or "rg")
+    long_line = "needle " + "x" * 200_000  # longer than one read of the pipe
+    lines = [f"needle {i} " + "y" * (97 + i % 211) for i in range(3000)]  # ~0.5 MB of output
+    (tmp_path / "many.py").write_text("\n".join(lines[:1500] + [long_line] + lines[1500:]) + "\n")
+    result = search(SearchArgs(pattern="needle", root=str(tmp_path), max_hits=5000))
+    assert not result.truncated and len(result.hits) == 3001
+    assert [h.line for h in result.hits] == list(range(1, 3002))
+    assert result.hits[1500].text == long_line[:300]
+    assert [h.text for h in result.hits[:1500] + result.hits[1501:]] == [line[:300] for line in lines]
+    cut = search(SearchArgs(pattern="needle", root=str(tmp_path), max_hits=2000))
+    assert cut.truncated and [h.line for h in cut.hits] == list(range(1, 2001))

@@ -96,25 +96,32 @@ def _parse_hits(output: bytes) -> list[Row]:
             for path, number, text in _HIT_LINE.findall(output.decode(errors="replace"))]
 
 
-def _read_output(proc: subprocess.Popen, limit: int | None) -> tuple[bytes, bool]:
-    """rg's output, read in large chunks; with a limit, stops (kills our own child) once more than
-    ``limit`` hits came. Hits are counted by the NUL after each path (``--null``), not parsed,
-    while rg is still searching: the parsing waits until rg is done, so it never competes with rg's
-    threads for the CPU."""
-    chunks: list[bytes] = []
-    seen = 0
+def _read_hits(proc: subprocess.Popen, limit: int | None, files_only: bool) -> tuple[list[Row], bool]:
+    """rg's hits, parsed a chunk at a time as rg writes them (the parsing overlaps rg's search
+    instead of following it); with a limit, stops (kills our own child) once more than ``limit``
+    hits came, so a flood is read only as far as the cut."""
+    hits: list[Row] = []
+    pending = b""
     while True:
         chunk = proc.stdout.read1(1 << 16)
         if not chunk:
             break
-        chunks.append(chunk)
-        if limit is not None:
-            seen += chunk.count(b"\0")
-            if seen > limit:
-                proc.kill()  # stop reading a flood early
-                whole = b"".join(chunks)
-                return whole[: whole.rfind(b"\n") + 1], True  # the last line may be cut off
-    return b"".join(chunks), False
+        end = chunk.rfind(b"\n") + 1
+        if not end:  # no whole line yet
+            pending += chunk
+            continue
+        lines, pending = pending + chunk[:end], chunk[end:]
+        hits += _parse_files(lines) if files_only else _parse_hits(lines)
+        if limit is not None and len(hits) > limit:
+            proc.kill()  # stop reading a flood early
+            return hits, True
+    if pending:  # output that does not end in a newline
+        hits += _parse_files(pending) if files_only else _parse_hits(pending)
+    return hits, False
+
+
+def _parse_files(output: bytes) -> list[Row]:
+    return [(_rel(name), 0, "") for name in output.decode(errors="replace").splitlines() if name]
 
 
 def _run(cmd: list[str], root: str, limit: int | None) -> tuple[list[Row], bool, int | None, str]:
@@ -122,12 +129,8 @@ def _run(cmd: list[str], root: str, limit: int | None) -> tuple[list[Row], bool,
     files_only = "--files-with-matches" in cmd
     with subprocess.Popen(cmd, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=child_env()) as proc:
         assert proc.stdout is not None and proc.stderr is not None
-        output, cut = _read_output(proc, limit)
+        hits, cut = _read_hits(proc, limit, files_only)
         stderr = proc.stderr.read().decode(errors="replace")
-    if files_only:
-        hits = [(_rel(name), 0, "") for name in output.decode(errors="replace").splitlines() if name]
-    else:
-        hits = _parse_hits(output)
     return hits, cut, proc.returncode, stderr
 
 
