@@ -2,12 +2,10 @@
 one thing done to them that LangGraph has no public call for (tests/test_checkpoints.py pins it),
 and whether they are whole.
 
-A checkpoint cut short (a full disk, a copy interrupted) or overwritten makes SQLite answer "database
-disk image is malformed" to every read. ``resume`` checks it first and refuses with the fix;
-``resume --rebuild-checkpoint`` keeps the damaged file as ``checkpoint.damaged-N.sqlite`` and starts
-the graph afresh: every step whose outcome is on file (``steps/<kind>.json``) is reused and every job
-in the ledger is re-attached by key, so nothing finished is redone and nothing running is started
-twice. The attempt's ``run_resumed`` says so (``rebuilt_checkpoint``), and a replay does the same.
+A checkpoint cut short or overwritten makes SQLite call every read "malformed": ``resume`` checks
+first and refuses with the fix. ``resume --rebuild-checkpoint`` keeps the damaged file aside and
+starts the graph afresh, reusing every step outcome on file and re-attaching every job by key, so
+nothing finished is redone and nothing running starts twice (``run_resumed``: ``rebuilt_checkpoint``).
 """
 from __future__ import annotations
 

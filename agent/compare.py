@@ -1,12 +1,10 @@
 """Two runs side by side, read from their folders alone: ``dsv4-agent compare RUN_A RUN_B`` (text or
 ``--json``) and the "Compared with" section of ``dsv4-agent report RUN --compare OTHER``.
 
-What it sets beside each other: where each ran (SGLang version and commit, GPUs, executor), the
-settings that differ, the MTP evidence (architecture, recommended flags, the tree it was read from),
-each variant's flags where they differ with the evidence each run cites for its value, the
-measured points matched by variant and concurrency (TPOT, TTFT, output throughput, accept length,
-and B / A with the spread of both runs' repeats, as the verdict reads ratios), and the two verdicts.
-B is read against A: "before / after an upstream pull" is ``compare BEFORE AFTER``.
+Side by side: where each ran, the settings and variant flags that differ (with the evidence each
+cites), the MTP evidence, the points matched by variant and concurrency (B / A with both runs'
+spread, as the verdict reads ratios), and the two verdicts. B is read against A: "before / after an
+upstream pull" is ``compare BEFORE AFTER``.
 """
 from __future__ import annotations
 

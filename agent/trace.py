@@ -1,12 +1,9 @@
 """The campaign trace: ``trace.jsonl``, append-only, one JSON event per line, fsync'd per event.
 
-Every event carries ``v`` (schema version), ``seq`` (0-based, gap-free within a run), ``t``
-(wall clock, epoch seconds), ``mono`` (monotonic seconds, comparable within one agent process
-only: ``pid`` says which), ``lane`` and ``type``. Secrets are redacted before writing
-(``agent/secrets.py``).
-Writers from several threads (the two lanes) share one lock; every event is checked against its
-model before it is written. A resumed run cuts off a bad tail and continues the sequence after the
-last good event (reading: ``agent/trace_read.py``).
+Every event has the envelope of docs/trace.md (``mono`` is comparable only within the process that
+``pid`` names), is checked against its model and redacted (agent/secrets.py) before it is written.
+The two lanes' threads share one lock. A resumed run cuts off a bad tail and continues the sequence
+after the last good event (reading: agent/trace_read.py).
 """
 from __future__ import annotations
 

@@ -1,12 +1,10 @@
 """Which GPUs a campaign may use, and with which tensor parallelism: the user's request checked
-against the GPUs that exist where the jobs run (``tools/gpus.py``).
+against the GPUs that exist where the jobs run (tools/gpus.py).
 
-A request that cannot be met is a usage error (``GpuRequestError``: the CLI exits 2 naming the
-GPUs that exist): an index that is not there, the same GPU twice, a TP larger than the GPUs or
-not dividing them, or a GPU someone else is using (named with who holds it) unless
-``--allow-busy-gpus``. On a machine without GPUs the campaign plans for a target: ``--gpus``
-lists the target's GPUs, or ``--target-gpus N`` gives their count; with neither, an 8-GPU node is
-assumed and said so.
+A request that cannot be met is a usage error (``GpuRequestError``, exit 2 naming the GPUs there): a
+missing index, a GPU twice, a TP larger than the GPUs or not dividing them, or a GPU someone else
+uses unless ``--allow-busy-gpus``. Without GPUs the campaign plans for a target: ``--gpus`` or
+``--target-gpus N``, else an 8-GPU node, said so.
 """
 from __future__ import annotations
 

@@ -1,12 +1,9 @@
 """The LLM client: the only module that imports ``openai``.
 
-Chat Completions with tools (not the Responses API), so any OpenAI-compatible server works —
-SGLang's own ``/v1``, vLLM, OpenAI. ``LLMClient.chat(messages, tools)`` returns the assistant
-message as a plain dict (``role``, ``content``, ``tool_calls``, ``usage``) and records one
-``llm_request`` and one ``llm_response`` trace event per call (lane ``llm``), so a run can be
-replayed without the model. Retries on 429/5xx/connection errors are our own bounded loop
-(the client's are off) so each attempt is visible in the trace. The API key is handed to the
-client only; it is never put into an event (and the trace redacts secret-looking text anyway).
+Chat Completions with tools (not the Responses API), so any OpenAI-compatible server works. Each call
+records one ``llm_request`` and one ``llm_response`` event, so a run replays without the model.
+Retries on 429/5xx/connection errors are our own bounded loop (the client's are off), so each attempt
+is in the trace. The API key goes to the client only, never into an event.
 """
 from __future__ import annotations
 

@@ -1,13 +1,9 @@
 """The LLM planner's contract: the ``submit_plan`` answer schema, the tools, and turning an answer into steps.
 
-The model researches with read-only tools, then answers with ``submit_plan`` (the tool loop,
-``agent/llm/loop.py``, runs as graph nodes: ``agent/llm/nodes.py``).
-
-The answer is typed: steps from the closed set of step kinds with closed params, plus optional
-extra server flags. Every flag goes through the flag guard; only accepted flags reach the
-write_scripts step (``params["extra_flags"]``).
-Artifacts: ``llm_tools.json`` (what the model could call and what is missing),
-``flag_review.json``, and the plan itself (written by the plan node).
+The model researches with read-only tools, then answers with ``submit_plan``: steps from the closed
+set of step kinds with closed params, plus optional server flags. Every flag goes through the flag
+guard; only accepted ones reach write_scripts (``params["extra_flags"]``). Artifacts:
+``llm_tools.json``, ``flag_review.json`` and the plan.
 """
 from __future__ import annotations
 

@@ -1,13 +1,10 @@
 """Re-drives a recorded campaign offline and checks that every decision comes out the same.
 
-The real campaign machinery runs (graph, planner, lanes, join, report) on the recorded goal and
-settings, in a scratch run folder; what touches the world is served from the record instead:
-preflight, each step's outcome (``ReplaySource``) and the LLM's answers (``ReplayLLM``). No GPU,
-network, model or job is used. A ``DecisionChecker`` listens to the new trace and stops at the
-first difference. Attempts of a resumed run are re-driven in turn, as ``start`` and ``resume``
-drove them; an attempt the recorded agent did not finish (killed, or Ctrl-C) is stopped where it
-stopped (agent/replay/frontier.py) and the next one resumes from there, so finished, resumed,
-retried and interrupted runs all replay.
+The real campaign machinery runs on the recorded goal and settings in a scratch run folder; what
+touches the world is served from the record (``ReplaySource``, ``ReplayLLM``), so no GPU, network,
+model or job is used. A ``DecisionChecker`` stops at the first difference. Attempts are re-driven in
+turn; one the recorded agent did not finish stops where it stopped (agent/replay/frontier.py) and
+the next resumes from there.
 """
 from __future__ import annotations
 

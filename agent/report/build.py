@@ -1,12 +1,9 @@
 """The campaign report, rebuilt from the run folder alone: ``report.md``, ``report.html``, plots,
 ``results.csv`` and ``results.json``.
 
-Reads ``config.json``, ``preflight.json``, ``measure_plan.json``, ``bench/`` (every point's JSONL,
-failures, snapshots, accuracy), ``verdict.json`` (else the verdict is computed from ``bench/``),
-``steps/``, ``plan.md``, ``evidence.md`` and what the tools returned (the tuning proof). The page
-opens with the verdict, so a reader sees the decision first, then the header (model id and its
-path, GPU, TP, SGLang version, lengths, prompts, date). ``report.html`` is self-contained (plots are
-data URIs) and reads on a phone: wide tables scroll in their own box, images scale to the page.
+The page opens with the verdict, so a reader sees the decision first, then the header (model, GPU,
+TP, SGLang version, lengths, prompts, date). ``report.html`` is self-contained (plots are data URIs)
+and reads on a phone: wide tables scroll in their own box, images scale to the page.
 """
 from __future__ import annotations
 

@@ -1,13 +1,10 @@
 """Deciding a rule's condition for one configuration, in three values: holds, does not, cannot tell.
 
-A rule read from a hook keeps the ``if`` tests it sits under (``Rule.tests``) and, for local names
-those tests use, the assignments that give them their value (``Rule.bindings``: in
-``_resolve_speculative_algorithm_alias``, ``is_gemma4_draft = False`` and, only when a draft path
-is set, ``is_gemma4_draft = "Gemma4AssistantForCausalLM" in ...``). ``decide`` evaluates such an
-expression against ``Facts``: the architecture, the flags given, and every other field at the
-default its declaration gives. Whatever the source computes at run time (a call, a config read, an
-environment variable) is unknown, and anything built on an unknown stays unknown; ``None`` is the
-answer then, and the caller reports the rule instead of applying it.
+A rule keeps the ``if`` tests it sits under (``Rule.tests``) and the assignments of the local names
+they use (``Rule.bindings``). ``decide`` evaluates them against ``Facts``: the architecture, the flags
+given, and every other field at its declared default. Whatever the source computes at run time (a
+call, a config read, an environment variable) is unknown, and so is anything built on it: ``None``,
+and the caller reports the rule instead of applying it.
 """
 from __future__ import annotations
 

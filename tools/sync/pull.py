@@ -1,13 +1,10 @@
 """Fast-forward-only pull of the SGLang checkout.
 
-Order matters: everything that can be refused without the network (not a checkout, detached
-HEAD, no upstream, a half-done merge) is refused before fetching; the fetch lands in a private ref
-(``refs/dsv4-agent/fetch/...``: neither the remote-tracking ref nor FETCH_HEAD moves) until the
-fast-forward is decided; the branch moves only by ``git merge --ff-only``, and only then does the
-remote-tracking ref. A fast-forward that would replace a file git does not track (untracked or
-ignored) is refused. Nothing here resets,
-stashes, rebases or forces: a refusal leaves HEAD, the index, the working tree and the stash
-exactly as they were, and says what the user can do.
+Whatever can be refused without the network (not a checkout, detached HEAD, no upstream, a merge
+in progress) is refused before fetching. The fetch lands in a private ref (``refs/dsv4-agent/fetch/...``)
+until the fast-forward is decided; the branch moves only by ``git merge --ff-only``, and one that
+would replace an untracked or ignored file is refused. Nothing resets, stashes, rebases or forces:
+a refusal leaves HEAD, index, working tree and stash as they were, and says what to do.
 """
 from __future__ import annotations
 

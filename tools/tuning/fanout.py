@@ -1,12 +1,10 @@
 """Run one tuning job per GPU through an executor, block until all end, retry a failed job.
 
-An executor with ``capabilities.job_arrays`` (Slurm) gets the first attempts as one job array.
-Idempotent by construction: every launch goes through the executor's ledger, so calling this
-again after the agent died re-attaches to running jobs and finds finished ones finished. A GPU's
-job is its identity (GPU and units); each attempt has its own key (``tune-gpu0``, ``tune-gpu0-a2``,
-...; tools/jobs/attempts.py): a failed or lost attempt is retried once per run of the agent and
-again by ``resume``, up to the attempt limit, a stopped one only on request. Retries skip finished
-units because the per-GPU driver skips units already in its save path.
+An executor with ``capabilities.job_arrays`` (Slurm) gets the first attempts as one job array. Every
+launch goes through the executor's ledger, so a call after the agent died re-attaches to running jobs
+and finds finished ones. Each attempt has its own key (``tune-gpu0``, ``tune-gpu0-a2``, ...): a failed
+or lost one is retried once per run of the agent and again by ``resume`` up to the attempt limit, and
+the per-GPU driver skips units already saved.
 """
 from __future__ import annotations
 

@@ -1,12 +1,9 @@
 """Install merged configs into the folder SGLang reads: all or nothing, with backups and a manifest.
 
-The work is done by ``host_install.py`` (stdlib only, the same code a remote host runs as a job);
-this module is the agent-side face of it: validation with the agent's messages, the manifest model.
-
-The manifest (``tuning/manifest.json`` in the run folder) is written *before* the first file is
-replaced, so a crash mid-install can still be undone. Uninstall restores exactly: replaced files
-come back from their backups, new files are removed, and a file changed since we installed it is
-left alone (reported) unless forced.
+The agent-side face (validation with the agent's messages, the manifest model) of ``host_install.py``,
+the stdlib-only code a remote host runs as a job. The manifest is written *before* the first file is
+replaced, so a crash mid-install can be undone; uninstall restores exactly and leaves a file changed
+since the install alone (reported) unless forced.
 """
 from __future__ import annotations
 
