@@ -262,3 +262,49 @@ def test_a_python_found_by_name_is_started_by_that_name_once(sshd, tmp_path, mon
     resolved = sshd.ssh("python3 -c 'import sys; print(sys.executable)'").stdout.strip()
     assert first == "python3" and len(later) >= 2 and set(later) == {shlex.quote(resolved)}
     assert ex.remote_python == resolved and os.path.isabs(resolved)
+
+
+def test_a_job_whose_folder_on_the_host_was_deleted_is_found_and_never_started_twice(sshd, tmp_path):
+    """``jobs/<key>/`` removed on the host while the job runs: a new agent's launch of that key finds
+    its processes there (DSV4_JOB_DIR in their environment; once only a process that cleared it is
+    left, the recorded process group and the job's token) and refuses, naming them; once they have
+    ended, the key starts afresh."""
+    starts, go = tmp_path / "starts.txt", tmp_path / "go"
+    inner = f"while [ ! -e {go} ]; do sleep 0.05; done"
+    spec = JobSpec(key="tune-gpu0", argv=["bash", "-c", f"echo start >> {starts}; exec env -u DSV4_JOB_DIR "
+                                                        f"bash -c {shlex.quote(inner)}"])
+    jobs_root = tmp_path / "run-g" / "jobs"
+    first = _executor(sshd, jobs_root).launch(spec)
+    try:
+        _refused_while_its_processes_run(sshd, jobs_root, spec, first, starts)
+    finally:
+        go.touch()  # the orphan ends (the test's own processes, whatever failed)
+    ex = _executor(sshd, jobs_root)  # the key is started again, once
+    deadline = time.monotonic() + limit(30)
+    while True:
+        try:
+            again = ex.launch(spec)
+            break
+        except ToolError as err:
+            assert "not started a second time" in str(err) and time.monotonic() < deadline, err
+            time.sleep(0.2)
+    assert not again.attached and _wait(ex, "tune-gpu0", lambda s: s.done).status == "succeeded"
+    assert starts.read_text() == "start\nstart\n"
+
+
+def _refused_while_its_processes_run(sshd, jobs_root, spec, first, starts):
+    assert first.status == "running" and first.child_pgid
+    assert sshd.ssh(f"rm -rf -- {_executor(sshd, jobs_root).remote_root}/tune-gpu0").returncode == 0
+
+    with pytest.raises(ToolError) as refused:  # a new agent: the wrapper and leader carry DSV4_JOB_DIR
+        _executor(sshd, jobs_root).launch(spec)
+    said = str(refused.value)
+    assert "not started a second time" in said and "ssh://dsv4-test" in said and f"-{first.child_pgid}" in said
+    assert str(first.pid) in said and "DSV4_JOB_DIR" in said
+
+    # the wrapper and the leader killed: only the command is left, without DSV4_JOB_DIR but with the token
+    assert sshd.ssh(f"kill -9 {first.pid} {first.child_pgid}").returncode == 0
+    with pytest.raises(ToolError, match=f"process group {first.child_pgid}.*job's token") as refused:
+        _executor(sshd, jobs_root).launch(spec)
+    assert str(first.pid) not in str(refused.value).split("pids ")[1].split(";")[0]
+    assert starts.read_text() == "start\n"

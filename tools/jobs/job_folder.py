@@ -191,3 +191,28 @@ def _ended_within(job_dir, seconds):
             return True
         time.sleep(0.02)  # a look is a few small reads; the campaign's next GPU job waits for this one's end
     return False
+
+
+def orphans(job_dir, recorded=None):
+    """``{"pids", "groups"}`` of what still runs of a job whose ledger folder is gone, or None."""
+    pids = processes.processes_of_job(job_dir, recorded)
+    if not pids:
+        return None
+    by_folder = set(processes.processes_of_job(job_dir))
+    return {"pids": pids, "groups": sorted({g for g in map(processes.process_group, pids) if g is not None}),
+            "by_token": sorted(set(pids) - by_folder)}
+
+
+def orphan_refusal(key, folder, found, host=""):
+    """Why a job whose ledger folder is gone is not started again: what of it still runs, and where."""
+    where = " on %s" % host if host else ""
+    pids, groups, by_token = found.get("pids") or [], found.get("groups") or [], found.get("by_token") or []
+    how = "%s in their environment" % processes.JOB_DIR_ENV
+    if by_token:
+        how += (" or, for pid%s %s, the recorded process group and the job's token"
+                % ("s" if len(by_token) > 1 else "", ", ".join(map(str, by_token))))
+    return ("job %r has no ledger (%s%s is gone) but its processes still run%s (pids %s; process group%s %s; found by "
+            "%s); it is not started a second time beside them: wait for them to end, or stop them%s with "
+            "`kill -TERM -- %s`, then resume"
+            % (key, folder, where, where, ", ".join(map(str, pids)), "s" if len(groups) > 1 else "",
+               ", ".join(map(str, groups)) or "?", how, where, " ".join("-%d" % g for g in groups or pids[:1])))

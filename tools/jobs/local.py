@@ -94,14 +94,9 @@ class LocalExecutor(SameHostDefaults):
     @staticmethod
     def _refuse_if_still_running(key: str, folder: Path) -> None:
         """A key with no ledger may still have processes: its folder was deleted while it ran."""
-        pids = processes.processes_of_job(folder)
-        if not pids:
-            return
-        groups = sorted({g for g in map(processes.process_group, pids) if g is not None})
-        raise ToolError(f"job {key!r} has no ledger ({folder} is gone) but its processes still run (pids "
-                        f"{', '.join(map(str, pids))}; process group{'s' if len(groups) > 1 else ''} {', '.join(map(str, groups))}); it is not "
-                        f"started a second time beside them: wait for them to end, or stop them with "
-                        f"`kill -TERM -- -{groups[0] if groups else pids[0]}`, then resume")
+        found = job_folder.orphans(folder)
+        if found:
+            raise ToolError(job_folder.orphan_refusal(key, folder, found))
 
     def _never_started(self, folder: Path, recorded: dict) -> bool:
         """True only when an intent was written but no process was ever started for it."""

@@ -164,10 +164,24 @@ def group_listens(pgid, recorded_start, port, token=None):
 JOB_DIR_ENV = "DSV4_JOB_DIR"  # set by the executor for the wrapper, and so for the job's leader and command
 
 
-def processes_of_job(job_dir):
+def processes_of_job(job_dir, recorded=None):
     """Pids of processes started for the job whose ledger folder is ``job_dir`` (the wrapper, the job's
     leader and its command carry ``DSV4_JOB_DIR`` in their environment): what still runs of a job whose
-    folder was deleted, so that it is never started a second time beside itself."""
+    folder was deleted, so that it is never started a second time beside itself. With ``recorded`` (its
+    wrapper.json fields and token, kept elsewhere), also what that proves ours (one that cleared it)."""
+    found = set(_with_job_dir(job_dir))
+    recorded = recorded if isinstance(recorded, dict) else {}
+    token = recorded.get("token")
+    try:
+        if token and is_process(recorded.get("pid"), recorded.get("start_time"), token):
+            found.add(int(recorded["pid"]))
+        found.update(proven_members(recorded.get("child_pgid"), recorded.get("child_start_time"), token))
+    except (TypeError, ValueError):
+        pass  # a damaged record proves nothing
+    return sorted(found)
+
+
+def _with_job_dir(job_dir):
     wanted = ("%s=%s" % (JOB_DIR_ENV, os.path.abspath(str(job_dir)))).encode() + b"\0"
     found = []
     for name in os.listdir("/proc"):

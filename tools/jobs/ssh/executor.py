@@ -30,7 +30,9 @@ from pathlib import Path
 
 from tools.base import ToolError
 from tools.gpus import APPS_QUERY, GPU_QUERY, DetectGpusResult, from_queries
+from tools.jobs import job_folder
 from tools.jobs.executor import Capabilities
+from tools.jobs.ledger.files import read_json, write_json
 from tools.jobs.executor_spec import ExecutorSpec
 from tools.jobs.ledger.state import state_from_snapshot
 from tools.jobs.spec import JobSpec, JobState
@@ -39,6 +41,7 @@ from tools.jobs.ssh.multiplex import shared_options
 from tools.jobs.ssh.paths import RunPathMap
 from tools.jobs.ssh.transport import PROCESSES_SOURCE, OP_TIMEOUT_S, WRAPPER_SOURCE, SshTransport, parse_ssh_target
 
+HOST_PROCESSES = "host_processes.json"  # the job's wrapper.json as last seen on the host, kept in the local mirror
 POLL_WAIT_S = 1.0  # a poll of a running job answers within this (sooner when the job ends or its wrapper dies)
 
 
@@ -62,6 +65,7 @@ class SshExecutor(SshTransport):
         self._paths: RunPathMap | None = None
         self._last_job: dict[str, dict] = {}  # job.json as last seen remotely (for the stop grace)
         self._forwards: dict[str, PortForward] = {}  # job key -> our ssh -L to that (server) job
+        self._seen_processes: dict[str, dict] = {}  # job key -> the wrapper.json last written to HOST_PROCESSES
 
     def _remote_root(self, wanted: str | None) -> str:
         """The remote ledger folder of this run: fixed once, remembered in executor.json."""
@@ -130,11 +134,17 @@ class SshExecutor(SshTransport):
         answer = self._call("launch", {"key": spec.key, "job": job, "wrapper_source": WRAPPER_SOURCE,
                                        "processes_source": PROCESSES_SOURCE,
                                        "run": paths.remote_run, "inputs": paths.inputs(spec),
-                                       "folders": paths.folders(spec)})
-        self.job_dir(spec.key).mkdir(parents=True, exist_ok=True)
-        local_record = self.job_dir(spec.key) / "job.json"
-        if not local_record.exists():  # what was run (host paths), readable here while the job runs
-            local_record.write_text(json.dumps(answer["snapshot"].get("job") or job, indent=1))
+                                       "folders": paths.folders(spec), "previous": self._host_processes(spec.key)})
+        if answer.get("orphaned"):
+            raise ToolError(job_folder.orphan_refusal(spec.key, answer["folder"], answer["orphaned"], self.url))
+        folder = self.job_dir(spec.key)
+        folder.mkdir(parents=True, exist_ok=True)
+        if not answer["attached"]:  # a new job: what was run (host paths), readable here while it runs
+            (folder / "fetched.json").unlink(missing_ok=True)
+            write_json(folder / "job.json", answer["snapshot"].get("job") or job)
+            (folder / HOST_PROCESSES).unlink(missing_ok=True)
+        elif not (folder / "job.json").exists():
+            write_json(folder / "job.json", answer["snapshot"].get("job") or job)
         state = self._sync(spec.key, answer["snapshot"])
         state.attached = answer["attached"]
         return state
@@ -175,9 +185,19 @@ class SshExecutor(SshTransport):
             f.seek(offset)
             f.write(data)
 
+    def _host_processes(self, key: str) -> dict | None:
+        """What this agent last saw run of the job on the host (wrapper.json's fields) and its token."""
+        seen = read_json(self.job_dir(key) / HOST_PROCESSES)
+        token = job_folder.job_token(read_json(self.job_dir(key) / "job.json"))
+        return dict(seen, token=token) if isinstance(seen, dict) and token else None
+
     def _sync(self, key: str, snap: dict) -> JobState:
         """State from the snapshot; once the job has ended, fetch its whole folder (once)."""
         self._last_job[key] = snap.get("job") or {}
+        seen = snap.get("wrapper")
+        if isinstance(seen, dict) and seen.get("child_pgid") and self._seen_processes.get(key) != seen:
+            write_json(self.job_dir(key) / HOST_PROCESSES, seen)  # finds its processes if its folder is lost
+            self._seen_processes[key] = seen
         state = state_from_snapshot(key, snap, str(self.job_dir(key) / "log.txt"))
         if state.done and not (self.job_dir(key) / "fetched.json").exists():
             self._fetch(key, (snap.get("job") or {}).get("cwd"))

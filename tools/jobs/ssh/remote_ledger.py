@@ -6,7 +6,8 @@ with a JSON request on stdin, so the remote host needs nothing but ``python3``. 
 (``pack`` answers a gzipped tar stream instead):
 
   launch  write job.json (intent) then start ``wrapper.py JOB_DIR`` in a new session; a key that
-          is already in the ledger is re-attached, never started twice
+          is already in the ledger is re-attached, never started twice; one whose folder is gone while
+          its processes run (``previous``: the identity the agent kept of them) is refused
   poll    ledger snapshot of some keys (+ new log bytes from a given offset); with ``wait_s``, answers
           once a job is no longer plainly running (ended, its wrapper gone, stopping) or after
           ``wait_s``, whichever is first: one ssh call watches the jobs for that long
@@ -131,6 +132,10 @@ def op_launch(req):
             time.sleep(0.1)  # another launch may be starting it right now
         if _started(job_dir):
             return {"attached": True, "snapshot": _snapshot(job_dir)}
+    else:
+        found = job_folder.orphans(job_dir, req.get("previous"))  # its folder was deleted while it ran?
+        if found:
+            return {"orphaned": found, "folder": job_dir}
     if req.get("run"):  # a job about to start for the first time gets its inputs (never a running one)
         problem = _put_files(req["run"], req.get("inputs") or [])
         if problem:
@@ -152,6 +157,7 @@ def op_launch(req):
     env = dict(os.environ)
     if job.get("token"):  # the wrapper carries the job's token too: it is signalled only with that proof
         env[processes.TOKEN_VARIABLE] = job["token"]
+    env[processes.JOB_DIR_ENV] = os.path.abspath(job_dir)  # finds the job's processes if its folder is lost
     with open(os.path.join(job_dir, "wrapper.err"), "ab") as err:
         proc = subprocess.Popen(
             [sys.executable, "-S", wrapper_path, os.path.abspath(job_dir)], cwd=job_dir,
