@@ -1,6 +1,6 @@
 """Docstrings and comments in agent/ and tools/ say what and why in a few lines: no module's prose
 (docstrings and comments) takes more than MAX_SHARE of its source, and none carries a timing figure,
-which goes stale (timings belong in benchmarks/ and docs/benchmarks.md)."""
+which goes stale (timings belong in benchmarks/ and docs/benchmarks.md); nor does the README."""
 from __future__ import annotations
 
 import ast
@@ -83,3 +83,8 @@ def test_no_timing_figures_in_docstrings_or_comments():
     found = {path: hits for path, source in _modules().items()
              if path not in TIMINGS_NOT_YET and (hits := timings(source))}
     assert not found, f"timing figures go stale; move them to benchmarks/ or docs/benchmarks.md: {found}"
+
+
+def test_no_timing_figures_in_the_readme():
+    found = [m.group(0) for m in TIMING.finditer((ROOT / "README.md").read_text())]
+    assert not found, f"README.md carries timing figures {found}; they belong in docs/benchmarks.md"
