@@ -1,6 +1,6 @@
 """The ``dsv4-agent`` console script.
 
-Read-only forms (``--version``, ``-h``, ``status``, ``runs``, listing ``jobs``) are answered by
+Read-only forms (``--version``, every ``-h``, ``status``, ``runs``, listing ``jobs``) are answered by
 agent/quick.py without importing typer, the settings or the campaign; the rest goes to
 agent/commands/main.py. ``agent.cli.app`` is that command line, imported on first use.
 """

@@ -1,11 +1,11 @@
 """Answers to the questions that only read, imported by the console script before anything else.
 
-``--version``, the tool's ``--help``, ``status RUN``, ``runs`` and listing ``jobs RUN`` are asked far
+``--version``, every ``--help``, ``status RUN``, ``runs`` and listing ``jobs RUN`` are asked far
 more often than campaigns run, and importing the command-line framework costs more than answering
-them. The forms in ``READERS`` are parsed by hand; anything else returns None and
-agent/commands/main.py answers with the same output (tests/test_quick.py holds them equal). The
-tool's help is the whole command line's own text, cached per terminal width and per version of the
-command sources and installed packages.
+them. The forms in ``HELP_PATHS`` and ``READERS`` are parsed by hand; anything else returns None and
+agent/commands/main.py answers with the same output (tests/test_quick.py holds them equal). A help
+is the whole command line's own text, cached per command, terminal width and version of the
+sources it is rendered from and installed packages.
 """
 from __future__ import annotations
 
@@ -34,8 +34,8 @@ def answer(argv: list[str]) -> int | None:
         if argv in (["--version"], ["-V"]):
             print(f"{PROG} {__version__}", flush=True)
             return 0
-        if argv in (["-h"], ["--help"]):
-            sys.stdout.write(tool_help())
+        if argv and argv[-1] in ("-h", "--help") and tuple(argv[:-1]) in HELP_PATHS:
+            sys.stdout.write(tool_help(tuple(argv[:-1])))
             sys.stdout.flush()
             return 0
         reader = READERS.get(argv[0]) if argv else None
@@ -191,29 +191,39 @@ READERS = {
 }
 
 
-def tool_help() -> str:
-    """``dsv4-agent -h`` as the whole command line prints it, from the cache when it holds it."""
+# Every command whose help is answered here (agent/commands/main.py's tree; tests/test_quick.py holds them equal)
+HELP_PATHS = frozenset({(), ("run",), ("resume",), ("bundle",), ("status",), ("jobs",), ("runs",), ("report",),
+                        ("compare",), ("replay",), ("mtp",), ("sync",), ("tuning",), ("tuning", "plan"),
+                        ("tuning", "shapes"), ("tuning", "prove"), ("tuning", "uninstall"), ("config",),
+                        ("config", "allow"), ("config", "deny")})
+# What else a help is rendered from, beside agent/cli.py and agent/commands/ (tests/test_quick.py checks
+# that rendering every help imports nothing else of agent/ or tools/)
+HELP_SOURCES = ("secrets.py", "terminal.py", "preload.py", "../tools/json_data.py", "../tools/defaults.py")
+
+
+def tool_help(path: tuple[str, ...] = ()) -> str:
+    """``dsv4-agent [COMMAND...] -h`` as the whole command line prints it, from the cache when it holds it."""
     import hashlib
     import shutil
     from pathlib import Path
 
     here = Path(__file__).resolve().parent
-    sources = [here / "cli.py", *sorted((here / "commands").glob("*.py"))]
-    stamp = [__version__, sys.version, str(shutil.get_terminal_size().columns)]
+    sources = [here / "cli.py", *sorted((here / "commands").glob("*.py")), *(here / s for s in HELP_SOURCES)]
+    stamp = [__version__, sys.version, str(shutil.get_terminal_size().columns), *path]
     installed = [Path(p) for p in sys.path if p.endswith(("site-packages", "dist-packages"))]  # typer's version
-    for path in [*sources, *installed]:
+    for source in [*sources, *installed]:
         try:
-            info = os.stat(path)
+            info = os.stat(source)
         except OSError:
             continue
-        stamp.append(f"{path}:{info.st_mtime_ns}:{info.st_size}")
+        stamp.append(f"{source}:{info.st_mtime_ns}:{info.st_size}")
     cache = Path(os.environ.get("DSV4_CACHE_DIR") or Path.home() / ".cache" / "dsv4-agent") / "help"
     kept = cache / f"{hashlib.sha256(chr(0).join(stamp).encode()).hexdigest()[:32]}.txt"
     try:
         return kept.read_text()
     except OSError:
         pass
-    text = _render_help()
+    text = _render_help(path)
     try:
         cache.mkdir(parents=True, exist_ok=True)
         fresh = kept.with_suffix(f".{os.getpid()}.tmp")
@@ -224,12 +234,18 @@ def tool_help() -> str:
     return text
 
 
-def _render_help() -> str:
-    """What click's help option prints: the group's help and a newline."""
+def _render_help(path: tuple[str, ...] = ()) -> str:
+    """What click's help option of that command prints: its help and a newline."""
+    from contextlib import ExitStack
+
     import typer
 
     from agent.commands.main import app
 
     command = typer.main.get_command(app)
-    with command.make_context(PROG, [], resilient_parsing=True) as ctx:
+    with ExitStack() as contexts:
+        ctx = contexts.enter_context(command.make_context(PROG, [], resilient_parsing=True))
+        for word in path:
+            command = command.get_command(ctx, word)
+            ctx = contexts.enter_context(command.make_context(word, [], parent=ctx, resilient_parsing=True))
         return ctx.get_help() + "\n"

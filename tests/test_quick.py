@@ -18,7 +18,7 @@ WHOLE = [sys.executable, "-c", "import sys; from agent.commands.main import main
 FORMS = [["--version"], ["-V"], ["-h"], ["--help"], ["status", "golden"], ["status", "golden", "--json"],
          ["status", "--runs-dir=runs", "latest"], ["runs"], ["runs", "--json"], ["jobs", "golden"],
          ["jobs", "golden", "--json"], ["status", "ghost"], ["jobs", "ghost", "--runs-dir", "runs"],
-         ["runs", "--runs-dir", "nowhere"]]
+         ["runs", "--runs-dir", "nowhere"], ["run", "-h"], ["tuning", "plan", "-h"]]
 
 
 @pytest.fixture
@@ -39,6 +39,50 @@ def test_a_quick_answer_is_the_whole_command_lines(work, tmp_path, form):
         quick.stdout, whole.stdout = ([{**r, "age_s": None} for r in json.loads(o)] for o in (quick.stdout, whole.stdout))
     assert (quick.returncode, quick.stdout, quick.stderr) == (whole.returncode, whole.stdout, whole.stderr)
     assert "Traceback" not in quick.stderr
+
+
+def _command_paths(command, ctx, path=()):
+    yield path
+    for name in command.list_commands(ctx) if hasattr(command, "list_commands") else []:
+        yield from _command_paths(command.get_command(ctx, name), ctx, (*path, name))
+
+
+def test_every_command_of_the_whole_command_line_has_its_help_answered_quickly():
+    import typer
+
+    from agent import quick
+    from agent.commands.main import app
+
+    command = typer.main.get_command(app)
+    with command.make_context("dsv4-agent", [], resilient_parsing=True) as ctx:
+        assert set(_command_paths(command, ctx)) == quick.HELP_PATHS
+
+
+@pytest.mark.parametrize("path", sorted(__import__("agent.quick").quick.HELP_PATHS), ids=" ".join)
+def test_each_commands_help_is_the_whole_command_lines(work, tmp_path, path):
+    env = clean_env({"DSV4_CACHE_DIR": str(tmp_path / "cache"), "COLUMNS": "90"})
+    for _first_and_kept in range(2):
+        quick, whole = _run([AGENT, *path, "--help"], work, env), _run([*WHOLE, *path, "--help"], work, env)
+        assert (quick.returncode, quick.stdout, quick.stderr) == (whole.returncode, whole.stdout, whole.stderr)
+        assert quick.returncode == 0 and "Usage: dsv4-agent" in quick.stdout
+
+
+def test_help_is_rendered_from_no_source_the_cache_does_not_watch(tmp_path):
+    probe = ("import json, sys\nfrom agent import quick\n"
+             "for path in sorted(quick.HELP_PATHS):\n    quick._render_help(path)\n"
+             "print(json.dumps(sorted(m.__file__ for m in list(sys.modules.values()) if (getattr(m, '__file__', None) "
+             "or '').startswith(tuple(sys.argv[1:])))))\n")
+    repo = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "-c", probe, str(repo / "agent" / ""), str(repo / "tools" / "")], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=limit(120))
+    assert done.returncode == 0, done.stderr
+    from agent import quick
+
+    here = repo / "agent"
+    watched = {here / "cli.py", *(here / "commands").glob("*.py"), *((here / s).resolve() for s in quick.HELP_SOURCES)}
+    read = {Path(f) for f in json.loads(done.stdout)} - {here / "__init__.py", here / "quick.py", repo / "tools" /
+                                                        "__init__.py"}
+    assert read <= watched, sorted(map(str, read - watched))
 
 
 def test_help_is_kept_per_terminal_width_and_matches_each(work, tmp_path):
@@ -68,13 +112,14 @@ def test_a_changed_command_source_renders_help_anew(tmp_path, monkeypatch):
         os.utime(source, ns=(stat.st_atime_ns, stat.st_mtime_ns))
 
 
-@pytest.mark.parametrize("form", [["--version"], ["-h"], ["status", "golden"], ["runs"]], ids=" ".join)
+@pytest.mark.parametrize("form", [["--version"], ["-h"], ["status", "golden"], ["runs"], ["jobs", "golden"],
+                                  ["run", "--help"], ["tuning", "prove", "-h"]], ids=" ".join)
 def test_a_read_only_answer_imports_neither_typer_nor_pydantic(work, tmp_path, form):
     env = clean_env({"DSV4_CACHE_DIR": str(tmp_path / "cache")})
-    _run([AGENT, "-h"], work, env)  # the help is kept now
+    _run([AGENT, *form], work, env)  # a help is kept now
     probe = ("import atexit, json, sys\n"
              "atexit.register(lambda: print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
-             "('typer', 'pydantic', 'langgraph', 'rich'))), file=sys.stderr))\n"
+             "('typer', 'pydantic', 'langgraph', 'openai', 'matplotlib', 'rich'))), file=sys.stderr))\n"
              f"sys.argv = ['dsv4-agent', *{form!r}]\nfrom agent.cli import main\nmain()\n")
     done = _run([sys.executable, "-c", probe], work, env)
     assert done.returncode == 0, done.stderr
