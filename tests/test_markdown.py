@@ -2,6 +2,8 @@
 whatever its text, changes a table's shape."""
 from __future__ import annotations
 
+import ast
+import re
 import sys
 from pathlib import Path
 
@@ -72,3 +74,22 @@ def test_the_benchmark_table_escapes_what_a_benchmark_printed():
     text = benchmark_table([("x.py", "what", [row], 1, ""), ("gpu.py", "real", [], 3, HOSTILE)])
     assert _shape(text) == [6, 6, 6, 6]
     assert "**missed**" in text and "**failed** (exit 3)" in text and "`x.py`" in text
+
+
+def test_no_other_code_writes_a_table():
+    """A table's separator row (``|---|``, ``| --- |``) is written by tools/markdown.py alone."""
+    root = Path(__file__).resolve().parents[1]
+    separator = re.compile(r"\|\s*:?-{3}|-{3}:?\s*\|")
+    writers = []
+    for folder in ("agent", "tools", "benchmarks"):
+        for path in (root / folder).rglob("*"):
+            if path.suffix == ".py" and path != root / "tools" / "markdown.py":
+                strings = [n.value for n in ast.walk(ast.parse(path.read_text()))
+                           if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+            elif path.suffix == ".j2":
+                strings = [path.read_text()]
+            else:
+                continue
+            writers += [path.relative_to(root).as_posix() for s in strings if separator.search(s)]
+    assert separator.search("|---|") and separator.search("| --- |") and not separator.search("a -- b")
+    assert not writers, f"markdown tables written by hand (use tools.markdown.markdown_table): {sorted(set(writers))}"
