@@ -4,11 +4,12 @@ The trace is the committed golden run with 10,000 tool-internal events (progress
 job_launched/finished on four GPUs) inserted inside its GPU step, as a long tuning job writes them;
 replay must read and classify them all but re-drives only the campaign's decisions. Each round
 runs the whole `dsv4-agent replay` process on that run and, as the reference, on the golden run
-itself (the same campaign without the 10,000 events), so that load on the machine hits both alike.
+itself (the same campaign without the 10,000 events), right after or right before it (taking
+turns), so that load on the machine hits both alike.
 Goals, as ratios of the same rounds: the 10,000-event replay <= 1.4x the golden run's, and its
 --timeline (terminal, PNG, report section) <= 1.5x the golden run's --timeline.
 
-    .venv/bin/python benchmarks/replay_speed.py [--repeats 5]
+    .venv/bin/python benchmarks/replay_speed.py [--repeats 7]
 """
 from __future__ import annotations
 
@@ -53,7 +54,7 @@ def synthetic_run(dest: Path) -> Path:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=7)
     repeats = parser.parse_args().repeats
     env = clean_env()
     with tempfile.TemporaryDirectory() as tmp:
@@ -61,10 +62,14 @@ def main() -> int:
         small = Path(tmp) / "small"
         shutil.copytree(GOLDEN, small)
         walls: dict[str, list[float]] = {"big": [], "small": [], "big_tl": [], "small_tl": []}
-        for _ in range(repeats):
-            for name, run in (("big", big), ("small", small)):
-                walls[name].append(time_process([AGENT, "replay", str(run)], env=env))
-                walls[f"{name}_tl"].append(time_process([AGENT, "replay", str(run), "--timeline"], env=env))
+        for n in range(repeats):
+            # each figure beside its reference, back to back, taking turns at going first: a quiet or
+            # busy stretch of a shared machine falls on both alike
+            for view in ([], ["--timeline"]):
+                pair = [("big", big), ("small", small)]
+                for name, run in (reversed(pair) if n % 2 else pair):
+                    wall = time_process([AGENT, "replay", str(run), *view], env=env)
+                    walls[name + ("_tl" if view else "")].append(wall)
     replay = [a / b for a, b in zip(walls["big"], walls["small"], strict=True)]
     timeline = [a / b for a, b in zip(walls["big_tl"], walls["small_tl"], strict=True)]
     ref = f"golden run replay {statistics.median(walls['small']):.2f} s"
