@@ -1,8 +1,7 @@
 """Start and resume campaigns: run folder, lock, trace, executor, graph, result.json.
 
-``result.json`` is written last, once, by ``_finish``; its status comes from a closed set
-(see ``agent.runfolder.EXIT_STATUSES``), each produced by one path here or in the graph's
-report node.
+``result.json`` is written last, once, by ``_finish``; its status comes from a closed set (see
+``agent.runfolder.EXIT_STATUSES``), each produced by one path here or in the graph's report node.
 """
 from __future__ import annotations
 
@@ -40,8 +39,9 @@ JOBS_WAIT_S = 15.0  # listing the jobs (over SSH, say) for the summary
 def _open_runtime(run: RunFolder, settings: Settings, goal: str, view: LiveView,
                   resumed_with: dict | None = None) -> Runtime:
     """The run's runtime; ``resumed_with`` (a resume's options) lets a run planned for a target's GPU count
-    use the GPUs found now (agent/reopen.py)."""
+    use the GPUs found now (agent/reopen.py). ``--mtp-steps`` is judged here, on the GPUs just checked."""
     from agent.preflight import check_gpus
+    from agent.steps.infer_mtp import up_front
     from tools.gpu_choice import GpuRequestError
     from tools.jobs.factory import make_executor
 
@@ -54,12 +54,13 @@ def _open_runtime(run: RunFolder, settings: Settings, goal: str, view: LiveView,
         if resumed_with is not None:
             settings = planned_target_here(settings, executor, resumed_with)
         checked = check_gpus(settings, executor)  # a request that cannot be met is a usage error, before any step
+        mtp = up_front(settings, checked) if settings.mtp_steps and resumed_with is None else None  # judged once
     except (ToolError, GpuRequestError) as err:  # e.g. an executor that cannot re-attach to the run's jobs
         trace.close()
         run.unlock()
         raise CampaignError(str(err)) from None
     return Runtime(settings=settings, run=run, trace=trace, executor=executor, goal=goal, say=view.say, view=view,
-                   source=LiveSource(gpus_checked=checked))
+                   source=LiveSource(gpus_checked=checked), mtp_settings=mtp)
 
 
 def _drive(rt: Runtime, thread_id: str, fresh: bool, watch: SignalWatch | None = None, hard_exit: bool = True) -> int:
@@ -104,9 +105,8 @@ def _drive(rt: Runtime, thread_id: str, fresh: bool, watch: SignalWatch | None =
 
 
 def _close_when_ended(worker: threading.Thread | None, conn: sqlite3.Connection) -> None:
-    """Close the checkpoint database once the graph's thread is done with it. After an interrupt
-    without a hard exit (a replay) that thread may still be winding down: closing the connection
-    under its last checkpoint write would crash sqlite, so the close waits for it."""
+    """Close the checkpoint database once the graph's thread is done with it: after an interrupt without a
+    hard exit (a replay) it may still be writing its last checkpoint, and sqlite would crash under it."""
     if worker is None or not worker.is_alive():
         conn.close()
     else:

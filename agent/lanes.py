@@ -31,7 +31,7 @@ def make_context(rt: Runtime, preflight: Preflight, outcomes: dict[str, dict], l
     return StepContext(
         settings=rt.settings, run=rt.run, trace=rt.trace, executor=rt.executor, gpus=list(preflight.gpus),
         sglang_root=preflight.root, outcomes={k: StepOutcome.model_validate(v) for k, v in outcomes.items()},
-        lane=lane,
+        lane=lane, gpu_plan=preflight.gpu_plan, mtp_settings=rt.mtp_settings,
     )
 
 
@@ -51,10 +51,7 @@ def made_for_other_gpus(step: PlanStep, previous: StepOutcome, ctx: StepContext)
     from agent.steps.measure_plan import gpu_plan
 
     base = (previous.data.get("variants") or {}).get("baseline") or {}
-    try:
-        gpus, tp, _ = gpu_plan(ctx)
-    except ToolError as err:
-        return str(err)
+    gpus, tp, _ = gpu_plan(ctx)  # preflight's choice for this attempt
     if (base.get("gpus"), base.get("tp")) == (gpus, tp):
         return None
     return f"written for GPUs {base.get('gpus')} with TP {base.get('tp')}, now GPUs {gpus} with TP {tp}"

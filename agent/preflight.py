@@ -121,4 +121,5 @@ def run_preflight(settings: Settings, executor: Executor, checked: GpuChoice | N
     model_file = _model_file(settings, notes)
     return Preflight(gpus=gpus, sglang_root=source.root if source else None, sglang_source=source,
                      sglang_python=python, model_file=model_file, executor=str(settings.executor), notes=notes,
-                     gpu_plan=GpuPlan(gpus=choice.planned, tp=choice.tp))
+                     gpu_plan=GpuPlan(gpus=choice.planned, tp=choice.tp,
+                                      notes=[n for n in choice.notes if n.startswith("assumed TP")]))

@@ -13,6 +13,7 @@ from tools.jobs import Executor
 if TYPE_CHECKING:
     from agent.live import LiveView
     from agent.llm.registry import Registry
+    from tools.mtp.settings import MtpSettings
 
 
 class ChatClient(Protocol):
@@ -36,6 +37,7 @@ class Runtime:
     llm: ChatClient | None = None               # built from settings on first use (agent.llm.loop.client)
     planner_tools: Registry | None = None       # the tools the LLM planner may call, built once per process
     research_tools: Registry | None = None      # the research lane's read-only subset
+    mtp_settings: MtpSettings | None = None     # worked out up front when --mtp-steps was given (once per run)
     trace_checkpoints: bool = True              # record each checkpoint saved (a replay of an older run: off)
 
     def end_servers(self, status: str, summary: str, result_extra: dict | None,

@@ -82,18 +82,31 @@ def test_an_sglang_path_that_does_not_exist_or_holds_no_sglang(tmp_path: Path):
     _refused_before_a_run(out, tmp_path, "--sglang ", "is not an SGLang source", "pass --sglang PATH")
 
 
+def _no_evidence_said(out, runs: Path, *words: str) -> None:
+    """The run went on (baseline scripts, exit 0); the live lines, `status` and the report say why MTP is
+    missing: what was searched and the fix."""
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr
+    run = next(runs.glob("*"))
+    status = run_cli("status", str(run), cwd=runs.parent)
+    report = (run / "report.md").read_text()
+    for word in ("the goal asks for MTP", "searched its launch recipes", *words):
+        assert word in out.stdout + out.stderr and word in " ".join(status.stdout.split()), word
+        assert word in report, word
+    assert "No MTP evidence: the goal asks for MTP" in report  # said in the evidence section, not only the steps
+    assert (run / "serve_baseline.sh").exists() and not (run / "serve_mtp.sh").exists()
+
+
 def test_an_mtp_goal_for_a_model_without_speculative_evidence(tmp_path: Path, sglang_wheel_root: Path):
+    """No evidence is the infer_mtp step's outcome, read in the research lane (not before the first GPU job)."""
     tree = ["--sglang", str(sglang_wheel_root)]
-    out = run_cli("enable MTP", "--model", "nonsense/model", *tree, cwd=tmp_path, env=NO_GPU)
-    line = _refused_before_a_run(out, tmp_path, "the goal asks for MTP", "no speculative evidence for nonsense/model",
-                                 "SGLang 0.5.23", "searched its launch recipes", "--arch CLASS",
-                                 "--model-path DIR", "a goal without MTP")
-    assert str(sglang_wheel_root) in line  # the tree that was searched
+    out = run_cli("enable MTP", "--model", "nonsense/model", *tree, "--runs-dir", "none", cwd=tmp_path, env=NO_GPU)
+    _no_evidence_said(out, tmp_path / "none", "no speculative evidence for nonsense/model", "SGLang 0.5.23",
+                      str(sglang_wheel_root), "--arch CLASS", "--model-path DIR", "a goal without MTP")
     empty = tmp_path / "ckpt"
     empty.mkdir()
-    out = run_cli("enable MTP", "--model", "nonsense/model", "--model-path", str(empty), *tree, cwd=tmp_path,
-                  env=NO_GPU)
-    _refused_before_a_run(out, tmp_path, f"--model-path {empty} has no config.json")
+    out = run_cli("enable MTP", "--model", "nonsense/model", "--model-path", str(empty), *tree, "--runs-dir", "empty",
+                  cwd=tmp_path, env=NO_GPU)
+    _no_evidence_said(out, tmp_path / "empty", f"--model-path {empty} has no config.json")
     # the fixes it names work: the architecture given, or a goal without MTP
     arch = run_cli("enable MTP", "--model", "nonsense/model", "--arch", "DeepseekV4ForCausalLM", *tree,
                    "--runs-dir", "arch", cwd=tmp_path, env=NO_GPU)
@@ -102,6 +115,14 @@ def test_an_mtp_goal_for_a_model_without_speculative_evidence(tmp_path: Path, sg
     other = run_cli("tune kernels", "--model", "nonsense/model", *tree, "--runs-dir", "other", cwd=tmp_path,
                     env=NO_GPU)
     assert other.returncode == 0, other.stdout[-2000:] + other.stderr
+
+
+def test_mtp_steps_with_no_evidence_are_refused_after_the_gpu_check(tmp_path: Path, sglang_wheel_root: Path):
+    """--mtp-steps is judged up front (on the GPUs just checked): with no algorithm in the evidence, exit 2."""
+    out = run_cli("enable MTP", "--model", "nonsense/model", "--sglang", str(sglang_wheel_root), "--mtp-steps", "2",
+                  cwd=tmp_path, env=NO_GPU)
+    _refused_before_a_run(out, tmp_path, "--mtp-steps needs a speculative algorithm",
+                          "the evidence has none for nonsense/model")
 
 
 @pytest.mark.parametrize("args, words", [

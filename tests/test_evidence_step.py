@@ -33,7 +33,9 @@ def test_step_writes_answer_and_evidence_and_is_rerunnable(tmp_path):
     assert first.reason == "recommended"
     answer = json.loads((ctx.run.path / "mtp.json").read_text())
     assert answer["recommended"]["flags"]["--speculative-num-steps"] == "3"  # the 4-gpu-h100 recipe
-    assert first.data["recommended"]["flag_origins"]["--speculative-num-steps"]["path"].endswith("test_acme_h100.py")
+    recommended = first.data["settings"]["recommended"]
+    assert recommended["flag_origins"]["--speculative-num-steps"]["path"].endswith("test_acme_h100.py")
+    assert first.data["settings"]["inputs"]["gpus"] == 4 and first.data["settings"]["choices"][0]["name"] == "mtp"
     assert "| `--speculative-eagle-topk` | `1` |" in (ctx.run.path / "evidence.md").read_text()
     types = [e["type"] for e in iter_events(ctx.run.path / "trace.jsonl")]
     # one span per step: the lane records tool_call/tool_result; the adapter adds its findings as progress
@@ -45,5 +47,8 @@ def test_step_writes_answer_and_evidence_and_is_rerunnable(tmp_path):
 def test_step_without_evidence_is_done_with_unknowns(tmp_path):
     ctx = _ctx(tmp_path, "nobody/unknown-model")
     outcome = run(ctx, PlanStep(kind="infer_mtp", lane="research", why="enable MTP"))
-    assert outcome.status == "done" and outcome.reason == "no_recommendation" and outcome.data["recommended"] is None
-    assert "no MTP recommendation" in outcome.summary
+    settings = outcome.data["settings"]
+    assert outcome.status == "done" and outcome.reason == "no_recommendation" and settings["recommended"] is None
+    assert outcome.summary.startswith("no MTP recommendation: the goal asks for MTP, but SGLang")
+    assert "no speculative evidence for nobody/unknown-model" in outcome.summary and "--arch CLASS" in outcome.summary
+    assert settings["no_evidence"] in outcome.summary

@@ -47,8 +47,12 @@ def make_context(run_dir: Path, tok: Path, gpus: list[GpuInfo], recommended: dic
     (run_dir / "config.json").write_text("{}")
     outcomes = {}
     if recommended is not None:
+        settings_data = {"inputs": {"model": str(tok)}, "source": {"kind": "checkout", "root": str(run_dir), "version": None,
+                                                                      "commit": None},
+                         "architecture": "DeepseekV4ForCausalLM", "recommended": recommended,
+                         "choices": [{"name": "mtp", "flags": recommended["flags"], "source": "recommended"}]}
         outcomes["infer_mtp"] = StepOutcome(kind="infer_mtp", status="done", summary="x",
-                                            data={"recommended": recommended})
+                                            data={"settings": settings_data})
     return StepContext(settings=settings, run=run, trace=TraceWriter(run.trace_path),
                        executor=LocalExecutor(run.jobs_dir), gpus=gpus, sglang_root=None, outcomes=outcomes)
 

@@ -22,6 +22,7 @@ class GpuRequestError(Exception):
 class GpuPlan(BaseModel):
     gpus: list[int] | None = Field(None, description="GPU indices the scripts name; None: CUDA_VISIBLE_DEVICES as set")
     tp: int = Field(1, description="Tensor parallel size of the single-node servers")
+    notes: list[str] = Field(default_factory=list, description="How the TP was assumed when no GPU is here")
 
 
 class GpuChoice(BaseModel):

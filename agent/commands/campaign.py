@@ -48,19 +48,20 @@ def run(goal: Goal, config: ConfigFile = None, as_json: JsonFlag = False, **sett
     from agent.live import LiveView
     from agent.playbook import GoalError, plan_goal
     from agent.runfolder import RunFolderError
+    from tools.base import ToolError
 
     view = LiveView(to_stderr=as_json)
     try:
         chosen = load_settings(settings, config=config, flags=flag_names(RUN_OPTIONS))
-        steps = [] if chosen.llm_base_url else plan_goal(goal, pull=chosen.pull)[0]  # an unusable goal: refused
-        # Refused before a run folder exists: an SGLang path that holds none, an MTP goal with no evidence
-        # to measure, a setting a hook forbids.
+        if not chosen.llm_base_url:
+            plan_goal(goal, pull=chosen.pull)  # an unusable goal: refused
+        # Refused before a run folder exists: an SGLang path that holds none, a malformed --mtp-steps entry.
+        # The hooks judge --mtp-steps once the GPUs are checked (agent/campaign.py); without it, the evidence
+        # is read in the research lane while the GPU jobs run (docs/evidence.md).
         _check_sglang_path(chosen)
-        wants_mtp = any(step.kind == "infer_mtp" for step in steps)
-        if chosen.mtp_steps or wants_mtp:
-            _check_mtp(chosen, wants_mtp)
+        _check_mtp_steps(chosen.mtp_steps)
         code = start(chosen, goal, view)
-    except (SettingsError, GoalError, CampaignError, RunFolderError) as err:
+    except (SettingsError, GoalError, CampaignError, RunFolderError, ToolError) as err:
         fail(str(err))
     _print_result(view, as_json)
     end_when_written(code)
@@ -180,58 +181,12 @@ def _check_sglang_path(settings) -> None:
         fail(f"--sglang {settings.sglang_src}: {err}")
 
 
-def _check_mtp(settings, wants_mtp: bool) -> None:
-    """The MTP evidence this run will read, before it starts: a goal asking for MTP needs a setting to
-    measure, and each --mtp-steps entry must pass the rules of the tree (the plan checks the same)."""
-    from agent.steps.measure_plan import hook_rules
-    from tools.base import ToolError
-    from tools.measure.variants import evidence_choices, parse_user_setting, user_choices
-    from tools.mtp.infer import InferMtpArgs, infer_mtp
+def _check_mtp_steps(entries: list[str]) -> None:
+    if entries:
+        from tools.measure.variants import parse_user_setting  # the evidence engine: only when asked
 
-    try:
-        for entry in settings.mtp_steps:
+        for entry in entries:
             parse_user_setting(entry)
-        answer = infer_mtp(InferMtpArgs(sglang=settings.sglang_src, model=settings.model, arch=settings.arch,
-                                        model_path=settings.model_path, sglang_python=settings.sglang_python,
-                                        version=settings.sglang_version))
-    except ToolError as err:
-        if settings.executor.kind == "ssh" and not settings.mtp_steps:
-            return  # the tree may be a path on the GPU host; the campaign says what it finds
-        fail(str(err))
-    if wants_mtp and answer.recommended is None and not settings.mtp_steps:
-        fail(no_mtp_evidence(answer, settings))
-    if not settings.mtp_steps:
-        return
-    try:
-        rules = hook_rules(Path(answer.source.root))
-        known, _notes = evidence_choices(answer, rules)
-        user_choices(settings.mtp_steps, answer, rules, known)
-    except ToolError as err:
-        fail(str(err))
-
-
-def no_mtp_evidence(answer, settings) -> str:
-    """One line: what was searched for the model's speculative settings, and the ways on."""
-    source = answer.source
-    tree = f"SGLang {source.version or '(version unknown)'} ({source.kind} at {source.root})"
-    searched = "its launch recipes with speculative flags and its argument hooks"
-    if answer.architecture is None:
-        given = [f"--model-path {settings.model_path} has no config.json"] if settings.model_path else \
-            ["no --model-path with a config.json"]
-        why = (f"the architecture of {settings.model} is unknown ({given[0]}, no --arch, and no model in the tree "
-               "matches its name)")
-        fix = ("pass --arch CLASS (e.g. DeepseekV4ForCausalLM) or --model-path DIR holding its config.json, "
-               "or run a goal without MTP (e.g. \"tune kernels\" or \"benchmark\")")
-    else:
-        rejected = [c for c in answer.candidates if c.rejected]
-        why = (f"every recipe for {answer.architecture} breaks a rule of the hooks ({len(rejected)} rejected)"
-               if rejected and len(rejected) == len(answer.candidates) else
-               f"no recipe for {settings.model} or its architecture {answer.architecture}, and no MTP default in "
-               "the hooks")
-        fix = (f"`dsv4-agent mtp {settings.model}` shows the evidence; give --mtp-steps to measure settings of your "
-               "own, or run a goal without MTP (e.g. \"tune kernels\" or \"benchmark\")")
-    return f"the goal asks for MTP, but {tree} has no speculative evidence for {settings.model}: searched {searched}; " \
-           f"{why}; {fix}"
 
 
 def _print_result(view, as_json: bool) -> None:

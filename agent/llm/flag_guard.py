@@ -27,9 +27,10 @@ from pydantic import BaseModel, Field
 
 from tools.base import ToolError
 from tools.markdown import markdown_table
-from tools.constraints.extract import ExtractConstraintsArgs, Rule, extract_constraints
+from tools.constraints.extract import Rule
 from tools.mtp.arch import from_tree
 from tools.mtp.pick import ALGO, Judge
+from tools.mtp.settings import hook_rules
 from tools.source.fields import FieldCatalog, field_flag, read_fields
 from tools.scripts.trust import held_back
 
@@ -136,7 +137,7 @@ def _constraints(package_dir: Path, root: Path, model: str, architecture: str | 
         guessed = from_tree(model, str(root), str(package_dir))
         arch, how = (guessed[0], f"guessed from the model id ({guessed[1].cite()})") if guessed else (None, "")
     try:
-        rules = extract_constraints(ExtractConstraintsArgs(root=str(root), package_dir=str(package_dir))).rules
+        rules = hook_rules(root)  # read as the campaign's MTP settings read them (tools/mtp/settings.py)
     except ToolError as err:
         return [], arch, f"values not checked against constraints: {err}"
     if not rules:

@@ -66,10 +66,18 @@ def evidence_section(run_dir: Path) -> Section | None:
         body = body[:listed.start()] + (body[after + 1:] if after >= 0 else "")
     body = "\n".join("#" + line if line.startswith("#") else line for line in body.splitlines())
     blocks: list = [Markdown(_capped(body))]
+    if missing := _no_evidence(run_dir):  # said first: nothing MTP was measured, what was searched, the fix
+        blocks.insert(0, Para(f"No MTP evidence: {missing}"))
     return Section("MTP evidence (with citations)", blocks + (_constraints(answer) if answer else []), id="evidence")
 
 
 _CONSTRAINTS = re.compile(r"^## Constraints \(\d+\)[ \t]*$", re.M)
+
+
+def _no_evidence(run_dir: Path) -> str | None:
+    step = run_dir / "steps" / "infer_mtp.json"
+    data = (json_data.read(step).get("data") or {}) if step.is_file() else {}
+    return (data.get("settings") or {}).get("no_evidence")
 
 
 def _answer(run_dir: Path) -> dict | None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -18,6 +18,10 @@ from agent.trace import Lane, TraceWriter
 from tools.gpus import GpuInfo
 from tools.jobs import Executor
 from tools.tuning.prepare import TuningReason
+
+if TYPE_CHECKING:
+    from tools.gpu_choice import GpuPlan
+    from tools.mtp.settings import MtpSettings
 
 StepKind = Literal["sync", "tune_kernels", "infer_mtp", "write_scripts", "benchmark"]  # rows: agent/steps/table.py
 StepStatus = Literal["done", "planned", "skipped", "failed"]
@@ -58,6 +62,8 @@ class StepContext:
     sglang_root: Path | None              # resolved SGLang source root (None: not resolved)
     outcomes: dict[str, StepOutcome] = field(default_factory=dict)  # earlier steps, by kind
     lane: Lane = "control"
+    gpu_plan: GpuPlan | None = None       # the GPUs the scripts name and the servers' TP, chosen by preflight
+    mtp_settings: MtpSettings | None = None  # worked out before the run (--mtp-steps checked up front)
 
     @property
     def has_gpus(self) -> bool:

@@ -1,51 +1,87 @@
-"""Step adapter: infer the MTP flags for the campaign's model and record them in the run folder.
+"""Step adapter: the campaign's MTP settings (tools/mtp/settings.py), recorded in the run folder.
 
-Writes ``mtp.json`` (the MtpAnswer) and ``evidence.md``; idempotent (re-running overwrites both).
-The outcome's ``data["recommended"]`` is the ``Recommendation``'s dump; later steps read it back
-with ``recommendation(outcomes)``.
+Writes ``mtp.json`` (the evidence answer) and ``evidence.md`` for the reader; idempotent (re-running
+overwrites both). The outcome's ``data["settings"]`` is the judged ``MtpSettings``: later steps read
+it with ``mtp_settings_of(outcomes)``, never the files. Settings the campaign already worked out
+(``--mtp-steps``, checked up front) are taken as they are, not worked out again.
 """
 from __future__ import annotations
 
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from agent.config import Settings
 from agent.steps.base import PlanStep, StepContext, StepOutcome
 from tools.base import ToolError
-from tools.mtp.infer import InferMtpArgs, Recommendation, infer_mtp
-from tools.mtp.render import evidence_markdown
+from tools.gpu_choice import GpuChoice
+from tools.gpus import GpuInfo
+
+if TYPE_CHECKING:  # the evidence engine is imported when it runs (not on the way to the first GPU job)
+    from tools.mtp.settings import MtpSettings, MtpSettingsArgs
+
+
+def mtp_inputs(settings: Settings, root: Path | None, gpus: list[GpuInfo], tp: int | None,
+               arch: str | None = None) -> MtpSettingsArgs:
+    """What the campaign's MTP settings are judged on (the same for the up-front check and the step)."""
+    from tools.mtp.settings import MtpSettingsArgs
+
+    return MtpSettingsArgs(
+        model=settings.model, arch=arch or settings.arch, model_path=settings.model_path,
+        sglang=str(root) if root else settings.sglang_src, sglang_python=settings.sglang_python,
+        version=settings.sglang_version, gpu=gpus[0].name if gpus else None, gpus=len(gpus) or None, tp=tp,
+        mtp_steps=list(settings.mtp_steps), mtp_variants=settings.mtp_variants)
+
+
+def _worked_out(ctx: StepContext, step: PlanStep) -> MtpSettings:
+    from tools.mtp.settings import mtp_settings
+
+    given = ctx.mtp_settings
+    arch = step.params.get("arch")
+    if given is not None and given.answer is not None and (not arch or given.inputs.arch == arch):
+        return given
+    tp = ctx.gpu_plan.tp if ctx.gpu_plan else None
+    return mtp_settings(mtp_inputs(ctx.settings, ctx.sglang_root, ctx.gpus, tp, arch))
 
 
 def run(ctx: StepContext, step: PlanStep) -> StepOutcome:
-    settings = ctx.settings
-    args = InferMtpArgs(
-        sglang=str(ctx.sglang_root) if ctx.sglang_root else settings.sglang_src,
-        model=settings.model, model_path=settings.model_path, arch=step.params.get("arch") or settings.arch,
-        gpu=ctx.gpus[0].name if ctx.gpus else None, gpus=len(ctx.gpus) or None,
-        sglang_python=settings.sglang_python, version=settings.sglang_version)
+    from tools.mtp.render import evidence_markdown
+
     try:
-        answer = infer_mtp(args)
+        found = _worked_out(ctx, step)
     except ToolError as err:
         return StepOutcome(kind="infer_mtp", status="failed", reason="inference_failed",
-                           summary=f"MTP inference failed: {err}",
-                           data={"answer": None, "recommended": None})
+                           summary=f"MTP inference failed: {err}", data={"answer": None, "settings": None})
+    answer = found.answer
     ctx.write_artifact("mtp.json", answer.model_dump_json(indent=2))
     ctx.write_artifact("evidence.md", evidence_markdown(answer))
-    recommended = answer.recommended
+    recommended = found.recommended
     # One span per step (the lane's tool_call/tool_result): what the inference read and found is a fact in it.
     ctx.progress(f"MTP evidence for {answer.model}: {answer.architecture}, {len(answer.candidates)} candidate(s), "
-                 f"{len(answer.constraints)} constraint(s)", inputs=args.model_dump(), architecture=answer.architecture,
-                 candidates=len(answer.candidates), constraints=len(answer.constraints),
-                 recommended=recommended.flags if recommended else None)
+                 f"{len(answer.constraints)} constraint(s)", inputs=found.inputs.model_dump(),
+                 architecture=answer.architecture, candidates=len(answer.candidates),
+                 constraints=len(answer.constraints), recommended=recommended.flags if recommended else None)
     if recommended:
         flags = " ".join(f"{k} {v}".strip() for k, v in recommended.flags.items())
         summary = f"MTP for {answer.model} ({answer.architecture}): {flags}"
     else:
-        summary = f"no MTP recommendation for {answer.model}: " + "; ".join(answer.unknowns[-2:])
+        summary = f"no MTP recommendation: {found.no_evidence}"
     return StepOutcome(kind="infer_mtp", status="done", reason="recommended" if recommended else "no_recommendation",
                        summary=summary, artifacts=["mtp.json", "evidence.md"],
-                       data={"answer": "mtp.json",
-                             "recommended": recommended.model_dump(mode="json") if recommended else None})
+                       data={"answer": "mtp.json", "settings": found.model_dump(mode="json")})
 
 
-def recommendation(outcomes: dict[str, StepOutcome]) -> Recommendation | None:
-    """The recommendation an earlier ``infer_mtp`` outcome carries (its data is JSON: validated here, once)."""
+def mtp_settings_of(outcomes: dict[str, StepOutcome]) -> MtpSettings | None:
+    """The settings an earlier ``infer_mtp`` outcome carries (its data is JSON: validated here, once)."""
+    from tools.mtp.settings import MtpSettings
+
     infer = outcomes.get("infer_mtp")
-    recommended = infer.data.get("recommended") if infer is not None else None
-    return Recommendation.model_validate(recommended) if recommended else None
+    found = infer.data.get("settings") if infer is not None else None
+    return MtpSettings.model_validate(found) if found else None
+
+
+def up_front(settings: Settings, checked: GpuChoice) -> MtpSettings:
+    """``--mtp-steps`` judged before the run starts, on the GPUs just checked (ToolError: the entry and the
+    fix); the step takes the result as it is."""
+    from tools.mtp.settings import mtp_settings
+
+    return mtp_settings(mtp_inputs(settings, None, checked.gpus, checked.tp))

@@ -4,24 +4,22 @@ repeats, the bench client of this SGLang version, and the accuracy gate.
 
 Variants: ``baseline``; ``mtp`` for the ``infer_mtp`` recommendation; ``mtp-<steps>-<topk>-<draft>``
 for every other setting of a recipe that holds under the hooks' rules, for the hooks' automatic
-choice when no recipe has it, and for each ``--mtp-steps`` entry (checked against the rules; a
-forbidden one is an error citing the rule). Every flag carries its evidence into the scripts.
+choice when no recipe has it, and for each ``--mtp-steps`` entry: the settings the ``infer_mtp``
+step judged (tools/mtp/settings.py), read from its outcome, never judged again here. The GPUs and
+TP are preflight's choice. Every flag carries its evidence into the scripts.
 """
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from agent.steps.base import PlanStep, StepContext
-from tools.base import ToolError
-from agent.steps.infer_mtp import recommendation
-from tools.constraints.extract import ExtractConstraintsArgs, Rule, extract_constraints
-from tools.gpu_choice import GpuRequestError, choose_gpus
-from tools.gpus import DetectGpusResult
+from agent.steps.infer_mtp import mtp_settings_of
+from tools.gpu_choice import GpuPlan
 from tools.measure.accuracy import AccuracyPlan
-from tools.measure.client import bench_client_module, package_dir
-from tools.measure.variants import SpecChoice, evidence_choices, user_choices
-from tools.mtp.infer import MtpAnswer, Recommendation
+from tools.measure.client import bench_client_module
+from tools.measure.variants import SpecChoice
+from tools.mtp.infer import Recommendation
+from tools.mtp.settings import MtpSettings
 from tools.scripts import EnvChoice, FlagChoice, MeasurePlan, ServeVariant
 from tools.scripts.models import RESERVED_FLAGS
 from tools.scripts.trust import held_back
@@ -73,28 +71,16 @@ def _choice_variant(base: ServeVariant, choice: SpecChoice) -> ServeVariant:
                                         "rationale": [f"setting {choice.label}", *choice.why]})
 
 
-def _answer(ctx: StepContext) -> MtpAnswer | None:
-    path = ctx.run.path / "mtp.json"
-    return MtpAnswer.model_validate_json(path.read_text()) if path.exists() else None
-
-
-def hook_rules(root: Path) -> list[Rule]:
-    return extract_constraints(ExtractConstraintsArgs(root=str(root), package_dir=str(package_dir(root)))).rules
-
-
-def _more_variants(ctx: StepContext, base: ServeVariant) -> tuple[list[ServeVariant], list[str]]:
-    """MTP variants beyond ``mtp``: other evidence settings, the hooks' choice, --mtp-steps."""
-    s, answer = ctx.settings, _answer(ctx)
-    if answer is None or ctx.sglang_root is None:
-        if s.mtp_steps:
+def _more_variants(mtp: MtpSettings | None, base: ServeVariant, mtp_steps: list[str]
+                   ) -> tuple[list[ServeVariant], list[str]]:
+    """MTP variants beyond ``mtp``: other evidence settings, the hooks' choice, --mtp-steps (judged once,
+    by the infer_mtp step)."""
+    if mtp is None:
+        if mtp_steps:
             return [], ["--mtp-steps ignored: no MTP evidence was gathered in this run (infer_mtp did not run)"]
         return [], []
-    rules = hook_rules(ctx.sglang_root)
-    gpu = ctx.gpus[0].name if ctx.gpus else None
-    choices, notes = evidence_choices(answer, rules, gpu, len(ctx.gpus) or None, cap=s.mtp_variants)
-    extra = [c for c in choices if c.source != "recommended"]
-    extra += user_choices(s.mtp_steps, answer, rules, choices)  # ToolError on a setting a hook forbids
-    return [_choice_variant(base, c) for c in extra], notes
+    extra = [c for c in mtp.choices if c.source != "recommended"]
+    return [_choice_variant(base, c) for c in extra], list(mtp.left_out)
 
 
 def _accuracy(ctx: StepContext, variants: list[ServeVariant], tokenizer: str | None) -> AccuracyPlan | None:
@@ -155,15 +141,10 @@ def hold_back_trust(variants: list[ServeVariant], allowed: list[str]) -> tuple[l
 
 
 def gpu_plan(ctx: StepContext) -> tuple[list[int] | None, int, list[str]]:
-    """GPUs the scripts name, the servers' TP, and a note when the TP was assumed (no GPU here)."""
-    s = ctx.settings
-    here = [g.index for g in ctx.gpus]
-    try:
-        choice = choose_gpus(DetectGpusResult(gpus=ctx.gpus), wanted=here or s.gpus, tp=s.tp, nodes=s.nodes,
-                             allow_busy=True, target_gpus=None if here else s.target_gpus)
-    except GpuRequestError as err:  # preflight checked the request; a plan for a GPU host can still be off
-        raise ToolError(str(err)) from None
-    return choice.planned, choice.tp, [n for n in choice.notes if n.startswith("assumed TP")]
+    """GPUs the scripts name, the servers' TP, and a note when the TP was assumed (no GPU here): preflight's
+    choice (a context made without one, or a run recorded before it kept one: the GPUs it has)."""
+    plan = ctx.gpu_plan or GpuPlan(gpus=[g.index for g in ctx.gpus] or None, tp=len(ctx.gpus) or 1)
+    return plan.gpus, plan.tp, list(plan.notes)
 
 
 def build_plan(ctx: StepContext, step: PlanStep) -> tuple[MeasurePlan, list[str], list[str]]:
@@ -174,7 +155,8 @@ def build_plan(ctx: StepContext, step: PlanStep) -> tuple[MeasurePlan, list[str]
     base = ServeVariant(name="baseline", model_path=model, tp=tp, gpus=gpus,
                         rationale=["SGLang defaults for this model: the reference every ratio is against"])
     variants = [base]
-    recommended = recommendation(ctx.outcomes)
+    judged = mtp_settings_of(ctx.outcomes)
+    recommended = judged.recommended if judged else None
     if recommended and recommended.needs:  # an input only the user has: no script runs with a guess for it
         notes.append("the recommended MTP setting is not measured: it needs "
                      + ", ".join(f"{flag} (the recipe reads ${var}, which has no default)"
@@ -183,7 +165,7 @@ def build_plan(ctx: StepContext, step: PlanStep) -> tuple[MeasurePlan, list[str]
         mtp, mtp_notes = mtp_variant(base, recommended)
         variants.append(mtp)
         notes += mtp_notes
-    more, left_out = _more_variants(ctx, base)
+    more, left_out = _more_variants(judged, base, s.mtp_steps)
     variants = [*variants, *more]
     variants = with_extra_flags(variants, step.params.get("extra_flags") or {})
     variants = with_user_additions(variants, parse_server_args(s.server_args, s.allow_flags),

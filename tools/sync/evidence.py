@@ -1,4 +1,4 @@
-"""Run the evidence engine (``tools.mtp.infer``) on a tree, or say plainly why it could not answer."""
+"""Read a tree's MTP settings (``tools.mtp.settings``, as a campaign reads them), or say plainly why it could not."""
 from __future__ import annotations
 
 import json
@@ -8,7 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from tools.base import ToolError
-from tools.mtp.infer import InferMtpArgs, infer_mtp
+from tools.mtp.settings import MtpSettingsArgs, mtp_settings
 
 EvidenceStatus = Literal["ok", "failed", "skipped"]
 
@@ -23,9 +23,9 @@ class EvidenceRun(BaseModel):
 def run_evidence(root: str, model: str, source: str, arch: str | None = None, model_path: str | None = None,
                  gpu: str | None = None, gpus: int | None = None) -> EvidenceRun:
     given = dict(sglang=root, model=model, arch=arch, model_path=model_path, gpu=gpu, gpus=gpus)
-    args = InferMtpArgs(**{k: v for k, v in given.items() if v is not None})
+    args = MtpSettingsArgs(**{k: v for k, v in given.items() if v is not None})
     try:
-        answer = infer_mtp(args)
+        answer = mtp_settings(args).answer
     except ToolError as err:
         return EvidenceRun(status="failed", source=source, reason=str(err))
     return EvidenceRun(status="ok", source=source, answer=answer.model_dump(mode="json"))
