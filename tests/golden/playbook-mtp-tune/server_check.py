@@ -98,6 +98,29 @@ def group_alive(pgid, recorded_start, token=None):
                for m in group_members(pgid))
 
 
+def proven_members(pgid, recorded_start, token):
+    """Pids in the group we created that carry our job token: what is left of a job whose leader
+    is gone (killed with its wrapper, or ended before the command's children). Never without a
+    token: a pid and start time copied from /proc prove nothing."""
+    if not (pgid and recorded_start is not None and token):
+        return []
+    leader = start_time(pgid)
+    if leader is not None and (leader != str(recorded_start) or not carries_token(pgid, token)):
+        return []  # the pid is another process now (a group id is not reused while the group has members)
+    floor = int(recorded_start)
+    return [m for m in group_members(pgid) if int(start_time(m) or 0) >= floor and carries_token(m, token)]
+
+
+def unproven_members(pgid, recorded_start, token):
+    """Pids left in the group we created, once its leader is gone, that do not carry our job token
+    (a command that cleared its environment, or a group someone else made under a reused id): we
+    cannot tell them from someone else's, so they are named, never signalled."""
+    if not (pgid and recorded_start is not None) or start_time(pgid) is not None:
+        return []
+    floor = int(recorded_start)
+    return [m for m in group_members(pgid) if int(start_time(m) or 0) >= floor and not carries_token(m, token)]
+
+
 def _listening_inodes(port):
     """Socket inodes listening on TCP ``port`` (any address, IPv4 and IPv6)."""
     inodes = set()
@@ -143,10 +166,24 @@ def group_listens(pgid, recorded_start, port, token=None):
 JOB_DIR_ENV = "DSV4_JOB_DIR"  # set by the executor for the wrapper, and so for the job's leader and command
 
 
-def processes_of_job(job_dir):
+def processes_of_job(job_dir, recorded=None):
     """Pids of processes started for the job whose ledger folder is ``job_dir`` (the wrapper, the job's
     leader and its command carry ``DSV4_JOB_DIR`` in their environment): what still runs of a job whose
-    folder was deleted, so that it is never started a second time beside itself."""
+    folder was deleted, so that it is never started a second time beside itself. With ``recorded`` (its
+    wrapper.json fields and token, kept elsewhere), also what that proves ours (one that cleared it)."""
+    found = set(_with_job_dir(job_dir))
+    recorded = recorded if isinstance(recorded, dict) else {}
+    token = recorded.get("token")
+    try:
+        if token and is_process(recorded.get("pid"), recorded.get("start_time"), token):
+            found.add(int(recorded["pid"]))
+        found.update(proven_members(recorded.get("child_pgid"), recorded.get("child_start_time"), token))
+    except (TypeError, ValueError):
+        pass  # a damaged record proves nothing
+    return sorted(found)
+
+
+def _with_job_dir(job_dir):
     wanted = ("%s=%s" % (JOB_DIR_ENV, os.path.abspath(str(job_dir)))).encode() + b"\0"
     found = []
     for name in os.listdir("/proc"):
