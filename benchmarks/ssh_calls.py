@@ -4,7 +4,7 @@ of its own, against a real sshd on loopback.
     .venv/bin/python benchmarks/ssh_calls.py [--rounds 5] [--calls 10]
 
 Each ledger call is one ``ssh`` process, start to exit (here: listing the run's jobs on the host).
-Rounds alternate between the executor as shipped (one shared connection per host,
+Calls alternate, one by one, between the executor as shipped (one shared connection per host,
 tools/jobs/ssh/multiplex.py) and the reference, the same executor told
 ``--ssh-option=-oControlMaster=no``, so that load on the machine shows in both. The sshd is a
 throwaway one (tests/services/start_sshd.sh on a free port, stopped at the end). Without ``ssh`` or
@@ -35,11 +35,21 @@ SERVICES = REPO / "tests" / "services"
 GOAL_RATIO = 0.5
 
 
-def _per_call(executor: SshExecutor, calls: int) -> float:
+def _one_call(executor: SshExecutor) -> float:
     started = time.perf_counter()
+    executor.jobs()
+    return time.perf_counter() - started
+
+
+def _round(shared: SshExecutor, alone: SshExecutor, calls: int, n: int) -> tuple[float, float]:
+    """Seconds per call of each, the calls alternating one by one (shared first in even rounds), so
+    that a burst of load on a shared machine falls on both alike."""
+    pair = [shared, alone] if n % 2 == 0 else [alone, shared]
+    spent = {id(shared): 0.0, id(alone): 0.0}
     for _ in range(calls):
-        executor.jobs()
-    return (time.perf_counter() - started) / calls
+        for executor in pair:
+            spent[id(executor)] += _one_call(executor)
+    return spent[id(shared)] / calls, spent[id(alone)] / calls
 
 
 def main() -> int:
@@ -60,9 +70,10 @@ def main() -> int:
         try:
             shared.jobs(), alone.jobs()  # the first call finds the host's python and opens the shared connection
             samples: dict[str, list[float]] = {"shared": [], "alone": []}
-            for _ in range(opts.rounds):
-                samples["shared"].append(_per_call(shared, opts.calls))
-                samples["alone"].append(_per_call(alone, opts.calls))
+            for n in range(opts.rounds):
+                per_shared, per_alone = _round(shared, alone, opts.calls, n)
+                samples["shared"].append(per_shared)
+                samples["alone"].append(per_alone)
         finally:
             for executor in (shared, alone):  # the host is this machine: its run folders go
                 subprocess.run(["ssh", *config, "-oControlMaster=no", "dsv4-test",
