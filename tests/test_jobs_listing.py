@@ -78,3 +78,17 @@ def test_jobs_prints_what_the_whole_command_line_prints_without_the_models(ledge
                           timeout=limit(60))
     assert done.stdout == run[0].stdout
     assert json.loads(done.stderr.strip().splitlines()[-1]) == []
+
+
+@pytest.mark.parametrize("executor", [None, 7, ["local"]], ids=repr)
+def test_a_run_folder_naming_no_executor_is_one_line_and_exit_2(tmp_path, executor):
+    run = tmp_path / "runs" / "golden"
+    shutil.copytree(GOLDEN, run)
+    config = json.loads((run / "config.json").read_text())
+    config["settings"]["executor"] = executor
+    (run / "config.json").write_text(json.dumps(config))
+    env = clean_env({"DSV4_CACHE_DIR": str(tmp_path / "cache")})
+    for cmd in ([AGENT, "jobs", "golden"], [*WHOLE, "jobs", "golden"]):
+        done = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=limit(60))
+        assert done.returncode == 2 and done.stdout == "", done.stderr
+        assert done.stderr.startswith("dsv4-agent: unknown executor") and done.stderr.count("\n") == 1, done.stderr

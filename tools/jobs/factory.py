@@ -53,7 +53,7 @@ def make_executor(spec: ExecutorSpec | str, jobs_root: Path, *, ssh_options: lis
     command line or their settings), never from a run folder. ``nvidia_smi`` is the binary that
     lists the GPUs where the jobs run.
     """
-    if isinstance(spec, str):
+    if not isinstance(spec, ExecutorSpec):  # a str; or whatever a run folder's config.json holds
         try:
             spec = ExecutorSpec.parse(spec)
         except ExecutorSpecError as err:
