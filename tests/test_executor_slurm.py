@@ -8,6 +8,7 @@ it is reused; otherwise the session starts one and stops it at the end, by pid f
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import subprocess
 import sys
@@ -230,3 +231,40 @@ def test_tune_kernels_campaign_runs_its_units_as_one_job_array(slurm, tmp_path, 
     assert len(installed) == 2 and all(Path(p).exists() for p in installed)
     unit_calls = Counter(calls.read_text().splitlines())
     assert unit_calls and max(unit_calls.values()) == 1
+
+
+def test_a_unit_whose_folder_was_deleted_while_it_runs_is_never_submitted_twice(slurm, tmp_path):
+    """``jobs/<key>/`` (with its slurm.json) deleted while its array task runs: a new agent's launch
+    finds the task by the job id recorded beside the folders (``submissions.jsonl``), still RUNNING,
+    and refuses naming it; once it has ended, the key is submitted afresh and the others re-attach."""
+    go = tmp_path / "go"
+    jobs_root = tmp_path / "run-o" / "jobs"
+    specs = [JobSpec(key=f"tune-gpu{i}", argv=["bash", "-c", f"echo start >> {tmp_path}/starts-{i}; "
+                                                            f"while [ ! -e {go} ]; do sleep 0.05; done"], gpus=[i])
+             for i in range(2)]
+    ex = SlurmExecutor(jobs_root, env=slurm.env)
+    ex.launch_array(specs)
+    ids = [_job_id(ex, s.key) for s in specs]
+    try:
+        for spec in specs:
+            _wait(ex, spec.key, lambda s: s.status == "running")
+        shutil.rmtree(ex.job_dir("tune-gpu0"))
+        with pytest.raises(ToolError) as refused:
+            SlurmExecutor(jobs_root, env=slurm.env).launch_array(specs)
+        said = str(refused.value)
+        assert f"Slurm job {ids[0]}" in said and "RUNNING" in said and "not submitted a second time" in said
+        assert f"scancel {ids[0]}" in said and not ex.job_dir("tune-gpu0").exists()
+        assert len(list(jobs_root.glob("*.sbatch"))) == 1  # nothing submitted
+    finally:
+        go.touch()  # the units end (the test's own jobs, whatever failed)
+    deadline = time.monotonic() + limit(60)
+    while True:
+        try:
+            again = SlurmExecutor(jobs_root, env=slurm.env).launch_array(specs)
+            break
+        except ToolError as err:
+            assert "not submitted a second time" in str(err) and time.monotonic() < deadline, err
+            time.sleep(0.3)
+    assert [s.attached for s in again] == [False, True] and _job_id(ex, "tune-gpu0") not in ids
+    assert _wait(ex, "tune-gpu0", lambda s: s.done).status == "succeeded"
+    assert (tmp_path / "starts-0").read_text() == "start\nstart\n" and (tmp_path / "starts-1").read_text() == "start\n"

@@ -34,6 +34,7 @@ from tools.gpus import DetectGpusResult
 from tools.jobs.executor import Capabilities, SameHostDefaults
 from tools.jobs.ledger.files import ledger_keys, read_json, record_stop_request, tail_log, write_json
 from tools.jobs.ledger.state import with_exit
+from tools.jobs.slurm import submissions
 from tools.jobs.slurm.probe import PROBE_WAIT_S, detect_partition_gpus, probe_shared_folder
 from tools.jobs.slurm.servers import NodeServers
 from tools.jobs.slurm.query import (PENDING, RUNNING, SLURM_COMMANDS, SlurmJobInfo, cancel, run_slurm, show_job,
@@ -127,6 +128,7 @@ class SlurmExecutor(NodeServers, SameHostDefaults):
         folder = self.job_dir(spec.key)
         recorded = read_json(folder / "job.json")
         if recorded is None:
+            submissions.refuse_if_still_active(self.root, spec.key, self.env)
             return False
         field = spec.differs_from(recorded)
         if field is not None:
@@ -181,6 +183,7 @@ class SlurmExecutor(NodeServers, SameHostDefaults):
             argv.append(f"--time={math.ceil((first.timeout_s + first.grace_s) / 60) + 1}")
         if as_array:
             argv.append(f"--array=0-{len(specs) - 1}" + (f"%{max_parallel}" if max_parallel else ""))
+        submissions.record(self.root, {"slurm_name": name, "keys": [s.key for s in specs], "as_array": as_array})
         submitted = run_slurm([*argv, str(script_path)], self.env, check=False)
         if submitted.returncode != 0:
             for spec in specs:  # nothing reached Slurm: drop the intents so a retry submits
@@ -188,6 +191,7 @@ class SlurmExecutor(NodeServers, SameHostDefaults):
             raise ToolError(f"sbatch refused the job: {submitted.stderr.strip()[-500:]} — fix the request "
                             "(partition, GPU count, time limit) or ask `sinfo` what the cluster offers")
         job_id = submitted_id(submitted.stdout)
+        submissions.record(self.root, {"slurm_name": name, "job_id": job_id})
         for index, spec in enumerate(specs):
             write_json(self.job_dir(spec.key) / "slurm.json",
                         {"job_id": f"{job_id}_{index}" if as_array else job_id, "submitted_at": time.time()})
