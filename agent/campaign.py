@@ -7,15 +7,14 @@ from __future__ import annotations
 
 import os
 import shutil
-import sqlite3
 import sys
-import threading
 import traceback
 from pathlib import Path
 
 from agent.llm.budget import BudgetExhausted
 from agent.checkpoints import CheckpointError, checkpoint_to_rebuild, set_checkpoint_aside
 from agent.config import Settings
+from agent.early_lane import start_early
 from agent.disk import (DISK_FULL, MIN_FREE_BYTES, free_bytes, is_disk_full, keep_reserve, no_space,
                         release_reserve, too_full)
 from agent.interrupts import Interrupted, SignalWatch, invoke_responsively
@@ -66,18 +65,22 @@ def _open_runtime(run: RunFolder, settings: Settings, goal: str, view: LiveView,
 def _drive(rt: Runtime, thread_id: str, fresh: bool, watch: SignalWatch | None = None, hard_exit: bool = True) -> int:
     """Run the graph to its end and record the result; ``hard_exit=False`` returns after an interrupt
     instead of ending the process (replay re-creates recorded interrupts through ``watch``)."""
-    from agent.checkpoints import checkpoint_words, follow_the_trace, forget_pending_writes, open_checkpoints
-    from agent.graph import build_graph, recursion_limit
-
-    conn, saver = open_checkpoints(rt.run.checkpoint_path, *checkpoint_words(rt))
-    if not fresh and rt.trace_checkpoints:
-        follow_the_trace(conn, rt.trace.path, thread_id)
-    if fresh:  # from nothing: a thread a resume on other GPUs starts afresh keeps no state of its own
-        saver.delete_thread(thread_id)
-    graph = build_graph(rt, saver)
-    config = {"configurable": {"thread_id": thread_id}, "recursion_limit": recursion_limit(rt.settings)}
-    with watch or SignalWatch() as watch:
+    with watch or SignalWatch() as watch:  # a signal from here on ends the run as `interrupted`
+        conn = None
         try:
+            if fresh and (early := start_early(rt)) is not None:
+                early.wait_for_first_job()  # LangGraph's imports would slow the lane's way to its first job
+            from agent.checkpoints import (checkpoint_words, close_when_ended, follow_the_trace, forget_pending_writes,
+                                           open_checkpoints)
+            from agent.graph import build_graph, recursion_limit
+
+            conn, saver = open_checkpoints(rt.run.checkpoint_path, *checkpoint_words(rt))
+            if not fresh and rt.trace_checkpoints:
+                follow_the_trace(conn, rt.trace.path, thread_id)
+            if fresh:  # from nothing: a thread a resume on other GPUs starts afresh keeps no state of its own
+                saver.delete_thread(thread_id)
+            graph = build_graph(rt, saver)
+            config = {"configurable": {"thread_id": thread_id}, "recursion_limit": recursion_limit(rt.settings)}
             state = graph.get_state(config)
             if not fresh and state.config["configurable"].get("checkpoint_id"):
                 # A kill lands before or after LangGraph saves a finished lane's writes (its node_finished
@@ -101,16 +104,9 @@ def _drive(rt: Runtime, thread_id: str, fresh: bool, watch: SignalWatch | None =
                           traceback=traceback.format_exc(limit=8))
             return _finish(rt, "failed", f"{type(err).__name__}: {err}")
         finally:
-            _close_when_ended(watch.worker, conn)
-
-
-def _close_when_ended(worker: threading.Thread | None, conn: sqlite3.Connection) -> None:
-    """Close the checkpoint database once the graph's thread is done with it: after an interrupt without a
-    hard exit (a replay) it may still be writing its last checkpoint, and sqlite would crash under it."""
-    if worker is None or not worker.is_alive():
-        conn.close()
-    else:
-        threading.Thread(target=lambda: (worker.join(), conn.close()), name="checkpoint-close", daemon=True).start()
+            rt.early_preflight = rt.early_gpu_lane = None  # this attempt's: the next one decides its own
+            if conn is not None:
+                close_when_ended(watch.worker, conn)
 
 
 def _stop(rt: Runtime, watch: SignalWatch, why: str, hard_exit: bool) -> int:

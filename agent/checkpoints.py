@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -104,6 +105,15 @@ class CheckpointError(Exception):
     """The checkpoint cannot carry a resume as asked; the message names the fix."""
 
 
+def close_when_ended(worker: threading.Thread | None, conn: sqlite3.Connection) -> None:
+    """Close the checkpoint database once the graph's thread is done with it: after an interrupt without a
+    hard exit (a replay) it may still be writing its last checkpoint, and sqlite would crash under it."""
+    if worker is None or not worker.is_alive():
+        conn.close()
+    else:
+        threading.Thread(target=lambda: (worker.join(), conn.close()), name="checkpoint-close", daemon=True).start()
+
+
 def checkpoint_to_rebuild(run: RunFolder, events: list[dict], rebuild: bool) -> str | None:
     """What is wrong with the run's checkpoint (None: nothing); CheckpointError naming the fix unless
     ``rebuild`` was asked for, or when it was asked for a whole checkpoint."""
@@ -121,8 +131,9 @@ def checkpoint_to_rebuild(run: RunFolder, events: list[dict], rebuild: bool) -> 
 def checkpoint_problem(path: Path, events: list[dict]) -> str | None:
     """Why the checkpoint cannot carry the run on, or None. Missing or empty is a problem only once the
     trace shows a superstep committed (a node after preflight started: LangGraph saves a superstep's
-    writes before the next one begins); before that a resume starts the graph afresh anyway."""
-    committed = any(e["type"] == "node_started" and e.get("node") != "preflight" for e in events)
+    writes before the next one begins); before that a resume starts the graph afresh anyway. The GPU lane
+    is no sign: it may start before the graph (agent/early_lane.py), and in the graph it starts after sync."""
+    committed = any(e["type"] == "node_started" and e.get("node") not in ("preflight", "gpu_lane") for e in events)
     if not path.exists() or path.stat().st_size == 0:
         return ("is missing" if not path.exists() else "is empty") if committed else None
     try:

@@ -35,6 +35,19 @@ def traced(rt: Runtime, name: str, lane: str, fn: Callable[[Runtime, CampaignSta
     return node
 
 
+def gpu_lane_node(rt: Runtime):
+    """The GPU lane's node; a lane started before the graph (agent/early_lane.py) is waited for instead,
+    once: it traced its own start and finish."""
+    run_here = traced(rt, "gpu_lane", node_lane("gpu_lane"), nodes.gpu_lane)
+
+    def gpu_lane(state: CampaignState) -> dict:
+        if rt.early_gpu_lane is not None:
+            return nodes.early_gpu_lane(rt, state)
+        return run_here(state)
+
+    return gpu_lane
+
+
 def recursion_limit(settings: Settings) -> int:
     """Supersteps a campaign may take: the fixed nodes plus two per LLM turn (turn + dispatch)."""
     return 50 + 2 * settings.max_llm_steps
@@ -50,7 +63,7 @@ def build_graph(rt: Runtime, checkpointer):
     g.add_node("llm_plan", traced(rt, "llm_plan", "control", llm.llm_plan))
     # the nodes that run steps work in their steps' lane (agent/steps/table.py)
     g.add_node("sync", traced(rt, "sync", node_lane("sync"), nodes.sync))
-    g.add_node("gpu_lane", traced(rt, "gpu_lane", node_lane("gpu_lane"), nodes.gpu_lane))
+    g.add_node("gpu_lane", gpu_lane_node(rt))
     g.add_node("research_lane", traced(rt, "research_lane", node_lane("research_lane"), nodes.research_lane))
     g.add_node("join", traced(rt, "join", "control", nodes.join))
     g.add_node("measure", traced(rt, "measure", node_lane("measure"), nodes.measure))

@@ -98,8 +98,12 @@ def let_the_gpu_lane_start_first(rt: Runtime, steps: list[PlanStep], preflight: 
     begins once it has (at most GPU_FIRST_WAIT_S later); both lanes' Python work at once would
     delay the first GPU job. A replay starts no job: there is nothing to wait for."""
     gpu_jobs = preflight.gpus and not rt.settings.plan_only and any(s.kind in kinds_at("gpu_lane") for s in steps)
-    if gpu_jobs and rt.source.starts_jobs:
-        _gpu_lane_under_way(rt).wait(GPU_FIRST_WAIT_S)
+    if not gpu_jobs or not rt.source.starts_jobs:
+        return
+    if rt.early_gpu_lane is not None:  # started before the graph (agent/early_lane.py): it says when it is
+        rt.early_gpu_lane.under_way.wait(GPU_FIRST_WAIT_S)
+        return
+    _gpu_lane_under_way(rt).wait(GPU_FIRST_WAIT_S)
 
 
 def _gpu_lane_under_way(rt: Runtime) -> threading.Event:

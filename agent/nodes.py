@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from agent import planner
+from agent.early_lane import say_preflight
 from agent.gpu_jobs import announce
 from agent.llm import research as llm_research
 from agent.lanes import let_the_gpu_lane_start_first, run_lane
@@ -18,13 +19,12 @@ def _steps(state: CampaignState) -> list[PlanStep]:
 
 
 def preflight(rt: Runtime, state: CampaignState) -> dict:
-    found = rt.source.preflight(rt.settings, rt.executor)
+    early, rt.early_preflight = rt.early_preflight, None  # found, written and said before the graph
+    found = early or rt.source.preflight(rt.settings, rt.executor)
     dump = found.model_dump(mode="json")
     rt.run.write_json("preflight.json", dump)
-    gpus = ", ".join(f"{g.index}:{g.name}" for g in found.gpus) or "none"
-    rt.say(f"[control] preflight: GPUs {gpus}; SGLang source {found.sglang_root or 'unresolved'}")
-    for note in found.notes:
-        rt.say(f"[control] note: {note}")
+    if early is None:
+        say_preflight(rt, found)
     return {"preflight": dump}
 
 
@@ -33,7 +33,8 @@ def plan(rt: Runtime, state: CampaignState) -> dict:
     rt.run.write_json("plan.json", [s.model_dump(mode="json") for s in steps])
     rt.run.write_text("plan.md", plan_md)
     rt.trace.emit("artifact_written", "control", path="plan.md", bytes=len(plan_md.encode()))
-    announce(rt, steps, Preflight.of(state))
+    if rt.early_gpu_lane is None:  # an early GPU lane was announced before it started
+        announce(rt, steps, Preflight.of(state))
     return {"steps": [s.model_dump(mode="json") for s in steps]}
 
 
@@ -48,6 +49,11 @@ def sync(rt: Runtime, state: CampaignState) -> dict:
 
 def gpu_lane(rt: Runtime, state: CampaignState) -> dict:
     return {"outcomes": _run_node(rt, state, "gpu_lane")}
+
+
+def early_gpu_lane(rt: Runtime, state: CampaignState) -> dict:
+    """The update of the GPU lane started before the graph (it traced its own node_started/finished)."""
+    return rt.early_gpu_lane.result(_steps(state))
 
 
 def research_lane(rt: Runtime, state: CampaignState) -> dict:

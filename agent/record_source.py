@@ -25,6 +25,10 @@ class RecordSource(Protocol):
     def preflight(self, settings: Settings, executor: Executor) -> Preflight:
         """What this machine and configuration give the campaign."""
 
+    def early_preflight(self, settings: Settings, executor: Executor) -> Preflight | None:
+        """The preflight, asked for before the graph exists (agent/early_lane.py); None: the graph's
+        preflight node finds it in its turn."""
+
     def step_outcome(self, run: "RunFolder", step: PlanStep, execute: Callable[[], StepOutcome]) -> StepOutcome:
         """The outcome of ``step``; ``execute`` runs it for real."""
 
@@ -54,6 +58,9 @@ class LiveSource:
     def preflight(self, settings: Settings, executor: Executor) -> Preflight:
         checked, self.gpus_checked = self.gpus_checked, None  # once: a later preflight asks again
         return run_preflight(settings, executor, checked)
+
+    def early_preflight(self, settings: Settings, executor: Executor) -> Preflight | None:
+        return self.preflight(settings, executor)
 
     def step_outcome(self, run: "RunFolder", step: PlanStep, execute: Callable[[], StepOutcome]) -> StepOutcome:
         return execute()

@@ -11,7 +11,9 @@ from agent.trace import TraceWriter
 from tools.jobs import Executor
 
 if TYPE_CHECKING:
+    from agent.early_lane import EarlyLane
     from agent.live import LiveView
+    from agent.preflight import Preflight
     from agent.llm.registry import Registry
     from tools.mtp.settings import MtpSettings
 
@@ -39,6 +41,8 @@ class Runtime:
     research_tools: Registry | None = None      # the research lane's read-only subset
     mtp_settings: MtpSettings | None = None     # worked out up front when --mtp-steps was given (once per run)
     trace_checkpoints: bool = True              # record each checkpoint saved (a replay of an older run: off)
+    early_preflight: Preflight | None = None    # found before the graph, for its preflight node (agent/early_lane.py)
+    early_gpu_lane: EarlyLane | None = None     # the GPU lane started before the graph, for its gpu_lane node
 
     def end_servers(self, status: str, summary: str, result_extra: dict | None,
                     event_fields: dict) -> tuple[str, str, dict | None]:

@@ -40,9 +40,8 @@ RUN_HELP = (
 
 @with_options(RUN_OPTIONS)
 def run(goal: Goal, config: ConfigFile = None, as_json: JsonFlag = False, **settings) -> None:
-    from agent.preload import preload_graph_libraries
-
-    preload_graph_libraries()
+    # LangGraph is not preloaded here: a fresh campaign's first GPU job starts before it is imported
+    # (agent/early_lane.py)
     from agent.campaign import CampaignError, start
     from agent.config_layers import SettingsError, load_settings
     from agent.live import LiveView

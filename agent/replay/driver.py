@@ -20,6 +20,7 @@ from tools import json_data
 from agent.checkpoints import set_checkpoint_aside
 from agent.config import Settings
 from agent.disk import DiskFull
+from agent.early_lane import wait_for_early_lanes
 from agent.interrupts import SignalWatch
 from agent.live import LiveView
 from agent.replay.checker import DecisionChecker, Divergence, ReplayDivergence, ReplayStop
@@ -152,6 +153,7 @@ def _replay_attempt(rt: Runtime, recording: Recording, attempt: Attempt, frontie
         frontier.release()
         if watch.worker is not None:
             watch.worker.join(60)  # the held lanes unwind before the next attempt begins
+        wait_for_early_lanes(60)
         frontier.disarm()
         reset_stop_gate()
 

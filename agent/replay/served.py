@@ -66,6 +66,10 @@ class ReplaySource:
             raise ReplayStop("the record has no preflight.json (the run died before preflight finished)")
         return Preflight.model_validate(found)
 
+    def early_preflight(self, settings: Settings, executor: Executor) -> Preflight | None:
+        found = self.recording.preflight_of(self.current)  # none: the graph's preflight node stops the replay
+        return None if found is None else Preflight.model_validate(found)
+
     def step_outcome(self, run: RunFolder, step: PlanStep, execute: Callable[[], StepOutcome]) -> StepOutcome:
         event = self._next_result(f"step {step.kind}", step.kind)
         outcome = self._outcome(step.kind, event)
