@@ -16,10 +16,11 @@ from tests.slowdown import limit
 
 PROBE = Path(__file__).resolve().parent / "modules_at_call.py"
 LAUNCH = "tools.jobs.local:LocalExecutor.launch"
-# what the first job must not wait for: the graph machinery, the LLM and research code, the report
+# what the first job must not wait for: the graph machinery, the LLM and research code (the MTP evidence
+# engine, the scripts), the measure step and the report
 NOT_BEFORE_THE_FIRST_JOB = ("langgraph", "langchain", "langsmith", "openai", "matplotlib", "agent.graph",
-                            "agent.nodes", "agent.report", "agent.llm.", "agent.steps.infer_mtp",
-                            "agent.steps.write_scripts", "agent.steps.benchmark", "tools.mtp")
+                            "agent.nodes", "agent.report", "agent.llm.", "agent.steps.write_scripts",
+                            "agent.steps.benchmark", "tools.mtp")
 ALLOWED = ("agent.llm.budget",)  # the budget's exception type, which the campaign's driver catches
 
 
