@@ -22,8 +22,14 @@ Controls (environment):
                             trace (../trace.jsonl from the job's folder) has a matching line, so a
                             test can keep the GPU jobs running until another lane is done,
                             whatever the machine's speed
+  DSV4_DOUBLE_EXCLUSIVE     a folder: the first tune() call takes an flock on a file named by this
+                            process's argv (a job and every copy of it share it) and holds it to
+                            the end; a copy that finds it taken appends its pid and argv to
+                            overlaps.txt there (two copies of one job running at once)
 """
 import argparse
+import fcntl
+import hashlib
 import json
 import os
 import re
@@ -105,7 +111,25 @@ def _hold():
         time.sleep(0.05)
 
 
+_claimed = []
+
+
+def _claim():
+    folder = os.environ.get("DSV4_DOUBLE_EXCLUSIVE")
+    if not folder or _claimed:
+        return
+    name = hashlib.sha1("\0".join(sys.argv).encode()).hexdigest()[:16]
+    lock = open(os.path.join(folder, name + ".lock"), "a")
+    _claimed.append(lock)  # held (and the flock with it) until the process ends
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        with open(os.path.join(folder, "overlaps.txt"), "a") as f:
+            f.write(f"{os.getpid()} {' '.join(sys.argv)}\n")
+
+
 def tune(M, N, K, block_size, out_dtype, search_space, input_type):
+    _claim()
     _maybe_crash()
     _hold()
     calls = os.environ.get("DSV4_DOUBLE_CALLS")

@@ -18,7 +18,7 @@ leader's pid) and the leader's start time, so that nothing but these processes i
 When the leader has ended, whatever its command left in the group (children carrying the job
 token) is ended too, so that an ended job holds nothing. Finally ``JOB_DIR/exit.json`` is written
 atomically: ``{"exit_code", "reason", "ended_at"}`` with reason ``exited`` | ``timed_out`` |
-``stopped``. Output goes to ``JOB_DIR/log.txt``.
+``stopped`` (and, in a Slurm job, ``slurm_restarts``: which run of it this was). Output goes to ``JOB_DIR/log.txt``.
 """
 import contextlib
 import json
@@ -136,8 +136,20 @@ def main(job_dir):
         _end_leftovers(proc.pid, leader_start, job.get("token"), grace_s, log)
     ended = _read_json(os.path.join(job_dir, "command_exit.json")) or {}
     code = ended.get("exit_code", proc.returncode)
-    _write_json(os.path.join(job_dir, "exit.json"), {"exit_code": code, "reason": reason, "ended_at": time.time()})
+    _write_json(os.path.join(job_dir, "exit.json"), {"exit_code": code, "reason": reason, "ended_at": time.time(),
+                                                     **_slurm_run()})
     return 0
+
+
+def _slurm_run():
+    """Which run of its Slurm job wrote this exit (a requeued job runs again under the same id), so
+    that the exit of a run Slurm has since requeued is told from the rerun's own."""
+    if not os.environ.get("SLURM_JOB_ID"):
+        return {}
+    try:
+        return {"slurm_restarts": int(os.environ.get("SLURM_RESTART_COUNT") or 0)}
+    except ValueError:
+        return {}
 
 
 if __name__ == "__main__":

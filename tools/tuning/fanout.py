@@ -65,9 +65,11 @@ def _sleep_until_an_exit(executor: Executor, keys: list[str], poll_s: float) -> 
     """Sleep up to ``poll_s``, waking soon after a running job's exit record appears (a stat per job
     per tick is cheap), so the GPU lane moves on without waiting a whole poll interval. Remote
     executors copy exit records back only when polled: for them this is a plain sleep."""
+    # Only a record that appears now: one already there is an earlier run's (Slurm requeued the job).
+    waiting = [key for key in keys if not (executor.job_dir(key) / "exit.json").exists()]
     deadline = time.monotonic() + poll_s
     while time.monotonic() < deadline:
-        if any((executor.job_dir(key) / "exit.json").exists() for key in keys):
+        if any((executor.job_dir(key) / "exit.json").exists() for key in waiting):
             return
         time.sleep(0.05)
 

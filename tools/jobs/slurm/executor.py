@@ -5,7 +5,8 @@ wrapper writes them from the compute node) plus ``slurm.json`` with the Slurm jo
 launch: job.json (with the unique Slurm job name) is written *before* ``sbatch``, slurm.json after.
 After a crash in between, the job is found again by name in ``squeue``: a key is never submitted
 twice. Units run through ``slurm_unit.py``, which skips a unit that already succeeded, so a
-requeued unit is not re-run. State comes from ``scontrol show job`` (``sacct`` is often disabled).
+requeued unit is not re-run; one requeued before it succeeded is followed to its rerun under the
+same id (``requeue.py``). State comes from ``scontrol show job`` (``sacct`` is often disabled).
 
 The run folder must be on a filesystem the compute nodes share (the ledger, the scripts and the
 outputs are read and written in place, nothing is copied): ``detect_gpus`` (preflight) submits
@@ -35,6 +36,7 @@ from tools.jobs.executor import Capabilities, SameHostDefaults
 from tools.jobs.ledger.files import ledger_keys, read_json, record_stop_request, tail_log, write_json
 from tools.jobs.ledger.state import with_exit
 from tools.jobs.slurm import submissions
+from tools.jobs.slurm.requeue import requeued
 from tools.jobs.slurm.probe import PROBE_WAIT_S, detect_partition_gpus, probe_shared_folder
 from tools.jobs.slurm.servers import NodeServers
 from tools.jobs.slurm.query import (PENDING, RUNNING, SLURM_COMMANDS, SlurmJobInfo, cancel, run_slurm, show_job,
@@ -226,7 +228,7 @@ class SlurmExecutor(NodeServers, SameHostDefaults):
                          launched_at=slurm.get("submitted_at"), log_path=str(folder / "log.txt"))
         ended = read_json(folder / "exit.json")
         if ended is not None:
-            return with_exit(state, ended, job)
+            return requeued(state, ended, slurm, folder, self.env) or with_exit(state, ended, job)
         if not slurm:
             if time.time() - job.get("intent_at", 0) > _SUBMIT_WAIT_S:
                 state.status, state.reason = "lost", "submit intent recorded but no Slurm job was found"

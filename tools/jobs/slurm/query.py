@@ -37,6 +37,7 @@ class SlurmJobInfo:
     reason: str       # why it is pending (Resources, Priority, ReqNodeNotAvail, ...) or None
     node_list: str
     batch_host: str = ""  # the node running the batch script (where a one-node job's server listens)
+    restarts: int = 0     # times Slurm requeued it (``scontrol requeue``, preemption, node failure)
 
 
 def run_slurm(argv: list[str], env: dict[str, str], *, check: bool = True) -> subprocess.CompletedProcess:
@@ -73,7 +74,8 @@ def show_job(job_id: str, env: dict[str, str]) -> SlurmJobInfo | None:
         return None
     record = records[0]
     return SlurmJobInfo(job_id=job_id, state=_field(record, "JobState"), reason=_field(record, "Reason"),
-                        node_list=_field(record, "NodeList"), batch_host=_field(record, "BatchHost"))
+                        node_list=_field(record, "NodeList"), batch_host=_field(record, "BatchHost"),
+                        restarts=int(restarts) if (restarts := _field(record, "Restarts")).isdigit() else 0)
 
 
 def node_address(node: str, env: dict[str, str]) -> str:

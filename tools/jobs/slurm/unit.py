@@ -30,7 +30,7 @@ def main(job_dir):
         return 0
     if ended is not None:
         os.replace(exit_path, os.path.join(job_dir, "exit.previous.json"))
-    for name in ("wrapper.json", "endpoint.json"):  # a previous attempt's: not this one's
+    for name in ("wrapper.json", "endpoint.json", "command_exit.json"):  # a previous run's: not this one's
         with contextlib.suppress(FileNotFoundError):
             os.remove(os.path.join(job_dir, name))
     wrapper = os.path.join(os.path.dirname(os.path.abspath(__file__)), "wrapper.py")
