@@ -22,6 +22,8 @@ Controls (environment):
                             trace (../trace.jsonl from the job's folder) has a matching line, so a
                             test can keep the GPU jobs running until another lane is done,
                             whatever the machine's speed
+  DSV4_DOUBLE_TUNE_HOLD_FILE  a path: the first tune() call of a process waits (at most 120 s) while
+                            it exists, so a test holds the jobs inside their first unit until it lets go
   DSV4_DOUBLE_EXCLUSIVE     a folder: the first tune() call takes an flock on a file named by this
                             process's argv (a job and every copy of it share it) and holds it to
                             the end; a copy that finds it taken appends its pid and argv to
@@ -128,9 +130,23 @@ def _claim():
             f.write(f"{os.getpid()} {' '.join(sys.argv)}\n")
 
 
+_waited_on_file = []
+
+
+def _hold_while_file():
+    path = os.environ.get("DSV4_DOUBLE_TUNE_HOLD_FILE")
+    if _waited_on_file:
+        return
+    _waited_on_file.append(path)
+    deadline = time.monotonic() + 120
+    while path and os.path.exists(path) and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
 def tune(M, N, K, block_size, out_dtype, search_space, input_type):
     _claim()
     _maybe_crash()
+    _hold_while_file()
     _hold()
     calls = os.environ.get("DSV4_DOUBLE_CALLS")
     if calls:
