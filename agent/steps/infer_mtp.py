@@ -3,7 +3,8 @@
 Writes ``mtp.json`` (the evidence answer) and ``evidence.md`` for the reader; idempotent (re-running
 overwrites both). The outcome's ``data["settings"]`` is the judged ``MtpSettings``: later steps read
 it with ``mtp_settings_of(outcomes)``, never the files. Settings the campaign already worked out
-(``--mtp-steps``, checked up front) are taken as they are, not worked out again.
+on the same tree (by the sync step after pulling, on the same inputs; or ``--mtp-steps``, checked up
+front) are taken as they are, not worked out again.
 """
 from __future__ import annotations
 
@@ -32,15 +33,36 @@ def mtp_inputs(settings: Settings, root: Path | None, gpus: list[GpuInfo], tp: i
         mtp_steps=list(settings.mtp_steps), mtp_variants=settings.mtp_variants)
 
 
-def _worked_out(ctx: StepContext, step: PlanStep) -> MtpSettings:
-    from tools.mtp.settings import mtp_settings
+def settings_record(found: MtpSettings | None) -> dict | None:
+    """``found`` as JSON for an outcome, its evidence answer kept (the step writes it to mtp.json)."""
+    if found is None or found.answer is None:
+        return None
+    return {**found.model_dump(mode="json"), "answer": found.answer.model_dump(mode="json")}
 
-    given = ctx.mtp_settings
+
+def after_pull(outcomes: dict[str, StepOutcome]) -> MtpSettings | None:
+    """The settings the sync step judged on the tree after pulling (None: it judged none)."""
+    from tools.mtp.settings import MtpSettings
+
+    sync = outcomes.get("sync")
+    record = sync.data.get("mtp_after") if sync is not None else None
+    return MtpSettings.model_validate(record) if record else None
+
+
+def _worked_out(ctx: StepContext, step: PlanStep) -> MtpSettings:
+    from tools.mtp.settings import judged_on, mtp_settings, tree_commit
+
     arch = step.params.get("arch")
-    if given is not None and given.answer is not None and (not arch or given.inputs.arch == arch):
-        return given
     tp = ctx.gpu_plan.tp if ctx.gpu_plan else None
-    return mtp_settings(mtp_inputs(ctx.settings, ctx.sglang_root, ctx.gpus, tp, arch))
+    wanted = mtp_inputs(ctx.settings, ctx.sglang_root, ctx.gpus, tp, arch)
+    pulled = after_pull(ctx.outcomes)
+    if judged_on(pulled, wanted):
+        return pulled
+    given = ctx.mtp_settings  # judged up front: taken unless a pull has moved its tree since
+    if (given is not None and given.answer is not None and (not arch or given.inputs.arch == arch)
+            and given.source.commit == tree_commit(given.source.root)):
+        return given
+    return mtp_settings(wanted)
 
 
 def run(ctx: StepContext, step: PlanStep) -> StepOutcome:

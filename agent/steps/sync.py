@@ -12,6 +12,7 @@ from pathlib import Path
 
 from tools import json_data
 from agent.steps.base import PlanStep, StepContext, StepOutcome
+from agent.steps.infer_mtp import mtp_inputs, settings_record
 from tools.base import ToolError
 from tools.sync.markdown import render_markdown
 from tools.sync.repo import open_checkout
@@ -57,7 +58,8 @@ def run(ctx: StepContext, step: PlanStep) -> StepOutcome:
             allow_dirty=settings.allow_dirty, model=settings.model, model_path=settings.model_path,
             gpu=ctx.gpus[0].name if ctx.gpus else None, gpus=len(ctx.gpus) or None,
             sglang_python=settings.sglang_python, previous_answer=str(previous) if previous else None,
-            report_from=report_from))
+            report_from=report_from, mtp=mtp_inputs(settings, ctx.sglang_root, ctx.gpus,
+                                                    ctx.gpu_plan.tp if ctx.gpu_plan else None)))
     except ToolError as err:
         return _failed(ctx, str(err))
 
@@ -70,4 +72,6 @@ def run(ctx: StepContext, step: PlanStep) -> StepOutcome:
                        data={"status": result.pull.status, "old_head": result.reported_from,
                              "new_head": result.pull.new_head, "commits": len(result.pull.commits),
                              "reinstall": deps.reinstall, "impact": len(result.impact),
-                             "recommendation": result.recommendation.status})
+                             "recommendation": result.recommendation.status,
+                             # the infer_mtp step takes these when it judges the same inputs (not judged twice)
+                             "mtp_after": settings_record(result.evidence_after.settings)})

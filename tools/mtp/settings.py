@@ -5,10 +5,12 @@ so the CLI's check, the step and the measure plan cannot disagree."""
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from tools.child_env import child_env
 from tools.constraints.extract import ExtractConstraintsArgs, Rule, extract_constraints
 from tools.defaults import SGLANG_PYTHON, SGLANG_VERSION
 from tools.measure.client import package_dir
@@ -47,6 +49,20 @@ class MtpSettings(BaseModel):
     no_evidence: str | None = Field(None, description="Why there is nothing to measure, and the fix (None: there is)")
     answer: MtpAnswer | None = Field(None, exclude=True, description="The whole evidence answer (this process only)")
     rules: list[Rule] = Field(default_factory=list, exclude=True, description="The hook rules (this process only)")
+
+
+def tree_commit(root: Path | str) -> str | None:
+    """HEAD of the git checkout at ``root`` (None: not a checkout), read as the source resolver reads it."""
+    if not (Path(root) / ".git").exists():
+        return None
+    done = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, env=child_env())
+    return done.stdout.strip() or None if done.returncode == 0 else None
+
+
+def judged_on(found: MtpSettings | None, args: MtpSettingsArgs) -> bool:
+    """``found`` answers ``args``: the same typed inputs, and its tree still at the commit it was read at."""
+    return (found is not None and found.answer is not None and found.inputs == args
+            and found.source.commit == tree_commit(found.source.root))
 
 
 def hook_rules(root: Path | str) -> list[Rule]:

@@ -8,7 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from tools.base import ToolError
-from tools.mtp.settings import MtpSettingsArgs, mtp_settings
+from tools.mtp.settings import MtpSettings, MtpSettingsArgs, mtp_settings
 
 EvidenceStatus = Literal["ok", "failed", "skipped"]
 
@@ -18,17 +18,15 @@ class EvidenceRun(BaseModel):
     source: str = Field("", description="What was read: a tree at a commit, or a previous run's mtp.json")
     reason: str = ""
     answer: dict[str, Any] | None = Field(None, description="The MtpAnswer as plain data")
+    settings: MtpSettings | None = Field(None, exclude=True, description="The judged settings (this process only)")
 
 
-def run_evidence(root: str, model: str, source: str, arch: str | None = None, model_path: str | None = None,
-                 gpu: str | None = None, gpus: int | None = None) -> EvidenceRun:
-    given = dict(sglang=root, model=model, arch=arch, model_path=model_path, gpu=gpu, gpus=gpus)
-    args = MtpSettingsArgs(**{k: v for k, v in given.items() if v is not None})
+def run_evidence(args: MtpSettingsArgs, source: str) -> EvidenceRun:
     try:
-        answer = mtp_settings(args).answer
+        found = mtp_settings(args)
     except ToolError as err:
         return EvidenceRun(status="failed", source=source, reason=str(err))
-    return EvidenceRun(status="ok", source=source, answer=answer.model_dump(mode="json"))
+    return EvidenceRun(status="ok", source=source, answer=found.answer.model_dump(mode="json"), settings=found)
 
 
 def load_answer(path: str | Path) -> EvidenceRun:

@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field
 
 from tools.base import Tool, ToolError
 from tools.defaults import DEFAULT_MODEL
+from tools.mtp.settings import MtpSettingsArgs
 from tools.sync.gitpython import git
 from tools.sync.deps import DependencyReport, dependency_report
 from tools.sync.evidence import EvidenceRun, load_answer, run_evidence
@@ -41,6 +42,8 @@ class SyncArgs(BaseModel):
                                                           "the evidence on the checkout before pulling")
     report_from: str | None = Field(None, description="Report changes since this commit (a sync resumed after it "
                                                       "already fast-forwarded)")
+    mtp: MtpSettingsArgs | None = Field(None, description="What the MTP settings are judged on (a campaign's own "
+                                                          "inputs); None = the fields above, on this checkout")
     fetch_timeout_s: float = Field(120.0, description="Seconds before a silent remote counts as not answering")
 
 
@@ -128,12 +131,13 @@ def _after_plan(repo: git.Repo, args: SyncArgs, plan: PullPlan) -> SyncResult:
     top = repo.working_tree_dir
     cfg_arch, cfg_type = _config_names(args.model_path)
     arch = args.architecture or cfg_arch
-    engine_kwargs = dict(arch=arch, model_path=args.model_path, gpu=args.gpu, gpus=args.gpus)
+    given = dict(arch=arch, model_path=args.model_path, gpu=args.gpu, gpus=args.gpus)
+    inputs = args.mtp or MtpSettingsArgs(sglang=top, model=args.model, **{k: v for k, v in given.items() if v is not None})
 
     if args.previous_answer:
         before = load_answer(args.previous_answer)
     elif plan.relation == "behind":
-        before = run_evidence(top, args.model, f"checkout before pulling ({plan.old_head[:12]})", **engine_kwargs)
+        before = run_evidence(inputs, f"checkout before pulling ({plan.old_head[:12]})")
     else:
         before = EvidenceRun(status="skipped", reason="nothing to pull and no previous answer given")
 
@@ -148,7 +152,7 @@ def _after_plan(repo: git.Repo, args: SyncArgs, plan: PullPlan) -> SyncResult:
 
     moved = start != head
     if moved or before.status == "ok":
-        after = run_evidence(top, args.model, f"checkout after pulling ({head[:12]})", **engine_kwargs)
+        after = run_evidence(inputs, f"checkout after pulling ({head[:12]})")
     else:
         after = EvidenceRun(status="skipped", reason="no new commits")
 
