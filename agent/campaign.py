@@ -43,13 +43,15 @@ def _open_runtime(run: RunFolder, settings: Settings, goal: str, view: LiveView,
     from agent.steps.infer_mtp import up_front
     from tools.gpu_choice import GpuRequestError
     from tools.jobs.factory import make_executor
+    from tools.jobs.outages import OutageWait
 
     view.run_path = run.path
     trace = TraceWriter(run.trace_path)
     trace.listeners.append(view.on_event)
     try:
         executor = make_executor(settings.executor, run.jobs_dir, ssh_options=settings.ssh_options,
-                                 nvidia_smi=settings.nvidia_smi)
+                                 nvidia_smi=settings.nvidia_smi,
+                                 outage=OutageWait(settings.outage_wait_s, notify=view.say))
         if resumed_with is not None:
             settings = planned_target_here(settings, executor, resumed_with)
         checked = check_gpus(settings, executor)  # a request that cannot be met is a usage error, before any step

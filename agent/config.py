@@ -19,6 +19,7 @@ from agent.config_file import ConfigFile
 from agent.secrets import redact, remember, url_password
 from tools.defaults import ASSUMED_TARGET_GPUS, DEFAULT_MODEL, SGLANG_PYTHON, SGLANG_VERSION
 from tools.jobs.executor_spec import ExecutorSetting, ExecutorSpec
+from tools.jobs.outages import DEFAULT_OUTAGE_WAIT_S
 from tools.scripts.models import MAX_CONCURRENCY, ConcurrencyLevels, MeasurePlan
 from tools.scripts.trust import check_allowed_flags
 from tools.scripts.user_args import parse_server_args, parse_server_env
@@ -99,6 +100,8 @@ class Settings(BaseSettings):
         None, "Extra ssh argument for ssh:// executors, e.g. --ssh-option=-F --ssh-option=cfg (repeat).",
         "--ssh-option", "ARG", GPUS, repeat=True, factory=list)
     nvidia_smi: str = S("nvidia-smi", "nvidia-smi on the GPU host.", "--nvidia-smi", "PATH", GPUS)
+    outage_wait_s: float = S(DEFAULT_OUTAGE_WAIT_S, "Seconds a poll of Slurm jobs waits out an unreachable slurmctld "
+                             "(retrying) before the run fails.", "--outage-wait", "SECONDS", GPUS, ge=0, le=86_400)
     nodes: int = S(1, "Nodes one server spans; >1 also writes multi-node serve scripts.", "--nodes", "N", GPUS,
                    ge=1, le=512)
     dist_init_addr: str | None = S(None, "Address of node 0 for the per-node scripts (with --nodes).",

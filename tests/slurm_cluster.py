@@ -43,6 +43,19 @@ class Slurm:
             time.sleep(0.1)
         assert not Path(f"/proc/{pid}").exists(), "slurmd did not stop"
 
+    def stop_slurmctld(self) -> None:
+        """The controller away (a restart, a failover): jobs and slurmd run on."""
+        pid = int((self.base / "slurmctld.pid").read_text())
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + limit(20)
+        while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not Path(f"/proc/{pid}").exists(), "slurmctld did not stop"
+
+    def start_slurmctld(self) -> None:
+        """Back with its saved state (no -c: the jobs it knew are known again)."""
+        subprocess.run(["slurmctld", "-f", str(self.base / "slurm.conf")], env=self.env, check=True, timeout=limit(60))
+
     def start_slurmd(self) -> None:
         subprocess.run(["slurmd", "-f", str(self.base / "slurm.conf")], env=self.env, check=True, timeout=limit(60))
 

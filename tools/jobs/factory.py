@@ -13,6 +13,7 @@ from tools.base import ToolError
 from tools.jobs.executor import Executor
 from tools.jobs.executor_spec import ExecutorSpec, ExecutorSpecError
 from tools.jobs.local import LocalExecutor
+from tools.jobs.outages import OutageWait
 
 
 def _recorded_executor(jobs_root: Path) -> tuple[ExecutorSpec | None, list[str]]:
@@ -45,13 +46,14 @@ def claim_ledger(spec: ExecutorSpec, jobs_root: Path) -> None:
 
 
 def make_executor(spec: ExecutorSpec | str, jobs_root: Path, *, ssh_options: list[str] | None = None,
-                  nvidia_smi: str = "nvidia-smi") -> Executor:
+                  nvidia_smi: str = "nvidia-smi", outage: OutageWait | None = None) -> Executor:
     """The executor for ``spec``; remote ones re-attach to the ledger of ``jobs_root``'s run.
 
     ``ssh_options`` are extra ``ssh`` arguments (e.g. ``["-F", "ssh_config"]``); users normally
     need none because ssh reads their agent and ~/.ssh/config. They must come from the user (the
     command line or their settings), never from a run folder. ``nvidia_smi`` is the binary that
-    lists the GPUs where the jobs run.
+    lists the GPUs where the jobs run. ``outage``: how long Slurm polls wait out an unreachable
+    controller, and where their retry lines go.
     """
     if not isinstance(spec, ExecutorSpec):  # a str; or whatever a run folder's config.json holds
         try:
@@ -67,5 +69,5 @@ def make_executor(spec: ExecutorSpec | str, jobs_root: Path, *, ssh_options: lis
     if spec.kind == "slurm":
         from tools.jobs.slurm.executor import SlurmExecutor
 
-        return SlurmExecutor(jobs_root, partition=spec.partition)
+        return SlurmExecutor(jobs_root, partition=spec.partition, outage=outage)
     return LocalExecutor(jobs_root, nvidia_smi=nvidia_smi)

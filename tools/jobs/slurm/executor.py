@@ -35,6 +35,7 @@ from tools.gpus import DetectGpusResult
 from tools.jobs.executor import Capabilities, SameHostDefaults
 from tools.jobs.ledger.files import ledger_keys, read_json, record_stop_request, tail_log, write_json
 from tools.jobs.ledger.state import with_exit
+from tools.jobs.outages import OutageWait
 from tools.jobs.slurm import submissions
 from tools.jobs.slurm.requeue import requeued
 from tools.jobs.slurm.probe import PROBE_WAIT_S, detect_partition_gpus, probe_shared_folder
@@ -57,7 +58,9 @@ class SlurmExecutor(NodeServers, SameHostDefaults):
                                 jobs_on_other_nodes=True)
 
     def __init__(self, jobs_root: Path | str, *, partition: str | None = None, env: dict[str, str] | None = None,
-                 python: str = "python3", gpu_request: Literal["gres", "gpus"] = "gres"):
+                 python: str = "python3", gpu_request: Literal["gres", "gpus"] = "gres",
+                 outage: OutageWait | None = None):
+        self.outage = outage or OutageWait()  # polls wait out a short slurmctld outage (tools/jobs/outages.py)
         self.root = Path(jobs_root).resolve()
         self.partition = partition
         self.label = f"slurm:{partition}" if partition else "slurm"
@@ -228,12 +231,12 @@ class SlurmExecutor(NodeServers, SameHostDefaults):
                          launched_at=slurm.get("submitted_at"), log_path=str(folder / "log.txt"))
         ended = read_json(folder / "exit.json")
         if ended is not None:
-            return requeued(state, ended, slurm, folder, self.env) or with_exit(state, ended, job)
+            return requeued(state, ended, slurm, folder, self.env, self.outage) or with_exit(state, ended, job)
         if not slurm:
             if time.time() - job.get("intent_at", 0) > _SUBMIT_WAIT_S:
                 state.status, state.reason = "lost", "submit intent recorded but no Slurm job was found"
             return state
-        info = show_job(slurm["job_id"], self.env)
+        info = show_job(slurm["job_id"], self.env, self.outage)
         return self._state_from_slurm(state, info, folder, slurm["job_id"])
 
     @staticmethod

@@ -11,6 +11,7 @@ import subprocess
 from dataclasses import dataclass
 
 from tools.base import ToolError
+from tools.jobs.outages import OutageWait, Unreachable
 
 SLURM_COMMANDS = ("sbatch", "squeue", "scontrol", "scancel", "sinfo")
 _TIMEOUT_S = 60.0
@@ -40,20 +41,38 @@ class SlurmJobInfo:
     restarts: int = 0     # times Slurm requeued it (``scontrol requeue``, preemption, node failure)
 
 
-def run_slurm(argv: list[str], env: dict[str, str], *, check: bool = True) -> subprocess.CompletedProcess:
-    """Run one Slurm client command; a controller that does not answer is a ToolError."""
+def run_slurm(argv: list[str], env: dict[str, str], *, check: bool = True,
+              outage: OutageWait | None = None) -> subprocess.CompletedProcess:
+    """Run one Slurm client command; a controller that does not answer is ``Unreachable`` (a
+    ToolError), tried again through ``outage`` when one is given (status calls only: never sbatch)."""
+    if outage is not None:
+        return outage.call(f"`{' '.join(argv[:3])}`", lambda: run_slurm(argv, env, check=check))
     try:
         done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=_TIMEOUT_S)
     except FileNotFoundError as err:
         raise ToolError(f"the Slurm command {argv[0]!r} is not on PATH; load Slurm or pick another --executor") from err
-    except subprocess.TimeoutExpired as err:
-        raise ToolError(f"`{argv[0]}` did not answer within {_TIMEOUT_S:g} s; is slurmctld up? (`scontrol ping`)") from err
+    except subprocess.TimeoutExpired:
+        raise Unreachable(f"`{argv[0]}` did not answer within {_TIMEOUT_S:g} s", controller(env),
+                          "check `scontrol ping`") from None
     if "unable to contact slurm controller" in done.stderr.lower():
-        raise ToolError(f"`{argv[0]}` cannot reach slurmctld ({done.stderr.strip()[-200:]}); submitted jobs keep "
-                        "their state: check `scontrol ping` and poll again")
+        raise Unreachable(f"`{argv[0]}`: {done.stderr.strip()[-200:]}", controller(env), "check `scontrol ping`")
     if check and done.returncode != 0:
         raise ToolError(f"`{' '.join(argv[:3])}` failed (exit {done.returncode}): {done.stderr.strip()[-300:]}")
     return done
+
+
+def controller(env: dict[str, str]) -> str:
+    """slurmctld and its host, as the Slurm configuration names it (for messages)."""
+    conf = env.get("SLURM_CONF") or "/etc/slurm/slurm.conf"
+    try:
+        with open(conf) as f:
+            for line in f:
+                key, _, value = line.strip().partition("=")
+                if key.lower() in ("slurmctldhost", "controlmachine") and value:
+                    return f"slurmctld on {value.split()[0]}"
+    except OSError:
+        pass
+    return "slurmctld"
 
 
 def _field(record: str, name: str) -> str:
@@ -61,10 +80,10 @@ def _field(record: str, name: str) -> str:
     return found.group(1) if found else ""
 
 
-def show_job(job_id: str, env: dict[str, str]) -> SlurmJobInfo | None:
+def show_job(job_id: str, env: dict[str, str], outage: OutageWait | None = None) -> SlurmJobInfo | None:
     """The controller's view of one job (``123`` or array task ``123_4``); None once it forgot it."""
     job_id = checked_job_id(job_id, "the ledger")
-    done = run_slurm(["scontrol", "show", "job", "-o", job_id], env, check=False)
+    done = run_slurm(["scontrol", "show", "job", "-o", job_id], env, check=False, outage=outage)
     if done.returncode != 0:
         if "invalid job id" in done.stderr.lower():
             return None

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tools.jobs.outages import OutageWait
 from tools.jobs.slurm.query import PENDING, RUNNING, show_job
 from tools.jobs.spec import JobState
 
 
-def requeued(state: JobState, ended: dict, slurm: dict, folder: Path, env: dict[str, str]) -> JobState | None:
+def requeued(state: JobState, ended: dict, slurm: dict, folder: Path, env: dict[str, str],
+             outage: OutageWait | None = None) -> JobState | None:
     """``state`` as launching if Slurm requeued the job after the run that wrote ``ended``, else None.
 
     A clean exit is final (a rerun skips the unit), and so is an end we asked for (stop.json).
@@ -23,7 +25,7 @@ def requeued(state: JobState, ended: dict, slurm: dict, folder: Path, env: dict[
     if (ended.get("reason") == "exited" and ended.get("exit_code") == 0) or "job_id" not in slurm \
             or (folder / "stop.json").exists():
         return None
-    info = show_job(slurm["job_id"], env)
+    info = show_job(slurm["job_id"], env, outage)
     run = ended.get("slurm_restarts") if isinstance(ended.get("slurm_restarts"), int) else 0
     if info is None or info.restarts <= run or info.state not in PENDING | RUNNING:
         return None
