@@ -44,3 +44,16 @@ def wait_for(predicate, seconds: float, what: str, interval: float = 0.05):
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what} ({limit(seconds):g} s; {SLOWDOWN_ENV} scales it)")
         time.sleep(interval)
+
+
+def until_accepted(call, refusal: str, seconds: float, what: str):
+    """Call ``call`` until it stops failing with an error that says ``refusal``, and return what it
+    returned; any other error is raised at once."""
+    def attempt():
+        try:
+            return (call(),)
+        except Exception as err:  # only the awaited refusal is retried
+            if refusal not in str(err):
+                raise
+            return None
+    return wait_for(attempt, seconds, what, interval=0.2)[0]

@@ -4,12 +4,15 @@ problem, the static answer still printed with ``--json``, and nothing of the int
 The interpreter here is a double: a shell script named as the stand-in it is."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
+from tests.own_processes import group_members_since
 from tests.slowdown import limit
 
 FIXTURE = Path(__file__).parent / "fixtures" / "evidence" / "checkout"
@@ -34,7 +37,7 @@ def _hanging_interpreter(tmp_path: Path) -> Path:
     """Stand-in for --sglang-python that starts a child, records both pids, and never answers."""
     double = tmp_path / "hanging-sglang-python"
     double.write_text("#!/bin/sh\n"
-                      f"echo $$ > '{tmp_path}/leader.pid'\n"
+                      f"echo $$ $(cut -d' ' -f22 /proc/$$/stat) > '{tmp_path}/leader.pid'\n"
                       "sleep 1000 &\n"
                       f"echo $! > '{tmp_path}/child.pid'\n"
                       "wait\n")
@@ -42,19 +45,23 @@ def _hanging_interpreter(tmp_path: Path) -> Path:
     return double
 
 
-def _alive_in_group(pgid: int) -> list[int]:
-    """Processes of the group that are still running (a zombie waiting for its reaper is not)."""
-    alive = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[2]) == pgid and fields[0] != "Z":
-            alive.append(int(entry.name))
-    return alive
+def _leader(tmp_path: Path) -> tuple[int, str]:
+    """The double's pid (its group's id) and start time, as it wrote them."""
+    pid, start = (tmp_path / "leader.pid").read_text().split()
+    return int(pid), start
+
+
+def _alive_in_group(tmp_path: Path) -> list[int]:
+    """What still runs of the double's group (never another group that reused its number)."""
+    return group_members_since(*_leader(tmp_path))
+
+
+def _kill_what_is_left(tmp_path: Path) -> None:
+    """A failure must not leave our double running; only its own processes are signalled."""
+    if (tmp_path / "leader.pid").exists():
+        for pid in _alive_in_group(tmp_path):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
 
 
 def test_a_hanging_interpreter_is_killed_with_its_children_and_the_run_exits_1(tmp_path):
@@ -63,15 +70,10 @@ def test_a_hanging_interpreter_is_killed_with_its_children_and_the_run_exits_1(t
         # the 60 s bound (scaled) is a guard against the default 600 s wait: --verify-timeout 5 must be what ends it
         done = _cli("mtp", "--sglang", str(FIXTURE), "--model", MODEL, "--model-path", str(_checkpoint(tmp_path)),
                     "--sglang-python", str(python), "--verify", "--verify-timeout", "5", "--json", timeout=60)
-        leader = int((tmp_path / "leader.pid").read_text())
         assert (tmp_path / "child.pid").exists()  # the double did start its child before it was killed
-        assert _alive_in_group(leader) == [], "the interpreter's group outlived the timeout"
+        assert _alive_in_group(tmp_path) == [], "the interpreter's group outlived the timeout"
     finally:
-        if (tmp_path / "leader.pid").exists():  # a failure above must not leave our double running
-            try:
-                os.killpg(int((tmp_path / "leader.pid").read_text()), 9)
-            except ProcessLookupError:
-                pass
+        _kill_what_is_left(tmp_path)
     assert done.returncode == 1, done.stderr
     answer = json.loads(done.stdout)  # the static answer is still there
     assert answer["recommended"]["flags"]["--speculative-algorithm"] == "EAGLE"
@@ -90,14 +92,9 @@ def test_the_source_lookup_through_a_hanging_interpreter_is_bounded_too(tmp_path
         done = _cli("mtp", "--model", "deepseek-ai/DeepSeek-V4-Flash", "--sglang-python", str(python),
                     "--model-path", str(_checkpoint(tmp_path)), "--verify", "--verify-timeout", "3", "--json",
                     timeout=60, env=env)
-        leader = int((tmp_path / "leader.pid").read_text())  # the later (verify) run's leader
-        assert _alive_in_group(leader) == []
+        assert _alive_in_group(tmp_path) == []  # the later (verify) run's double
     finally:
-        if (tmp_path / "leader.pid").exists():
-            try:
-                os.killpg(int((tmp_path / "leader.pid").read_text()), 9)
-            except ProcessLookupError:
-                pass
+        _kill_what_is_left(tmp_path)
     assert done.returncode == 1, done.stderr
     answer = json.loads(done.stdout)
     assert answer["source"]["kind"] == "wheel"

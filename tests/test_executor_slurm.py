@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.slowdown import limit
+from tests.slowdown import limit, until_accepted
 from tools.base import ToolError
 from tools.jobs.factory import make_executor
 from tools.jobs.slurm.executor import SlurmExecutor
@@ -257,14 +257,8 @@ def test_a_unit_whose_folder_was_deleted_while_it_runs_is_never_submitted_twice(
         assert len(list(jobs_root.glob("*.sbatch"))) == 1  # nothing submitted
     finally:
         go.touch()  # the units end (the test's own jobs, whatever failed)
-    deadline = time.monotonic() + limit(60)
-    while True:
-        try:
-            again = SlurmExecutor(jobs_root, env=slurm.env).launch_array(specs)
-            break
-        except ToolError as err:
-            assert "not submitted a second time" in str(err) and time.monotonic() < deadline, err
-            time.sleep(0.3)
+    again = until_accepted(lambda: SlurmExecutor(jobs_root, env=slurm.env).launch_array(specs),
+                           "not submitted a second time", 60, "Slurm to let the key go")
     assert [s.attached for s in again] == [False, True] and _job_id(ex, "tune-gpu0") not in ids
     assert _wait(ex, "tune-gpu0", lambda s: s.done).status == "succeeded"
     assert (tmp_path / "starts-0").read_text() == "start\nstart\n" and (tmp_path / "starts-1").read_text() == "start\n"

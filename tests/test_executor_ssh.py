@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import require_binary, service_running
-from tests.slowdown import limit
+from tests.slowdown import limit, until_accepted
 from tools.base import ToolError
 from tools.jobs.factory import make_executor
 from tools.jobs.local import LocalExecutor
@@ -280,14 +280,7 @@ def test_a_job_whose_folder_on_the_host_was_deleted_is_found_and_never_started_t
     finally:
         go.touch()  # the orphan ends (the test's own processes, whatever failed)
     ex = _executor(sshd, jobs_root)  # the key is started again, once
-    deadline = time.monotonic() + limit(30)
-    while True:
-        try:
-            again = ex.launch(spec)
-            break
-        except ToolError as err:
-            assert "not started a second time" in str(err) and time.monotonic() < deadline, err
-            time.sleep(0.2)
+    again = until_accepted(lambda: ex.launch(spec), "not started a second time", 30, "the orphan's processes to end")
     assert not again.attached and _wait(ex, "tune-gpu0", lambda s: s.done).status == "succeeded"
     assert starts.read_text() == "start\nstart\n"
 

@@ -149,8 +149,9 @@ def test_a_damaged_result_json_moved_away_is_written_again_by_resume(finished_ru
 
 def _killed_while_tuning(root: Path, wheel_root: Path) -> Path:
     proc = start_agent(*campaign_args(root, wheel_root, GOAL), cwd=root, env=campaign_env(root, unit_s=0.4))
-    wait_for(lambda: (root / "runs").exists() and list((root / "runs").glob("*/jobs/tune-gpu1/wrapper.json")), 120,
-             "the tuning jobs to run")
+    # the GPU lane starts before the graph and its checkpoint exist: wait for both
+    wait_for(lambda: (root / "runs").exists() and list((root / "runs").glob("*/jobs/tune-gpu1/wrapper.json"))
+             and list((root / "runs").glob("*/checkpoint.sqlite")), 120, "the tuning jobs and the checkpoint")
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=limit(10))
     return only_run(root)

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli_helpers import run_cli, wait_for
+from tests.own_processes import OwnPid
 from tools.jobs import processes
 from tools.jobs.local import LocalExecutor
 from tools.jobs.spec import JobSpec
@@ -29,11 +30,10 @@ def run(tmp_path):
     folder = tmp_path / "runs" / "20260101T000000Z-leftovers"
     (folder / "jobs").mkdir(parents=True)
     (folder / "config.json").write_text(json.dumps({"goal": "benchmark baseline", "settings": {"executor": "local"}}))
-    started: list[int] = []
+    started: list[OwnPid] = []
     yield folder, started
-    for pid in started:  # the test's own processes, by the pid it saw them start with
-        if processes.start_time(pid) is not None:
-            os.kill(pid, signal.SIGKILL)
+    for own in started:  # the test's own processes, by the pid and start time it saw them start with
+        own.kill()
 
 
 def _launch(folder: Path, key: str, argv: list[str]) -> tuple[LocalExecutor, dict, int]:
@@ -57,7 +57,7 @@ def _kill_wrapper_and_leader(executor: LocalExecutor, key: str, wrapper: dict) -
 def test_a_command_left_by_its_killed_wrapper_and_leader_is_stopped_by_jobs_stop(run):
     folder, started = run
     executor, wrapper, command = _launch(folder, "serve-baseline", SLEEPER)
-    started.append(command)
+    started.append(OwnPid(command))
     _kill_wrapper_and_leader(executor, "serve-baseline", wrapper)
     assert executor.poll("serve-baseline").status == "running"  # its group runs on: never started twice
 
@@ -74,9 +74,9 @@ def test_a_command_without_the_job_token_is_refused_in_one_line_and_left_alone(r
     folder, started = run
     executor, wrapper, command = _launch(folder, "serve-baseline",
                                          ["env", "-u", processes.TOKEN_VARIABLE, *SLEEPER])
-    started.append(command)
+    started.append(OwnPid(command))
     other, other_wrapper, other_command = _launch(folder, "serve-mtp", SLEEPER)
-    started.append(other_command)
+    started.append(OwnPid(other_command))
     _kill_wrapper_and_leader(executor, "serve-baseline", wrapper)
 
     out = run_cli("jobs", str(folder), "--stop", "serve-baseline", cwd=folder)
@@ -96,7 +96,7 @@ def test_a_command_without_the_job_token_is_refused_in_one_line_and_left_alone(r
 def test_a_wrapper_that_outlives_its_leader_ends_the_rest_of_the_group_before_recording_the_exit(run):
     folder, started = run
     executor, wrapper, command = _launch(folder, "serve-baseline", SLEEPER)
-    started.append(command)
+    started.append(OwnPid(command))
     os.kill(wrapper["child_pgid"], signal.SIGKILL)  # the leader alone
     exit_file = folder / "jobs" / "serve-baseline" / "exit.json"
     wait_for(exit_file.exists, 60, "the wrapper to record the exit")

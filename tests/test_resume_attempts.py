@@ -8,6 +8,7 @@ The campaign runs on the doubles of tests/campaign_fixtures.py.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -16,6 +17,7 @@ from pathlib import Path
 
 from tests.campaign_fixtures import campaign_args, campaign_env
 from tests.cli_helpers import only_run, run_cli, start_agent, wait_for
+from tests.own_processes import group_members_since
 from tests.slowdown import limit
 
 BENCH_GOAL = "benchmark baseline"
@@ -74,11 +76,11 @@ def _kill_job(run: Path, key: str) -> None:
     Both are read from wrapper.json, which the wrapper itself writes: the agent's launch.json may never
     have been written, if the crash came between starting the wrapper and recording it."""
     wrapper = json.loads((run / "jobs" / key / "wrapper.json").read_text())
-    for group in (wrapper["child_pgid"], wrapper["pid"]):  # the wrapper leads its own session
-        try:
-            os.killpg(group, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+    for group, leader_start in ((wrapper["child_pgid"], wrapper["child_start_time"]),
+                                (wrapper["pid"], wrapper["start_time"])):  # the wrapper leads its own session
+        for pid in group_members_since(group, leader_start):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
 
 
 def test_a_bench_client_that_crashed_once_is_measured_by_resume(tmp_path, sglang_wheel_root):

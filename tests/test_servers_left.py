@@ -22,6 +22,7 @@ import pytest
 
 from tests.campaign_fixtures import DOUBLES, campaign_args, campaign_env
 from tests.cli_helpers import clean_env, only_run, run_cli, start_agent, wait_for
+from tests.own_processes import group_members_since
 from tests.slowdown import limit
 from tools.jobs import processes
 
@@ -37,8 +38,7 @@ def _wrapper(run: Path, key: str) -> dict:
 def _alive_in_group(wrapper: dict) -> list[int]:
     """Processes in the job's process group that started after its leader: the job's, whatever the
     ledger says of them."""
-    group, floor = wrapper["child_pgid"], int(wrapper["child_start_time"])
-    return [m for m in processes.group_members(group) if int(processes.start_time(m) or 0) >= floor]
+    return group_members_since(wrapper["child_pgid"], wrapper["child_start_time"])
 
 
 def servers_alive(run: Path) -> dict[str, list[int]]:

@@ -1,11 +1,7 @@
-"""A Slurm job requeued after one of its runs ended: the rerun under the same id is the attempt.
+"""A requeued Slurm job's rerun, under the same id, is the attempt, not a reason to submit again.
 
-Slurm reruns a requeued job (``scontrol requeue``, preemption) under its id. The run it killed
-leaves an exit record, which ``slurm_unit.py`` sets aside (``exit.previous.json``) only when the
-rerun starts; until then that record would read as the attempt's end, and the caller would submit
-the job again beside the rerun. The wrapper writes which run of the job it was (``slurm_restarts``)
-into ``exit.json``; Slurm's restart count higher than that, with the job pending or running, means
-it was requeued since: the job is launching again.
+Until the rerun starts, the killed run's exit.json would read as the attempt's end. The wrapper
+records which run wrote it (``slurm_restarts``); a higher restart count at Slurm means a requeue.
 """
 from __future__ import annotations
 
@@ -18,10 +14,8 @@ from tools.jobs.spec import JobState
 
 def requeued(state: JobState, ended: dict, slurm: dict, folder: Path, env: dict[str, str],
              outage: OutageWait | None = None) -> JobState | None:
-    """``state`` as launching if Slurm requeued the job after the run that wrote ``ended``, else None.
-
-    A clean exit is final (a rerun skips the unit), and so is an end we asked for (stop.json).
-    """
+    """``state`` as launching if Slurm requeued the job after the run that wrote ``ended``, else None;
+    a clean exit or a stop we asked for is final."""
     if (ended.get("reason") == "exited" and ended.get("exit_code") == 0) or "job_id" not in slurm \
             or (folder / "stop.json").exists():
         return None
