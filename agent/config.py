@@ -100,8 +100,8 @@ class Settings(BaseSettings):
         None, "Extra ssh argument for ssh:// executors, e.g. --ssh-option=-F --ssh-option=cfg (repeat).",
         "--ssh-option", "ARG", GPUS, repeat=True, factory=list)
     nvidia_smi: str = S("nvidia-smi", "nvidia-smi on the GPU host.", "--nvidia-smi", "PATH", GPUS)
-    outage_wait_s: float = S(DEFAULT_OUTAGE_WAIT_S, "Seconds a poll of Slurm jobs waits out an unreachable slurmctld "
-                             "(retrying) before the run fails.", "--outage-wait", "SECONDS", GPUS, ge=0, le=86_400)
+    outage_wait_s: float = S(DEFAULT_OUTAGE_WAIT_S, "Seconds a status call waits out a slurmctld or SSH host that "
+                             "stopped answering (retrying) before the run fails.", "--outage-wait", "SECONDS", GPUS, ge=0, le=86_400)
     nodes: int = S(1, "Nodes one server spans; >1 also writes multi-node serve scripts.", "--nodes", "N", GPUS,
                    ge=1, le=512)
     dist_init_addr: str | None = S(None, "Address of node 0 for the per-node scripts (with --nodes).",

@@ -21,7 +21,7 @@ ROWS = [
     ('executor', '--executor', 'Where GPU jobs run: local | ssh://user@host[:port] | slurm[:partition] [local].', 'GPUs and where jobs run', 'WHERE', 'str', None, ()),
     ('ssh_options', '--ssh-option', 'Extra ssh argument for ssh:// executors, e.g. --ssh-option=-F --ssh-option=cfg (repeat).', 'GPUs and where jobs run', 'ARG', 'list', None, ()),
     ('nvidia_smi', '--nvidia-smi', 'nvidia-smi on the GPU host [nvidia-smi].', 'GPUs and where jobs run', 'PATH', 'str', None, ()),
-    ('outage_wait_s', '--outage-wait', 'Seconds a poll of Slurm jobs waits out an unreachable slurmctld (retrying) before the run fails [120].', 'GPUs and where jobs run', 'SECONDS', 'float', 0, ()),
+    ('outage_wait_s', '--outage-wait', 'Seconds a status call waits out a slurmctld or SSH host that stopped answering (retrying) before the run fails [120].', 'GPUs and where jobs run', 'SECONDS', 'float', 0, ()),
     ('nodes', '--nodes', 'Nodes one server spans; >1 also writes multi-node serve scripts [1].', 'GPUs and where jobs run', 'N', 'int', 1, ()),
     ('dist_init_addr', '--dist-init-addr', 'Address of node 0 for the per-node scripts (with --nodes).', 'GPUs and where jobs run', 'HOST:PORT', 'str', None, ()),
     ('shapes', '--shapes', 'FP8 GEMM shape to tune, e.g. 4096,7168 (repeat).', 'Kernel tuning', 'N,K', 'list', None, ()),

@@ -52,8 +52,8 @@ def make_executor(spec: ExecutorSpec | str, jobs_root: Path, *, ssh_options: lis
     ``ssh_options`` are extra ``ssh`` arguments (e.g. ``["-F", "ssh_config"]``); users normally
     need none because ssh reads their agent and ~/.ssh/config. They must come from the user (the
     command line or their settings), never from a run folder. ``nvidia_smi`` is the binary that
-    lists the GPUs where the jobs run. ``outage``: how long Slurm polls wait out an unreachable
-    controller, and where their retry lines go.
+    lists the GPUs where the jobs run. ``outage``: how long calls to a controller or host that stopped
+    answering are retried, and where their retry lines go.
     """
     if not isinstance(spec, ExecutorSpec):  # a str; or whatever a run folder's config.json holds
         try:
@@ -65,7 +65,7 @@ def make_executor(spec: ExecutorSpec | str, jobs_root: Path, *, ssh_options: lis
     if spec.kind == "ssh":
         from tools.jobs.ssh.executor import SshExecutor
 
-        return SshExecutor(spec, jobs_root, ssh_options=ssh_options, nvidia_smi=nvidia_smi)
+        return SshExecutor(spec, jobs_root, ssh_options=ssh_options, nvidia_smi=nvidia_smi, outage=outage)
     if spec.kind == "slurm":
         from tools.jobs.slurm.executor import SlurmExecutor
 

@@ -35,6 +35,7 @@ from tools.jobs.executor import Capabilities
 from tools.jobs.ledger.files import read_json, write_json
 from tools.jobs.executor_spec import ExecutorSpec
 from tools.jobs.ledger.state import state_from_snapshot
+from tools.jobs.outages import OutageWait
 from tools.jobs.spec import JobSpec, JobState
 from tools.jobs.ssh.forward import PortForward
 from tools.jobs.ssh.multiplex import shared_options
@@ -51,7 +52,7 @@ class SshExecutor(SshTransport):
 
     def __init__(self, url: ExecutorSpec | str, jobs_root: Path | str, *, ssh_options: list[str] | None = None,
                  remote_root: str | None = None, remote_python: str = "python3",
-                 connect_timeout_s: int = 10, nvidia_smi: str = "nvidia-smi"):
+                 connect_timeout_s: int = 10, nvidia_smi: str = "nvidia-smi", outage: OutageWait | None = None):
         self.url = str(url)
         self.destination, self.port = parse_ssh_target(self.url)
         self.label = self.url
@@ -61,6 +62,7 @@ class SshExecutor(SshTransport):
         self.remote_python = self.host_python = remote_python
         self.connect_timeout_s = connect_timeout_s
         self.nvidia_smi = nvidia_smi
+        self.outage = outage or OutageWait()  # a host that answered before is waited for (tools/jobs/outages.py)
         self.remote_root = self._remote_root(remote_root)
         self._paths: RunPathMap | None = None
         self._last_job: dict[str, dict] = {}  # job.json as last seen remotely (for the stop grace)

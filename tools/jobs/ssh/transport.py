@@ -7,6 +7,10 @@ PROGRAM is ``remote_ledger.py`` preceded by the standalone modules it imports (`
 folder (``$HOME``) and ``PYTHON*`` variables from shadowing what the program imports; ``-S`` skips
 ``site`` (the host's installed packages and their ``.pth`` hooks), which that standard-library
 program does not need. A ``python3`` found by name is called by the path it answers with from then on.
+
+A host that answered once and then stops answering (sshd restarting, the network away) is waited
+out by ``OutageWait`` for the calls that only read or end what is ours; ``launch`` is never
+retried (a lost answer could start the job twice), and a host never reached fails at once.
 """
 from __future__ import annotations
 
@@ -18,6 +22,7 @@ from pathlib import Path
 
 from tools.base import ToolError
 from tools.jobs.executor_spec import ExecutorSpec, ExecutorSpecError
+from tools.jobs.outages import OutageWait, Unreachable
 from tools.jobs.ssh.multiplex import NOT_SHARED
 from tools.child_env import child_env
 
@@ -52,8 +57,15 @@ def parse_ssh_target(url: str) -> tuple[str, int | None]:
     return spec.destination, spec.port
 
 
+RETRIED_OPS = frozenset({"poll", "list", "listens", "get", "pack", "pack_dir", "gpus", "port", "put", "stop"})
+# ssh's words for a host or network that does not answer (exit 255), as opposed to one that refuses us
+_NO_ANSWER = ("connection refused", "no route to host", "timed out", "network is unreachable", "connection closed",
+              "connection reset", "broken pipe", "kex_exchange_identification")
+
+
 def _classify_ssh_failure(where: str, stderr: str) -> ToolError:
-    """Name the problem and the fix for ssh's own failures (exit status 255)."""
+    """Name the problem and the fix for ssh's own failures (exit status 255); ``Unreachable`` when
+    the host did not answer."""
     text = stderr.strip().splitlines()
     last = text[-1] if text else "ssh failed without a message"
     low = stderr.lower()
@@ -68,7 +80,10 @@ def _classify_ssh_failure(where: str, stderr: str) -> ToolError:
         fix = "the host key is unknown or changed: connect once with `ssh` to check and accept it"
     else:
         fix = "run the same `ssh` by hand to see what it needs"
-    return ToolError(f"ssh to {where} failed: {last} — {fix}")
+    message = f"ssh to {where} failed: {last} — {fix}"
+    if any(words in low for words in _NO_ANSWER):
+        return Unreachable(message, where, f"check the connection with `ssh {where.removeprefix('ssh://')} true`")
+    return ToolError(message)
 
 
 class SshTransport:
@@ -83,6 +98,8 @@ class SshTransport:
     remote_python: str
     remote_root: str
     shared_connection: list[str]  # multiplex.shared_options for this host and these options, found once
+    outage: OutageWait | None  # how long a host that answered before is waited for
+    answered: bool = False  # the host has answered a call of this process
 
     # -- transport -------------------------------------------------------------------------
     def _ssh_prefix(self, shared: bool = True) -> list[str]:
@@ -99,6 +116,11 @@ class SshTransport:
         return [*self._ssh_prefix(), "--", self.destination, remote_command]
 
     def _call(self, op: str, request: dict, timeout_s: float = OP_TIMEOUT_S, raw: bool = False):
+        if op in RETRIED_OPS and self.answered and self.outage is not None:
+            return self.outage.call(f"`{op}`", lambda: self._call_once(op, request, timeout_s, raw))
+        return self._call_once(op, request, timeout_s, raw)
+
+    def _call_once(self, op: str, request: dict, timeout_s: float, raw: bool):
         request = {"root": self.remote_root, **request}
         remote_command = " ".join(shlex.quote(w) for w in (self.remote_python, "-I", "-S", "-c", LEDGER_SOURCE, op))
         try:
@@ -108,11 +130,13 @@ class SshTransport:
             raise ToolError("the `ssh` program is not installed here; install OpenSSH's client "
                             "(Debian: openssh-client)") from err
         except subprocess.TimeoutExpired as err:
-            raise ToolError(f"ssh to {self.url} did not answer {op!r} within {timeout_s:g} s; "
-                            "check the connection and retry (jobs keep running remotely)") from err
+            raise Unreachable(f"ssh to {self.url} did not answer {op!r} within {timeout_s:g} s; check the connection "
+                              "and retry (jobs keep running remotely)", self.url,
+                              f"check the connection with `ssh {self.destination} true`") from err
         stderr = done.stderr.decode("utf-8", errors="replace")
         if done.returncode == 255:
             raise _classify_ssh_failure(self.url, stderr)
+        self.answered = True
         if done.returncode == 127:
             raise ToolError(f"{self.remote_python!r} was not found on {self.url}; install python3 there "
                             "or give the remote python's path")

@@ -1,0 +1,155 @@
+"""An SSH host that answered and then goes away is waited out (a line per retry), named past the
+bound, and never asked to launch twice; a host never reached fails at once.
+
+Real OpenSSH: an sshd of this module's own (tests/services/start_sshd.sh, a port of its own) is
+taken down whole, its listener and every connection it serves, as a reboot or a dropped network
+would, and started again. The jobs it started are detached and run on through it.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import socket
+import subprocess
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import require_binary
+from tests.own_processes import OwnPid
+from tests.slowdown import limit, wait_for
+from tools.base import ToolError
+from tools.jobs import processes
+from tools.jobs.outages import OutageWait
+from tools.jobs.spec import JobSpec
+from tools.jobs.ssh.executor import SshExecutor
+
+SERVICES = Path(__file__).parent / "services"
+
+
+@dataclass
+class OwnSshd:
+    env: dict[str, str]
+    base: Path
+
+    @property
+    def options(self) -> list[str]:
+        return ["-F", str(self.base / "ssh_config")]
+
+    def start(self) -> None:
+        subprocess.run([str(SERVICES / "start_sshd.sh")], env=self.env, check=True, capture_output=True,
+                       timeout=limit(60))
+
+    def take_down(self) -> None:
+        """The listener and the connections it serves (its children), each by pid and start time."""
+        listener = OwnPid(int((self.base / "sshd.pid").read_text()))
+        sessions = [OwnPid(pid) for pid in _children(listener.pid)]
+        for own in [listener, *sessions]:
+            own.kill()
+        wait_for(lambda: all(processes.start_time(o.pid) != o.start for o in [listener, *sessions]), 30,
+                 "sshd and its connections to end")
+        (self.base / "sshd.pid").unlink(missing_ok=True)
+
+    def ssh(self, command: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["ssh", *self.options, "dsv4-test", command], capture_output=True, text=True,
+                              timeout=limit(30))
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                    found.append(int(entry.name))
+    return found
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def sshd(tmp_path_factory):
+    require_binary("ssh")
+    require_binary("sshd")
+    services = tmp_path_factory.mktemp("own-sshd")
+    own = OwnSshd({**os.environ, "DSV4_SERVICES_DIR": str(services), "DSV4_SSHD_PORT": str(_free_port())},
+                  services / "sshd")
+    own.start()
+    yield own
+    subprocess.run([str(SERVICES / "stop_sshd.sh")], env=own.env, capture_output=True, timeout=limit(60))
+
+
+@pytest.fixture
+def executor(sshd, tmp_path):
+    made: list[SshExecutor] = []
+
+    def make(outage: OutageWait) -> SshExecutor:
+        made.append(SshExecutor("ssh://dsv4-test", tmp_path / "run" / "jobs", ssh_options=sshd.options, outage=outage))
+        return made[-1]
+
+    yield make
+    if not (sshd.base / "sshd.pid").exists():
+        sshd.start()
+    for ex in made:  # the host is this machine as this user: its run folders are not the suite's to keep
+        sshd.ssh(f"rm -rf -- {shlex.quote(ex.remote_run)}")
+
+
+def test_a_poll_waits_out_an_ssh_host_that_went_away_and_the_job_runs_through(sshd, executor, tmp_path):
+    said: list[str] = []
+    retrying = threading.Event()
+    ex = executor(OutageWait(total_s=limit(120), notify=lambda line: (said.append(line), retrying.set())))
+    go = "go"
+    ex.launch(JobSpec(key="held", argv=["bash", "-c", f"while [ ! -e {go} ]; do sleep 0.1; done; echo done"]))
+    wait_for(lambda: ex.poll("held").status == "running", 60, "the job to run")
+    polled: list = []
+    sshd.take_down()
+    try:
+        poller = threading.Thread(target=lambda: polled.append(ex.poll("held")))
+        poller.start()
+        assert retrying.wait(limit(60)), "no retry was announced"
+    finally:
+        sshd.start()
+    poller.join(limit(120))
+    assert not poller.is_alive() and polled and polled[0].status == "running", (polled, said)
+    assert said[0].startswith("ssh://dsv4-test does not answer `poll`; retry 1 in"), said
+    assert said[-1].endswith("answered again after %d retries" % (len(said) - 1)), said
+    assert sshd.ssh(f"touch {ex.remote_root}/held/go").returncode == 0
+    done = wait_for(lambda: (s := ex.poll("held")).done and s, 60, "the job to end")
+    assert done.status == "succeeded" and "done" in (ex.job_dir("held") / "log.txt").read_text()
+
+
+def test_past_the_bound_one_line_names_the_host_and_launch_is_never_retried(sshd, executor, tmp_path):
+    said: list[str] = []
+    ex = executor(OutageWait(total_s=1, notify=said.append))
+    ex.launch(JobSpec(key="first", argv=["true"]))  # the host has answered
+    sshd.take_down()
+    with pytest.raises(ToolError) as err:
+        ex.poll("first")
+    message = str(err.value)
+    assert "\n" not in message and message.startswith("ssh://dsv4-test did not answer `poll` for 1 s"), message
+    assert "`ssh dsv4-test true`" in message and "`dsv4-agent resume RUN`" in message, message
+    assert said and all("retry" in line for line in said), said
+
+    said.clear()
+    with pytest.raises(ToolError, match="unreachable"):
+        ex.launch(JobSpec(key="second", argv=["true"]))  # a lost answer could start it twice: not retried
+    assert said == []
+    sshd.start()
+    assert ex.poll("first").done and not (ex.job_dir("second") / "job.json").exists()
+
+
+def test_a_host_never_reached_fails_at_once(tmp_path):
+    require_binary("ssh")
+    said: list[str] = []
+    ex = SshExecutor(f"ssh://127.0.0.1:{_free_port()}", tmp_path / "run" / "jobs", outage=OutageWait(notify=said.append),
+                     ssh_options=["-F", "/dev/null", "-o", f"UserKnownHostsFile={tmp_path / 'kh'}"])
+    with pytest.raises(ToolError, match="unreachable: check the host name and port"):
+        ex.detect_gpus()
+    assert said == []  # a wrong name or port is not an outage
