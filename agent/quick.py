@@ -165,9 +165,11 @@ def _jobs(pos: list[str], opts: dict) -> None:
 
             found = local_jobs(folder.jobs_dir)
         else:
+            from agent.terminal import outage_wait
             from tools.jobs.factory import make_executor
 
-            found = make_executor(recorded.get("executor", "local"), folder.jobs_dir, ssh_options=given).jobs()
+            found = make_executor(recorded.get("executor", "local"), folder.jobs_dir, ssh_options=given,
+                                  outage=outage_wait()).jobs()
     except (ToolError, CampaignError) as err:
         raise Refused(str(err)) from None
     if opts.get("--json"):

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from rich.text import Text
 
+    from tools.jobs.outages import OutageWait
+
 _BIDI = [0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)]
 _ESCAPED = {c: (f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}")
             for c in [*range(0x00, 0x20), *range(0x7F, 0xA0), *_BIDI] if c not in (0x09, 0x0A)}
@@ -45,3 +47,11 @@ def echo(value: object = "", err: bool = False) -> None:
 def gpu_list(gpus: list[int] | None) -> str:
     """A job's GPUs as the live view and ``jobs`` show them: ``0,1``, or ``-`` for none."""
     return ",".join(map(str, gpus)) if gpus else "-"
+
+
+def outage_wait() -> "OutageWait":
+    """The default wait for a controller or SSH host that stopped answering, its retry lines on stderr
+    (the commands outside a campaign: `jobs`, `tuning uninstall`)."""
+    from tools.jobs.outages import OutageWait
+
+    return OutageWait(notify=lambda line: echo(f"dsv4-agent: {line}", err=True))

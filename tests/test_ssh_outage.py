@@ -8,6 +8,7 @@ would, and started again. The jobs it started are detached and run on through it
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shlex
 import socket
@@ -18,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli_helpers import AGENT, clean_env
 from tests.conftest import require_binary
 from tests.own_processes import OwnPid
 from tests.slowdown import limit, wait_for
@@ -153,3 +155,22 @@ def test_a_host_never_reached_fails_at_once(tmp_path):
     with pytest.raises(ToolError, match="unreachable: check the host name and port"):
         ex.detect_gpus()
     assert said == []  # a wrong name or port is not an outage
+
+
+def test_jobs_waits_out_the_outage_with_a_line_per_retry_on_stderr(sshd, executor, tmp_path):
+    ex = executor(OutageWait())
+    ex.launch(JobSpec(key="tune-gpu0", argv=["true"]))
+    wait_for(lambda: ex.poll("tune-gpu0").done, 60, "the job to end")
+    run = tmp_path / "run"
+    (run / "config.json").write_text(json.dumps({"goal": "tune kernels", "settings": {"executor": "ssh://dsv4-test"}}))
+    sshd.take_down()
+    listing = subprocess.Popen([AGENT, "jobs", str(run), *(f"--ssh-option={o}" for o in sshd.options)], cwd=tmp_path,
+                               env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        first = listing.stderr.readline()  # blocks until the first retry line (or the exit)
+    finally:
+        sshd.start()
+    out, rest = listing.communicate(timeout=limit(180))
+    assert first.startswith("dsv4-agent: ssh://dsv4-test does not answer `list`; retry 1 in"), first + rest
+    assert listing.returncode == 0 and "tune-gpu0" in out and "succeeded" in out, out + first + rest
+    assert rest.splitlines()[-1].endswith("answered again after %d retries" % (len(rest.splitlines()))), rest

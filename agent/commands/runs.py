@@ -52,6 +52,7 @@ def jobs(run: RunRef, logs: Logs = None, stop: Stop = None, retry: Retry = None,
     """
     from agent.campaign import CampaignError, ssh_options_for
     from agent.run_status import jobs_data, render_jobs
+    from agent.terminal import outage_wait
     from tools.base import ToolError
     from tools.jobs.factory import make_executor
 
@@ -59,7 +60,7 @@ def jobs(run: RunRef, logs: Logs = None, stop: Stop = None, retry: Retry = None,
     recorded = folder.read_json("config.json")["settings"]
     try:
         executor = make_executor(recorded.get("executor", "local"), folder.jobs_dir,
-                                 ssh_options=ssh_options_for(recorded, ssh_option))
+                                 ssh_options=ssh_options_for(recorded, ssh_option), outage=outage_wait())
         if logs:
             executor.poll(logs)
             text = executor.read_log(logs, max_chars=200_000)

@@ -141,6 +141,7 @@ def plan(shape: RequiredShapes, gpu_count: GpuCount = ASSUMED_TARGET_GPUS, batch
 def _uninstall_on_host(folder, installed_by: str, force: bool, ssh_options: list[str] | None):
     """Undo through the executor that installed (with the ssh options the user gives now)."""
     from agent.campaign import ssh_options_for
+    from agent.terminal import outage_wait
     from tools.base import ToolError
     from tools.jobs.factory import make_executor
     from tools.tuning.remote_install import uninstall_on_host
@@ -149,5 +150,6 @@ def _uninstall_on_host(folder, installed_by: str, force: bool, ssh_options: list
     if settings.get("executor") != installed_by:
         raise ToolError(f"the configs were installed on {installed_by} but the run's executor is now "
                         f"{settings.get('executor')!r}; its ledger no longer reaches that host")
-    executor = make_executor(installed_by, folder.jobs_dir, ssh_options=ssh_options_for(settings, ssh_options))
+    executor = make_executor(installed_by, folder.jobs_dir, ssh_options=ssh_options_for(settings, ssh_options),
+                             outage=outage_wait())
     return uninstall_on_host(executor, folder.path, force=force)

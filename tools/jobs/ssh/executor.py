@@ -64,6 +64,7 @@ class SshExecutor(SshTransport):
         self.nvidia_smi = nvidia_smi
         self.outage = outage or OutageWait()  # a host that answered before is waited for (tools/jobs/outages.py)
         self.remote_root = self._remote_root(remote_root)
+        self.answered = bool((read_json(self.root / "executor.json") or {}).get("remote_run_abs"))  # the run reached it
         self._paths: RunPathMap | None = None
         self._last_job: dict[str, dict] = {}  # job.json as last seen remotely (for the stop grace)
         self._forwards: dict[str, PortForward] = {}  # job key -> our ssh -L to that (server) job

@@ -10,7 +10,7 @@ program does not need. A ``python3`` found by name is called by the path it answ
 
 A host that answered once and then stops answering (sshd restarting, the network away) is waited
 out by ``OutageWait`` for the calls that only read or end what is ours; ``launch`` is never
-retried (a lost answer could start the job twice), and a host never reached fails at once.
+retried (a lost answer could start the job twice), and a host the run never reached fails at once.
 """
 from __future__ import annotations
 
@@ -99,7 +99,7 @@ class SshTransport:
     remote_root: str
     shared_connection: list[str]  # multiplex.shared_options for this host and these options, found once
     outage: OutageWait | None  # how long a host that answered before is waited for
-    answered: bool = False  # the host has answered a call of this process
+    answered: bool = False  # the host has answered this run (a call of this process, or its ledger)
 
     # -- transport -------------------------------------------------------------------------
     def _ssh_prefix(self, shared: bool = True) -> list[str]:
