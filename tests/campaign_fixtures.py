@@ -7,6 +7,7 @@ SGLang server (speaks SGLang's HTTP protocol) behind ``tests/doubles/sglang_pyth
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -64,3 +65,25 @@ def campaign_args(root: Path, wheel_root: Path, goal: str = "enable MTP and tune
     for shape in SHAPES:
         args += ["--shapes", shape]
     return args
+
+
+def hold_tuning(root: Path) -> tuple[dict[str, str], Path]:
+    """The tuning double's env knob and the file that holds every tune job inside its first unit while
+    it exists: a test that signals the agent mid-tuning finds the jobs running, however slow the machine."""
+    hold = root / "hold-tuning"
+    hold.touch()
+    return {"DSV4_DOUBLE_TUNE_HOLD_FILE": str(hold)}, hold
+
+
+def graph_committed(root: Path) -> bool:
+    """Whether the run's trace shows a graph node after preflight started, other than the GPU lane (it may
+    start before the graph exists): LangGraph has saved a superstep, so the checkpoint holds progress."""
+    for trace in root.glob("runs/*/trace.jsonl"):
+        for line in trace.read_text().splitlines():
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue  # the line being written
+            if event.get("type") == "node_started" and event.get("node") not in (None, "preflight", "gpu_lane"):
+                return True
+    return False

@@ -14,7 +14,7 @@ import pytest
 
 from agent.report.timeline import build_timeline
 from agent.trace import read_trace
-from tests.campaign_fixtures import campaign_args, campaign_env
+from tests.campaign_fixtures import campaign_args, campaign_env, hold_tuning
 from tests.cli_helpers import agent, only_run, run_cli, start_agent, wait_for
 from tests.slowdown import limit
 
@@ -138,10 +138,13 @@ def test_kill_9_mid_campaign_then_resume_launches_nothing_twice(tmp_path, sglang
 
 
 def test_interrupt_records_interrupted_and_resume_finishes(tmp_path, sglang_wheel_root):
-    proc = _start_campaign(tmp_path, sglang_wheel_root, unit_s=0.4)
+    held, hold = hold_tuning(tmp_path)  # the jobs still run when the interrupt lands, however slow the machine
+    proc = start_agent(*campaign_args(tmp_path, sglang_wheel_root), cwd=tmp_path,
+                       env={**campaign_env(tmp_path, unit_s=0.4), **held})
     wait_for(lambda: _launched_tune_jobs(tmp_path) >= 2, 60, "the tuning jobs to start")
     proc.send_signal(signal.SIGINT)
     output, _ = proc.communicate(timeout=limit(30))
+    hold.unlink()
     assert proc.returncode == 130, output
     run = only_run(tmp_path)
     result = json.loads((run / "result.json").read_text())

@@ -22,7 +22,7 @@ import pytest
 
 from agent.replay.driver import EXIT_REPRODUCED, replay_run
 from agent.trace import read_trace
-from tests.campaign_fixtures import campaign_args, campaign_env
+from tests.campaign_fixtures import campaign_args, campaign_env, graph_committed, hold_tuning
 from tests.cli_helpers import AGENT, clean_env, only_run, run_cli, start_agent, wait_for
 from tests.conftest import missing
 from tests.slowdown import limit
@@ -148,12 +148,14 @@ def test_a_damaged_result_json_moved_away_is_written_again_by_resume(finished_ru
 
 
 def _killed_while_tuning(root: Path, wheel_root: Path) -> Path:
-    proc = start_agent(*campaign_args(root, wheel_root, GOAL), cwd=root, env=campaign_env(root, unit_s=0.4))
-    # the GPU lane starts before the graph and its checkpoint exist: wait for both
-    wait_for(lambda: (root / "runs").exists() and list((root / "runs").glob("*/jobs/tune-gpu1/wrapper.json"))
-             and list((root / "runs").glob("*/checkpoint.sqlite")), 120, "the tuning jobs and the checkpoint")
+    held, hold = hold_tuning(root)
+    proc = start_agent(*campaign_args(root, wheel_root, GOAL), cwd=root, env={**campaign_env(root, unit_s=0.4), **held})
+    # the GPU lane starts before the graph: wait for the jobs and for a checkpoint that holds progress
+    wait_for(lambda: list(root.glob("runs/*/jobs/tune-gpu1/wrapper.json")) and graph_committed(root), 120,
+             "the tuning jobs and the graph's first saved superstep")
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=limit(10))
+    hold.unlink()  # the jobs, detached, go on
     return only_run(root)
 
 
