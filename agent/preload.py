@@ -1,12 +1,8 @@
 """Load, on background threads, what a campaign will need a moment later.
 
-LangGraph pulls in langchain_core and langsmith: about half a second of imports before the graph
-can run its first node. The campaign meanwhile loads its settings, asks nvidia-smi for the GPUs
-and makes the run folder, mostly waiting on subprocesses and the disk; importing during those
-waits lets the first GPU job start that much sooner (benchmarks/overlap.py measures it). Only
-third-party modules are imported there, so the two threads never import one module cycle from
-opposite ends. ``in_background`` loads the measure step and the report's renderer while the GPU
-jobs run (agent/nodes.py); the report node waits for it before drawing.
+LangGraph's imports would otherwise come before the graph's first node; the campaign meanwhile
+mostly waits on subprocesses, so importing then brings the first GPU job sooner. Only third-party
+modules are imported there (two threads never import one cycle from opposite ends).
 """
 from __future__ import annotations
 
@@ -29,14 +25,12 @@ def preload_graph_libraries() -> None:
 
 
 def still_loading() -> bool:
-    """Whether a background import is still running. A command that ends early (a refusal) must not
-    tear the interpreter down under it: that can abort the process (agent/commands/base.py)."""
+    """Whether a background import still runs: an early exit must not tear the interpreter down under it."""
     return any(thread.is_alive() for thread in (*_GRAPH_PRELOAD, *_BACKGROUND))
 
 
 def in_background(work: Callable[[], None]) -> None:
-    """Run ``work`` (loading what a later node needs) beside the lanes, not inside one: a lane's
-    own time stays its own work. ``wait_for_background`` joins it before that node runs."""
+    """Run ``work`` beside the lanes, not inside one; ``wait_for_background`` joins it."""
     def quietly() -> None:
         with contextlib.suppress(Exception):  # what fails here fails again, reported, where it is used
             work()
@@ -58,8 +52,8 @@ def _import_all() -> None:
 
 
 def import_what_follows_the_gpu_jobs() -> None:
-    """The measure step and the report (matplotlib, ~0.5 s) are imported while the GPU jobs run,
-    so the time between the tuning and the first server, and after the last server, is work."""
+    """The measure step and the report (matplotlib) are imported while the GPU jobs run, so the time
+    between the tuning and the first server, and after the last server, is work."""
     from io import BytesIO
 
     import agent.report.build  # noqa: F401  plots, measurement tables, accuracy
@@ -67,6 +61,6 @@ def import_what_follows_the_gpu_jobs() -> None:
     import agent.steps.benchmark  # noqa: F401
     from matplotlib.figure import Figure
 
-    sample = Figure(figsize=(1, 1))  # a first figure loads the fonts and the PNG writer (~0.3 s)
+    sample = Figure(figsize=(1, 1))  # a first figure loads the fonts and the PNG writer
     sample.add_subplot().set_title("0")
     sample.savefig(BytesIO(), format="png")

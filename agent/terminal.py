@@ -1,8 +1,8 @@
 """Everything the agent prints to a terminal goes through ``printable`` (or ``one_line``).
 
-Text from repositories, logs, servers and an LLM can hold escape sequences that rewrite the screen
-and bidi overrides that reorder it. ``printable`` escapes C0/C1 controls (not newline and tab), DEL
-and the bidi controls, so a person reads what the text says; text given to rich is never markup.
+Text from repositories, logs, servers and an LLM can hold escape sequences and bidi overrides;
+``printable`` escapes C0/C1 controls (not newline and tab), DEL and the bidi controls, and text
+given to rich is never markup.
 """
 from __future__ import annotations
 
@@ -50,8 +50,7 @@ def gpu_list(gpus: list[int] | None) -> str:
 
 
 def outage_wait() -> "OutageWait":
-    """The default wait for a controller or SSH host that stopped answering, its retry lines on stderr
-    (the commands outside a campaign: `jobs`, `tuning uninstall`)."""
+    """The outage wait of commands outside a campaign, its retry lines on stderr."""
     from tools.jobs.outages import OutageWait
 
     return OutageWait(notify=lambda line: echo(f"dsv4-agent: {line}", err=True))

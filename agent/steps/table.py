@@ -1,15 +1,9 @@
-"""The step table: every step kind, in campaign order, with its runner, its lane and the graph node
-that runs it. The playbook, the LLM planner's step schema and the graph's lanes are read from here.
+"""The step table: every step kind, in campaign order, with its lane and the graph node that runs it
+(``STEPS``). The playbook, the LLM planner's step schema and the graph's lanes are read from here.
 
-    kind            runner (imported on first use) lane      graph node
-    sync            agent.steps.sync.run          control    sync
-    tune_kernels    agent.steps.tune_kernels.run  gpu        gpu_lane
-    infer_mtp       agent.steps.infer_mtp.run     research   research_lane
-    write_scripts   agent.steps.write_scripts.run research   research_lane
-    benchmark       agent.steps.benchmark.run     gpu        measure
-
-A new step kind is a module here with ``run(ctx, step) -> StepOutcome``, a name in ``StepKind``
-(agent/steps/base.py), a row below, and its description in prompts/planner_system.md.
+A new step kind is a module ``agent/steps/<kind>.py`` with ``run(ctx, step) -> StepOutcome``, a name
+in ``StepKind`` (agent/steps/base.py), a row in ``STEPS``, and its description in
+prompts/planner_system.md.
 """
 from __future__ import annotations
 
@@ -35,9 +29,7 @@ class StepSpec:
 
     @property
     def run(self) -> Callable[[StepContext, PlanStep], StepOutcome]:
-        """``agent.steps.<kind>.run``, imported when a lane first runs the step: the GPU lane's first
-        job then waits only for the tuning step's imports, and the research step's (the SGLang source
-        readers) are imported on the research lane, beside the running GPU jobs."""
+        """``agent.steps.<kind>.run``, imported when a lane first runs it (each lane pays for its own)."""
         return importlib.import_module(f"agent.steps.{self.kind}").run
 
 

@@ -1,7 +1,7 @@
 """Runs one job and records how it ended. Standalone on purpose (stdlib only; it imports only
 ``processes.py``, which always sits next to it) so that an executor can copy both to another host
 and run them with any python3. Executors start it with ``-S``: no ``site`` (installed packages,
-their ``.pth`` hooks) to import, 20 ms or more per process, for a script that needs none of it.
+their ``.pth`` hooks) to import for a script that needs none of it.
 
     python3 wrapper.py JOB_DIR            the wrapper: starts the job, enforces timeout and stop
     python3 wrapper.py --lead JOB_DIR     the job's leader (started by the wrapper, see below)

@@ -97,8 +97,8 @@ def _refusal(args: VerifyArgs) -> Verification | None:
 
 def verify_many(requests: list[VerifyArgs]) -> list[Verification]:
     """Each request's verdict, in order. Requests for the same interpreter and folder share one SGLang
-    process: importing SGLang (torch, its kernels) is most of a resolution's time, about 11 s of CPU
-    per process here, while resolving one more argv takes well under a second."""
+    process: importing SGLang (torch, its kernels) is most of a resolution's time, and resolving one
+    more argv in the same process costs little."""
     verdicts: list[Verification | None] = [None] * len(requests)
     batches: dict[tuple[str, str | None, float], list[tuple[int, list[str]]]] = {}
     for at, args in enumerate(requests):

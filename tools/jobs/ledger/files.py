@@ -49,7 +49,7 @@ def ledger_keys(root: Path) -> list[str]:
 
 def record_stop_request(folder: Path, grace_s: float | None) -> float:
     """Write ``stop.json`` (so a dead job reads as stopped, not lost) and return the grace to use:
-    the caller's, else the job's own, else 10 s."""
+    the caller's, else the job's own, else the spec's default."""
     job = read_json(folder / "job.json") or {}
     write_json(folder / "stop.json", {"requested_at": time.time()})
     return job.get("grace_s", 10.0) if grace_s is None else grace_s

@@ -1,20 +1,15 @@
 """Starts a server job on its Slurm compute node, on a port free there, and records where it listens
 once it is *our* server that listens there.
 
-Standalone (stdlib plus ``processes.py``; copied next to the ledger like slurm_unit.py, run by the
-wrapper's job leader on the node):
+Standalone (stdlib plus ``processes.py``, copied next to the ledger, run by the job's leader):
 
     python3 slurm_serve.py ENDPOINT_JSON -- PROGRAM ARGS... --port DSV4_PORT ...
 
-Why: which node a job lands on, and which ports are free there, is unknown when it is submitted.
-Here, on the node, the kernel picks a port free on every interface and the word ``DSV4_PORT`` after
-``--port`` is replaced by it. The program runs as our child, in the job's process group. A port
-free a moment ago can be taken before a server that loads a model for minutes binds it, so
-``{"node", "port", "job_id", "restart"}`` is written atomically to ENDPOINT_JSON (in the shared run
-folder) only when a process of this job's own group holds the listening socket (read from
-``/proc`` on the node): the agent never probes a server that is not ours. The agent pairs ``node``
-with the job's BatchHost (``scontrol show job``), so an endpoint left by an earlier attempt of a
-requeued job is never used. We exit with the program's exit status.
+The node and its free ports are unknown at submission, so the port is picked here and replaces
+``DSV4_PORT``. ``{"node", "port", "job_id", "restart"}`` goes to ENDPOINT_JSON only once a process of
+this job's group holds the listening socket (a port free a moment ago can be taken meanwhile); the
+agent pairs ``node`` with the job's BatchHost, so a requeued job's old endpoint is never used.
+Exits with the program's status.
 """
 import json
 import os

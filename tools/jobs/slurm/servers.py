@@ -1,16 +1,13 @@
 """Servers on compute nodes (``Capabilities.servers_on_nodes``): the SlurmExecutor part that starts a
-server through ``slurm_serve.py`` and learns where it listens.
-
-``serve_argv`` runs the server through ``slurm_serve.py``, which picks a port free on the node when
-the job starts and records it (``endpoint.json``) once the job's own process group listens there;
-``server_endpoint`` pairs it with the job's BatchHost and that node's NodeAddr from ``scontrol``,
-i.e. where the agent and the bench client jobs reach the server.
+server through ``slurm_serve.py`` (which records its port once the job's own group listens there)
+and finds where the agent and the bench clients reach it: the job's BatchHost and its NodeAddr.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
 from tools.jobs.ledger.files import read_json
+from tools.jobs.outages import OutageWait
 from tools.jobs.slurm.query import RUNNING, node_address, show_job
 
 
@@ -20,6 +17,7 @@ class NodeServers:
     root: Path
     env: dict[str, str]
     python: str
+    outage: OutageWait
 
     # -- servers on compute nodes ----------------------------------------------------------
     def serve_argv(self, key: str, argv: list[str]) -> list[str]:
@@ -28,16 +26,13 @@ class NodeServers:
         return [self.python, str(self.root / "slurm_serve.py"), str(self.job_dir(key) / "endpoint.json"), "--", *argv]
 
     def server_endpoint(self, key: str) -> tuple[str, int] | None:
-        """(the node's address, port) of a running server job once it recorded its port, else None.
-
-        The node is the job's BatchHost per ``scontrol show job``, its address the node's NodeAddr
-        (what Slurm itself connects to); an endpoint.json from another node (an earlier attempt) is stale.
-        """
+        """(the node's address, port) of a running server job once it recorded its port, else None; an
+        endpoint.json from a node other than the job's BatchHost (an earlier attempt) is stale."""
         folder = self.job_dir(key)
         endpoint, slurm = read_json(folder / "endpoint.json"), read_json(folder / "slurm.json")
         if endpoint is None or slurm is None:
             return None
-        info = show_job(slurm["job_id"], self.env)
+        info = show_job(slurm["job_id"], self.env, self.outage)
         if info is None or info.state not in RUNNING or not info.batch_host or endpoint.get("node") != info.batch_host:
             return None
         return node_address(info.batch_host, self.env), int(endpoint["port"])

@@ -1,27 +1,11 @@
 """One SSH connection per host and option set, shared by the ledger calls (OpenSSH's multiplexing).
 
-Why: every ledger operation is its own ``ssh`` call, and a campaign makes hundreds. Alone, each one
-pays a TCP connect, a key exchange and a public-key login: measured on loopback, 0.21 core-s and
-0.31 s per call; riding on a shared connection, 0.11 core-s and 0.1 s (what is left is the host's
-login shell and Python). Over a WAN the saving is round trips. With ``ControlMaster=auto`` the first
-call becomes the master and later calls use it; ``ControlPersist`` keeps it that long after the
-last call, then it ends by itself. The master is OpenSSH's own background process, in a session of
-its own: nothing here ever signals it.
-
-When the host refuses one more session on the connection (sshd's ``MaxSessions``, 10 by default)
-or the socket is stale, ``ssh`` connects on its own instead, so multiplexing only ever saves work.
-
-Port forwards are kept out of it (``ControlPath=none``, which also overrides a ``ControlMaster`` in
-the user's ``~/.ssh/config``): a forward opened through a master belongs to the master, and ending
-our ``ssh -L`` process, the only one forward.py signals, would leave the port forwarded.
-
-The sockets live in a folder that is ours alone (a real folder, owned by this user, mode 0700):
-``$XDG_RUNTIME_DIR/dsv4-agent-ssh`` where that is set, else ``ssh/`` in the agent's cache. A socket
-name hashes this machine's name, the destination, the port and the ssh options, so calls with other
-keys or configs never share a connection, nor machines sharing a home folder over NFS. When the
-folder fails those checks, or the path would be too long for a Unix socket or hold blanks, quotes or
-``%`` (ssh would split or expand it), calls connect on their own, as before. Options the user passes
-that set ``Control*`` themselves are left to decide.
+A campaign makes hundreds of ledger calls, each its own ``ssh``; alone, each pays a connect, a key
+exchange and a login (benchmarks/ssh_calls.py). The first call becomes the master (OpenSSH's own
+process, never signalled here); a refused session or stale socket makes ``ssh`` connect alone.
+Port forwards stay out of it: one opened through a master would outlive forward.py's ``ssh -L``.
+Sockets live in a folder of ours alone (0700), named by a hash of host, destination, port and
+options; anything doubtful (that folder, an odd path, the user's ``Control*``) means no sharing.
 """
 from __future__ import annotations
 

@@ -1,23 +1,16 @@
 """Where a job's files are on the SSH host: the run-folder mapping rule of ``SshExecutor``.
 
-Steps build job specs with paths of the *local* run folder (scripts, unit lists, drivers, output
-folders). On the GPU host the run has a folder of its own (``~/.dsv4-agent/runs/<run>-<tag>``), so:
+Job specs name paths of the *local* run folder; on the host the run has a folder of its own
+(``~/.dsv4-agent/runs/<run>-<tag>``), so:
 
-- **Rewritten**: in argv words, env values and cwd, every occurrence of the local run folder's
-  absolute path (followed by ``/`` or the end of the word) becomes the remote run folder's path.
-- **Mirrored before a job starts** (only when the job is new, never into a running one):
-  each argv word / env value that is an existing *file* inside the run folder, and the top-level
-  files of the job's working folder when that folder lies inside the run folder (the tuning
-  folder's scripts, driver and unit lists). Subfolders are outputs and are not copied over.
-- **Folders created before a job starts**: the parent folder of each argv word / env value inside
-  the run folder whose parent exists locally (an output file such as ``bench/<variant>.jsonl`` can
-  then be created there by the job).
-- **Fetched after the job ended**: the job's ledger folder (log, exit.json) and the subfolders of
-  its working folder (e.g. ``tuning/out/``), into the same run-relative local paths. Top-level
-  files there are fetched only when they do not exist locally (local inputs are never replaced).
-- **Not touched**: every other path (the SGLang checkout, the model path, the SGLang python):
-  settings paths are taken as paths on the GPU host.
-- The run folder itself and its ``jobs/`` folder are never mirrored whole.
+- **Rewritten**: the local run folder's path in argv words, env values and cwd becomes the remote one.
+- **Mirrored before a new job starts**: each argv word / env value that is a file inside the run
+  folder, and the top-level files of a working folder inside it (subfolders are outputs).
+- **Folders created**: the parent of each such word or value whose parent exists locally.
+- **Fetched after the job ended**: its ledger folder and the subfolders of its working folder;
+  top-level files only where none exist locally (local inputs are never replaced).
+- **Not touched**: every other path (SGLang checkout, model, SGLang python) is a path on the host;
+  the run folder and its ``jobs/`` are never mirrored whole.
 """
 from __future__ import annotations
 

@@ -153,8 +153,8 @@ class SshTransport:
 
     def _remember_interpreter(self, path: object) -> None:
         """Later calls run the interpreter the first one found by name, by its path: a name the host's
-        PATH resolves through a version manager's shim (pyenv: a chain of shell scripts) cost 0.07 s
-        of CPU and 60 ms per call here, a third of a call on the shared connection."""
+        PATH resolves through a version manager's shim (pyenv: a chain of shell scripts) is paid again
+        on every call otherwise."""
         if (os.sep not in self.remote_python and isinstance(path, str) and path.startswith("/")
                 and path.isprintable() and path.strip() == path):
             self.remote_python = path
