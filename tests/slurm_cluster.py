@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -20,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.slowdown import limit
+from tools.jobs.executor import free_local_port
 
 SERVICES = Path(__file__).parent / "services"
 
@@ -85,6 +85,4 @@ def slurm(tmp_path_factory) -> Slurm:
 
 
 def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    return free_local_port()  # outside the ephemeral range: no client connection takes it meanwhile

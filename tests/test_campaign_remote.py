@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import subprocess
 import sys
 from collections import Counter
@@ -25,6 +24,7 @@ from tests.cli_helpers import only_run, run_cli
 from tests.conftest import require_binary
 from tests.slowdown import limit
 from tools.base import ToolError
+from tools.jobs.executor import free_local_port
 from tools.jobs.factory import make_executor
 from tools.jobs.local import LocalExecutor
 from tools.jobs.spec import JobSpec
@@ -34,9 +34,7 @@ LOCAL_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin"}  # the laptop: no nvidia-sm
 
 
 def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    return free_local_port()  # outside the ephemeral range: no client connection takes it meanwhile
 
 
 @pytest.fixture(scope="module")

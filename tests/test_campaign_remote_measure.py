@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -27,8 +26,9 @@ from tests.campaign_fixtures import DOUBLES, GPU_NAME, campaign_args
 from tests.cli_helpers import only_run, run_cli
 from tests.conftest import require_binary
 from tests.slowdown import limit
-from tools.measure.bench import run_sweep
+from tools.jobs.executor import free_local_port
 from tools.jobs.factory import make_executor
+from tools.measure.bench import run_sweep
 from tools.measure.results import parse_jsonl
 from tools.scripts import MeasurePlan
 from tools.tuning.configs import parse_config_file_name
@@ -39,9 +39,7 @@ GEMM = "sglang/kernels/ops/gemm"
 
 
 def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    return free_local_port()  # outside the ephemeral range: no client connection takes it meanwhile
 
 
 def _host_sglang(base: Path, wheel_root: Path) -> Path:

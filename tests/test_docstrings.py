@@ -17,10 +17,6 @@ FEW_LINES = 800  # characters of prose any module may have, whatever its size (a
 # "~0.5 s", "0.31 s", "60 ms", "about 11 s", "0.21 core-s"; not "'90s'" (a quoted example input) nor "0.5.23"
 TIMING = re.compile(r"(?<![\w.'\"`-])~?\d+(?:[.,]\d+)?\s?(?:ms|µs|us|ns|s|secs?|seconds?|mins?|minutes?|h|hours?|core-s)\b")
 
-# Modules still to trim while other changes to them are in flight; drop an entry once its module passes.
-# processes.py is copied into every run's server_check.py: trimming it changes the golden runs.
-SHARE_NOT_YET = {"tools/jobs/processes.py"}
-TIMINGS_NOT_YET: set[str] = set()
 
 
 def prose(source: str) -> list[tuple[int, str]]:
@@ -72,7 +68,7 @@ def test_the_checks_see_docstrings_comments_and_timings():
 
 def test_no_module_is_mostly_prose():
     long = {path: f"{share:.0%}" for path, source in _modules().items()
-            if path not in SHARE_NOT_YET and not _only_a_docstring(Path(path), source)
+            if not _only_a_docstring(Path(path), source)
             and (share := too_long(source)) is not None}
     assert not long, (f"docstrings and comments over {MAX_SHARE:.0%} of the module: {long}; say what and why "
                       "in a few lines, no history, no restating the code")
@@ -80,7 +76,7 @@ def test_no_module_is_mostly_prose():
 
 def test_no_timing_figures_in_docstrings_or_comments():
     found = {path: hits for path, source in _modules().items()
-             if path not in TIMINGS_NOT_YET and (hits := timings(source))}
+             if (hits := timings(source))}
     assert not found, f"timing figures go stale; move them to benchmarks/ or docs/benchmarks.md: {found}"
 
 

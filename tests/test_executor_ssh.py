@@ -12,7 +12,6 @@ import os
 import shlex
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import textwrap
@@ -25,6 +24,7 @@ import pytest
 from tests.conftest import require_binary, service_running
 from tests.slowdown import limit, until_accepted
 from tools.base import ToolError
+from tools.jobs.executor import free_local_port
 from tools.jobs.factory import make_executor
 from tools.jobs.local import LocalExecutor
 from tools.jobs.spec import JobSpec
@@ -48,9 +48,7 @@ class Sshd:
 
 
 def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    return free_local_port()  # outside the ephemeral range: no client connection takes it meanwhile
 
 
 

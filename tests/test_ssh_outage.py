@@ -11,7 +11,6 @@ import contextlib
 import json
 import os
 import shlex
-import socket
 import subprocess
 import threading
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ from tests.own_processes import OwnPid
 from tests.slowdown import limit, wait_for
 from tools.base import ToolError
 from tools.jobs import processes
+from tools.jobs.executor import free_local_port
 from tools.jobs.outages import OutageWait
 from tools.jobs.spec import JobSpec
 from tools.jobs.ssh.executor import SshExecutor
@@ -71,9 +71,7 @@ def _children(pid: int) -> list[int]:
 
 
 def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    return free_local_port()  # outside the ephemeral range: no client connection takes it meanwhile
 
 
 @pytest.fixture(scope="module")

@@ -5,13 +5,13 @@ happens to have: what differs between executors is said once, here, by each exec
 """
 from __future__ import annotations
 
-import socket
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from tools.gpus import DetectGpusResult
+from tools.jobs import processes
 from tools.jobs.spec import JobSpec, JobState
 
 
@@ -94,10 +94,8 @@ def base_url(host: str, port: int) -> str:
 
 
 def free_local_port(host: str = "127.0.0.1") -> int:
-    """A port nobody listens on right now on this machine (the kernel picks it)."""
-    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
+    """A port nobody listens on right now on this machine, out of the way of clients' own ports."""
+    return processes.free_port(host)
 
 
 class SameHostDefaults:

@@ -1,19 +1,15 @@
-"""Which processes are ours: process identity by pid *and* kernel start time, process groups, and
-the owner of a listening TCP port, all read from ``/proc``.
+"""Which processes are ours: process identity by pid *and* kernel start time, process groups, the
+owner of a listening TCP port (all read from ``/proc``), and a port free for a server we start.
 
-Standalone on purpose (stdlib only, no package imports): it travels next to ``wrapper.py`` wherever
-jobs run (the SSH host's ledger folder, the Slurm run folder), and ``remote_ledger.py`` is sent
-over SSH with this file's source in front of it. A pid alone names nothing for long: the kernel
-reuses pids, so a pid is ours only while it has the start time we recorded for it, and a process
-group is ours only while its leader is that process and still leads it.
-
-A pid and a start time can be copied from ``/proc`` into a forged ledger, though. So every job
-also carries a random token, recorded in its ``job.json`` and put by the executor and the wrapper
-into the environment of the wrapper, the job's leader and (inherited) the command:
-``carries_token`` reads it back from ``/proc/PID/environ``, which only the process's owner (and
-root) can read and which no ledger can change. A process the agent never started has no such token.
+Standalone (stdlib only): it travels next to ``wrapper.py`` wherever jobs run, and ``remote_ledger.py``
+is sent over SSH with this source in front of it. Pids are reused, so a pid is ours only while it has
+the start time we recorded; and since a pid and start time can be copied into a forged ledger, every
+job also carries a random token in its environment (``carries_token`` reads ``/proc/PID/environ``,
+which no ledger can change).
 """
 import os
+import random
+import socket
 
 TOKEN_VARIABLE = "DSV4_JOB_TOKEN"
 _MAX_ENVIRON = 4 << 20  # the kernel caps a process's argv + environment well below this
@@ -136,11 +132,8 @@ def _listening_inodes(port):
 
 
 def group_listens(pgid, recorded_start, port, token=None):
-    """True when a process of our group ``pgid`` holds a socket listening on ``port`` on this host.
-
-    Only our own group's open files are read: a listener held by anyone else (another user's
-    server, a process whose files we may not read) is never counted as ours.
-    """
+    """True when a process of our group ``pgid`` holds a socket listening on ``port`` on this host
+    (only our group's open files are read: anyone else's listener never counts as ours)."""
     if not group_alive(pgid, recorded_start, token):
         return False
     inodes = _listening_inodes(port)
@@ -195,3 +188,34 @@ def _with_job_dir(job_dir):
         if (b"\0" + environ).find(b"\0" + wanted) >= 0 and start_time(name) is not None:
             found.append(int(name))
     return sorted(found)
+
+FIRST_SERVER_PORT = 20000  # ports below this are left to services people configure by hand
+
+
+def free_port(host="127.0.0.1"):
+    """A TCP port nobody holds on ``host`` right now, for a server we are about to start there.
+
+    Picked below the kernel's ephemeral range where there is room: every outgoing connection takes
+    its own local port from that range, so a port found free there (what ``bind(0)`` gives) can be
+    taken by any client on the machine before the server binds it; below it only listeners compete."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    low = _ephemeral_low()
+    room = range(FIRST_SERVER_PORT, low) if low - FIRST_SERVER_PORT >= 1000 else range(0)
+    for port in [*random.sample(room, min(len(room), 50)), 0]:
+        with socket.socket(family, socket.SOCK_STREAM) as s:
+            try:
+                s.bind((host, port))
+            except OSError:
+                if port == 0:
+                    raise
+                continue
+            return s.getsockname()[1]
+    raise OSError("no free port")  # unreachable: port 0 either binds or raises
+
+
+def _ephemeral_low():
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0  # unknown: let the kernel pick

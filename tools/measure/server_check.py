@@ -98,12 +98,6 @@ def identity_problem(info, expected):
     return ""
 
 
-def free_port(host):
-    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
-
-
 def port_taken(host, port):
     with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM) as s:
         s.settimeout(1.0)
@@ -127,7 +121,7 @@ def main(argv):
         print(processes.start_time(int(args[0])) or "")
         return 0
     if command == "free-port":
-        print(free_port(args[0]))
+        print(processes.free_port(args[0]))
         return 0
     if command == "port-taken":
         return 0 if port_taken(args[0], args[1]) else 1

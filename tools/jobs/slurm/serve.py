@@ -24,12 +24,6 @@ import processes
 PLACEHOLDER = "DSV4_PORT"
 
 
-def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("", 0))  # every interface: the port must be free where the server binds (0.0.0.0)
-        return s.getsockname()[1]
-
-
 def _write(path, record):
     tmp = path + ".tmp"
     with open(tmp, "w") as f:
@@ -43,7 +37,7 @@ def main(endpoint_path, argv):
     if "--port" not in argv or argv.index("--port") + 1 >= len(argv) or argv[argv.index("--port") + 1] != PLACEHOLDER:
         sys.stderr.write("slurm_serve.py: the command needs '--port %s'\n" % PLACEHOLDER)
         return 2
-    port = free_port()
+    port = processes.free_port("")  # every interface: where the server binds (0.0.0.0)
     argv = list(argv)
     argv[argv.index("--port") + 1] = str(port)
     record = {"node": os.environ.get("SLURMD_NODENAME") or socket.gethostname().split(".")[0], "port": port,

@@ -22,15 +22,13 @@ from pathlib import Path
 
 from tools.base import ToolError
 from tools.child_env import child_env
-from tools.jobs.processes import TOKEN_VARIABLE, is_process
+from tools.jobs.processes import TOKEN_VARIABLE, free_port, is_process
 
 FORWARD_WAIT_S = 20.0
 
 
 def _local_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    return free_port("127.0.0.1")
 
 
 def _start_time(pid: int) -> str | None:

@@ -28,7 +28,6 @@ here, with the remote clock and /proc of the remote, by the same code LocalExecu
 import base64
 import json
 import os
-import socket
 import subprocess
 import sys
 import tarfile
@@ -90,10 +89,7 @@ def op_gpus(req):
 
 
 def op_port(req):
-    host = req.get("host") or "127.0.0.1"
-    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return {"port": s.getsockname()[1]}
+    return {"port": processes.free_port(req.get("host") or "127.0.0.1")}
 
 
 def op_get(req):
