@@ -94,9 +94,8 @@ def test_the_timeline_draws_every_job_the_campaign_ran(finished_campaign):
     lanes = {b.label: b.lane for b in timeline.bars}
     assert lanes["bench-mtp-c1"] == "clients (no GPU)" and lanes["serve-mtp"].startswith("GPU ")
     shown = json.loads(Image.open(run / "timeline.png").text[PNG_META_KEY])
-    bars = {b.label for b in timeline.bars}
-    assert set(launched) <= bars and shown["bars"] == len(timeline.bars)
-    assert {"tune-gpu0", "tune-gpu1"} <= set(shown["labelled"]) <= bars
+    assert set(launched) <= set(shown["drawn"])  # the picture was drawn before the report's own node ended
+    assert {"tune-gpu0", "tune-gpu1"} <= set(shown["labelled"]) <= set(shown["drawn"])
     terminal = render_terminal(timeline)
     assert all(key in terminal for key in launched), terminal
 

@@ -60,12 +60,12 @@ def render_terminal(tl: Timeline, width: int = 120) -> str:
     from rich.table import Table
 
     table = Table(title=f"timeline (0 → {tl.span:.2f}s)", show_lines=False)
-    for name in ("lane", "activity", "busy s", "items"):
+    for name in ("lane", "activity", "busy s"):
         table.add_column(name, justify="right" if name == "busy s" else "left", no_wrap=True)
+    table.add_column("items", overflow="fold")  # every bar named (the picture labels only those with room)
     for lane in tl.lanes():
         bars = [b for b in tl.bars if b.lane == lane]
         labels = ", ".join(dict.fromkeys(b.label for b in bars))
-        labels = labels if len(labels) <= 28 else labels[:27] + "…"
         busy = sum(b.seconds for b in bars)
         table.add_row(lane, _row(bars, tl.span), f"{busy:.2f}", labels)
     console = Console(file=io.StringIO(), width=width, color_system=None, force_terminal=False)
@@ -101,7 +101,7 @@ def write_png(tl: Timeline, path: Path | str) -> Path:
     ax.set_title(f"research under GPU work {_pct(tl.overlap_pct)} · GPU idle {_pct(tl.gpu_idle_pct)}")
     fig.tight_layout()
     path = Path(path)
-    shown = {**figures(tl), "bars": len(tl.bars), "labelled": labelled}
+    shown = {**figures(tl), "drawn": [b.label for b in tl.bars], "labelled": labelled}
     fig.savefig(path, format="png", dpi=100, metadata={PNG_META_KEY: json.dumps(shown)})
     return path
 
