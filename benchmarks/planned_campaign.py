@@ -7,9 +7,12 @@ empty: harness.first_run_env; source: the cached sglang 0.5.23 wheel;
 `--nvidia-smi` names a program that does not exist, so even a GPU host plans instead of running).
 The trace's first and last events split the wall time into start-up (process start to
 run_started), the campaign (run_started to run_finished) and exit (run_finished to process exit).
-Reference, in the same rounds: a process that only imports LangGraph's graph machinery, which
-the campaign's graph needs (a bare interpreter start is shown beside it). Goal: the median of
-wall ÷ that reference <= 2.
+Reference, in the same rounds: the two things a planned campaign cannot do without, each a process
+of its own on the same first-run footing: `dsv4-agent mtp --json` for the same model on the same
+tree (its research, from an empty research cache) plus a process that only imports LangGraph's
+graph machinery (the campaign's graph). Goal: the median of wall ÷ their sum <= 1.25, i.e. the
+plan, the scripts, the report, the trace and the checkpoints add at most a quarter. The wall ÷
+the LangGraph import alone, and a bare interpreter start, are shown beside it.
 """
 from __future__ import annotations
 
@@ -28,8 +31,15 @@ from benchmarks.harness import AGENT, clean_env, finish, first_run_env, row, tim
 from tools.source.resolve import ensure_wheel_source  # noqa: E402
 
 GOAL = "enable MTP and tune kernels"
-GOAL_RATIO = 2.0
+GOAL_RATIO = 1.25
 LANGGRAPH = [sys.executable, "-c", "import langgraph.graph"]
+MODEL = "deepseek-ai/DeepSeek-V4-Flash"  # the campaign's default model, named for `mtp`
+
+
+def research_alone() -> float:
+    """`mtp --json` for the campaign's model on its default tree, from an empty research cache."""
+    with tempfile.TemporaryDirectory() as tmp:
+        return time_process([AGENT, "mtp", "--model", MODEL, "--json"], cwd=tmp, env=first_run_env(Path(tmp)))
 
 
 def one_run() -> dict[str, float]:
@@ -52,18 +62,23 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=5)
     runs = parser.parse_args().runs
     ensure_wheel_source("0.5.23")  # downloading is not what is measured
-    bare, langgraph, results = [], [], []
-    for _ in range(runs):
-        bare.append(time_process([sys.executable, "-c", "pass"], env=clean_env()))
-        langgraph.append(time_process(LANGGRAPH, env=clean_env()))
-        results.append(one_run())
-    ref = (f"import langgraph.graph {statistics.median(langgraph):.2f} s; "
+    bare, langgraph, research, results = [], [], [], []
+    for turn in range(runs):  # the campaign and its references take turns at going first
+        references = [lambda: bare.append(time_process([sys.executable, "-c", "pass"], env=clean_env())),
+                      lambda: langgraph.append(time_process(LANGGRAPH, env=clean_env())),
+                      lambda: research.append(research_alone())]
+        for measure in (references + [lambda: results.append(one_run())])[::1 if turn % 2 else -1]:
+            measure()
+    ref = (f"mtp --json {statistics.median(research):.2f} s + import langgraph.graph {statistics.median(langgraph):.2f} s; "
            f"bare python {statistics.median(bare) * 1000:.0f} ms")
     parts = {k: [r[k] for r in results] for k in ("wall", "startup", "campaign", "exit")}
     return finish([
         row("planned_campaign", "planned campaign, process wall", parts["wall"], "s", ref),
-        row("planned_campaign", "  ÷ the LangGraph import (same rounds)",
-            [w / g for w, g in zip(parts["wall"], langgraph, strict=True)], "x", ref, f"<= {GOAL_RATIO:g}", GOAL_RATIO),
+        row("planned_campaign", "  ÷ (its research alone + the LangGraph import), same rounds",
+            [w / (m + g) for w, m, g in zip(parts["wall"], research, langgraph, strict=True)], "x", ref,
+            f"<= {GOAL_RATIO:g}", GOAL_RATIO),
+        row("planned_campaign", "  ÷ the LangGraph import alone", [w / g for w, g in zip(parts["wall"], langgraph, strict=True)],
+            "x", ref),
         row("planned_campaign", "  of which start-up (to run_started)", parts["startup"], "s", ref),
         row("planned_campaign", "  of which campaign (to run_finished)", parts["campaign"], "s", ref),
         row("planned_campaign", "  of which exit (run_finished to exit)", parts["exit"], "s", ref),

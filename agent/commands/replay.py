@@ -33,20 +33,27 @@ def replay(run: RunRef, timeline: Timeline = False, rerun: Rerun = False, keep: 
     """
     from agent.campaign import CampaignError, load_run
     from agent.replay.record import RecordError
+    from agent.report import timeline_process
+    from tools.base import ToolError
 
     try:
         folder = load_run(run, runs_dir)
     except CampaignError as err:
         fail(str(err), EXIT_USAGE)
     out: dict = {"run": str(folder.path)}
+    drawing = timeline_process.start(folder.path) if timeline else None  # drawn beside the replay
     try:
         code = _replay(folder.path, keep, out, as_json)
-        if timeline:
-            _timeline(folder.path, out, as_json)
+        if drawing is not None:
+            _timeline(folder.path, drawing, out, as_json)
         if rerun:
             code = max(code, _rerun(folder.path, runs_dir, out, as_json, tolerance, raw))
-    except RecordError as err:
+    except (RecordError, ToolError) as err:
         fail(str(err), EXIT_USAGE)
+    finally:
+        if drawing is not None and drawing.poll() is None:  # the replay failed first: ours to end
+            drawing.kill()
+            drawing.wait()
     if as_json:
         print_json({**out, "exit_code": code})
     raise typer.Exit(code)
@@ -69,10 +76,10 @@ def _replay(path, keep, out: dict, as_json: bool) -> int:
     return report.exit_code
 
 
-def _timeline(path, out: dict, as_json: bool) -> None:
-    from agent.report.timeline_view import publish
+def _timeline(path, drawing, out: dict, as_json: bool) -> None:
+    from agent.report import timeline_process
 
-    _tl, png, text = publish(path)
+    png, text = timeline_process.finish(drawing)
     out["timeline"] = {"text": text.rstrip(), "png": str(png), "html": str(path / "report.html")}
     _say(text.rstrip(), as_json)
     _say(f"wrote {png} and the Timeline section of {path / 'report.html'}", as_json)

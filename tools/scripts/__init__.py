@@ -1,9 +1,17 @@
-"""Reviewable shell scripts (serve_<variant>.sh, run_measure.sh) rendered from jinja2 templates."""
-from tools.scripts.models import BenchPoint, EnvChoice, FlagChoice, MeasurePlan, ServeVariant
-from tools.scripts.render import (
-    RENDER_SCRIPTS, RenderScriptsArgs, RenderScriptsResult,
-    render_measure_script, render_scripts, render_serve_script,
-)
+"""Reviewable shell scripts (serve_<variant>.sh, run_measure.sh) rendered from jinja2 templates.
 
-__all__ = ["RENDER_SCRIPTS", "BenchPoint", "EnvChoice", "FlagChoice", "MeasurePlan", "RenderScriptsArgs", "RenderScriptsResult",
-           "ServeVariant", "render_measure_script", "render_scripts", "render_serve_script"]
+The names below are loaded on first use: settings validation needs the plan models, not the
+renderer (jinja2), and a campaign's first GPU job should not wait for what it does not run."""
+import importlib
+
+_WHERE = {"BenchPoint": "models", "EnvChoice": "models", "FlagChoice": "models", "MeasurePlan": "models",
+          "ServeVariant": "models", "RENDER_SCRIPTS": "render", "RenderScriptsArgs": "render",
+          "RenderScriptsResult": "render", "render_measure_script": "render", "render_scripts": "render",
+          "render_serve_script": "render"}
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str):
+    if name not in _WHERE:
+        raise AttributeError(f"module 'tools.scripts' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"tools.scripts.{_WHERE[name]}"), name)
