@@ -54,13 +54,11 @@ def _import_all() -> None:
 def import_what_follows_the_gpu_jobs() -> None:
     """The measure step and the report (matplotlib) are imported while the GPU jobs run, so the time
     between the tuning and the first server, and after the last server, is work."""
-    from io import BytesIO
+    from agent.report.timeline_process import warm_drawer
 
+    warm_drawer()  # the timeline is drawn there, beside the report's plots
     import agent.report.build  # noqa: F401  plots, measurement tables, accuracy
-    import agent.report.timeline_view  # noqa: F401
     import agent.steps.benchmark  # noqa: F401
-    from matplotlib.figure import Figure
+    from agent.report.timeline_view import warm_up
 
-    sample = Figure(figsize=(1, 1))  # a first figure loads the fonts and the PNG writer
-    sample.add_subplot().set_title("0")
-    sample.savefig(BytesIO(), format="png")
+    warm_up()

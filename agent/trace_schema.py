@@ -23,7 +23,9 @@ from agent.trace_versions import SCHEMA_VERSION, SUPPORTED_VERSIONS, version_pro
 class Envelope(BaseModel):
     """Fields every event carries."""
 
-    model_config = ConfigDict(extra="allow")
+    # Each model's validator is built when its first event is checked: a run writes a handful of
+    # types before its first GPU job, and building all of them then would delay it.
+    model_config = ConfigDict(extra="allow", defer_build=True)
     v: int = Field(description="Trace schema version of this event")
     seq: int = Field(ge=0, description="0-based, gap-free position in the run's trace")
     t: float = Field(description="Wall clock, epoch seconds")

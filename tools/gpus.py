@@ -104,12 +104,22 @@ def visible(gpus: list[GpuInfo], cuda_visible_devices: str | None) -> tuple[list
     return chosen, note
 
 
-def _run(binary: str, query: list[str]) -> tuple[int | None, str, str]:
-    try:
-        out = subprocess.run([binary, *query], capture_output=True, text=True, timeout=30, env=child_env())
-    except subprocess.TimeoutExpired:
-        return None, "", f"{binary} did not answer in 30 s"
-    return out.returncode, out.stdout, out.stderr
+def _run_both(binary: str) -> list[tuple[int | None, str, str]]:
+    """Both queries' answers; they run at once (each is a start of nvidia-smi, before any GPU job)."""
+    env = child_env()
+    started = [subprocess.Popen([binary, *query], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+               for query in (GPU_QUERY, APPS_QUERY)]
+    answers: list[tuple[int | None, str, str]] = []
+    for proc in started:
+        try:
+            out, err = proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()  # our own child
+            proc.communicate()
+            answers.append((None, "", f"{binary} did not answer in 30 s"))
+            continue
+        answers.append((proc.returncode, out, err))
+    return answers
 
 
 def from_queries(gpu_answer: tuple[int | None, str, str], apps_answer: tuple[int | None, str, str], where: str,
@@ -133,7 +143,7 @@ def detect_gpus(args: DetectGpusArgs) -> DetectGpusResult:
     binary = shutil.which(args.nvidia_smi)
     if binary is None:
         return DetectGpusResult(gpus=[], note=f"{args.nvidia_smi} not found on PATH: no NVIDIA GPU here")
-    found = from_queries(_run(binary, GPU_QUERY), _run(binary, APPS_QUERY), binary, args.cuda_visible_devices)
+    found = from_queries(*_run_both(binary), binary, args.cuda_visible_devices)
     if args.only is not None:
         missing = sorted(set(args.only) - {g.index for g in found.gpus})
         if missing:

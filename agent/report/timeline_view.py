@@ -164,6 +164,17 @@ def timeline_sections(run_dir: Path | str) -> list[Section]:
     return [report_section(*found)] if found else []
 
 
+def warm_up() -> None:
+    """matplotlib imported and a first figure drawn (fonts, the PNG writer), ahead of a real one."""
+    from io import BytesIO
+
+    from matplotlib.figure import Figure
+
+    sample = Figure(figsize=(1, 1))
+    sample.add_subplot().set_title("0")
+    sample.savefig(BytesIO(), format="png")
+
+
 def timeline_for_run(run_dir: Path | str) -> tuple[Timeline, str | None]:
     """The run's timeline from its good events, and why reading stopped early (None: whole trace)."""
     from agent.report.timeline import build_timeline
