@@ -21,7 +21,7 @@ from typing import Callable, Iterator
 
 from agent.report.blocks import Section
 from agent.report.timeline import Bar, Timeline
-from agent.report.timeline_view import report_section, run_timeline, timeline_for_run, write_png
+from agent.report.timeline_view import read_timeline, report_section, write_png
 from tools.base import ToolError
 from tools.child_env import child_env
 
@@ -94,13 +94,11 @@ def timeline_sections_drawn_beside(run_dir: Path) -> Iterator[Section]:
     """``timeline_sections``, its PNG drawn by the warm drawer (below) while
     the caller builds the rest of the report. The drawer is handed the timeline now; the section is
     made when the caller takes it from the returned iterator (build_report does, after its plots)."""
-    if not (run_dir / "trace.jsonl").exists():
+    timeline = read_timeline(run_dir)
+    if timeline is None:
         return iter(())
-    timeline, stop = timeline_for_run(run_dir)
-    if stop:
-        timeline.notes.append(f"trace read up to a bad line: {stop}")
     if not timeline.gpus:
-        return iter([report_section(*run_timeline(run_dir))])  # a planned run: no chart (run_timeline says so)
+        return iter([report_section(timeline, None)])  # a planned run: no chart (its note says so)
     png = run_dir / "timeline.png"
     drawn = hand_to_drawer(timeline, png)  # drawing starts now
 

@@ -203,16 +203,16 @@ def free_port(host="127.0.0.1"):
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     low = _ephemeral_low()
     room = range(FIRST_SERVER_PORT, low) if low - FIRST_SERVER_PORT >= 1000 else range(0)
-    for port in [*random.sample(room, min(len(room), 50)), 0]:
+    for port in random.sample(room, min(len(room), 50)):
         with socket.socket(family, socket.SOCK_STREAM) as s:
             try:
                 s.bind((host, port))
             except OSError:
-                if port == 0:
-                    raise
                 continue
-            return s.getsockname()[1]
-    raise OSError("no free port")  # unreachable: port 0 either binds or raises
+            return port
+    with socket.socket(family, socket.SOCK_STREAM) as s:  # no room below the range, or all of it taken
+        s.bind((host, 0))
+        return s.getsockname()[1]
 
 
 def _ephemeral_low():
