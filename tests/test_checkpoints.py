@@ -19,9 +19,12 @@ class State(TypedDict):
 
 
 def _wait_for_a_saved_write(db) -> None:
-    """The killed lane dies only once the other lane's writes are on disk (as after a real kill)."""
+    """The killed lane dies only once the other lane's writes are on disk (as after a real kill).
+    The input's own write to ``done`` (task ``__start__``) is there from the start, so the wait names
+    the gpu lane's task."""
+    query = "SELECT count(*) FROM writes WHERE channel = 'done' AND task_path LIKE '%, gpu'"
     with sqlite3.connect(db) as reader:
-        wait_for(lambda: reader.execute("SELECT count(*) FROM writes WHERE channel = 'done'").fetchone()[0], 30,
+        wait_for(lambda: reader.execute(query).fetchone()[0], 30,
                  "the finished lane's writes in the database", interval=0.01)
 
 
