@@ -13,16 +13,19 @@ import sys
 import threading
 import time
 
-from rich.console import Console, Group
-from rich.live import Live
-from rich.progress_bar import ProgressBar
-from rich.table import Table
+from typing import TYPE_CHECKING
 
 from agent.live_eta import CampaignEta
 from agent.secrets import redact_text
 from agent.terminal import gpu_list, printable, text
 
+if TYPE_CHECKING:
+    from rich.console import Console, Group
+    from rich.live import Live
+
 _NOTABLE = {"job_launched", "job_finished", "error"}
+# What rich reads to treat a stream that is no terminal as one (rich.console.Console.is_terminal).
+_TERMINAL_ENV = ("TTY_COMPATIBLE", "FORCE_COLOR")
 _QUARTERS = (0.25, 0.5, 0.75, 1.0)
 
 
@@ -57,11 +60,25 @@ def bench_row(variant: str) -> str:
     return f"bench {variant}"
 
 
+def _console(stream, to_stderr: bool) -> "Console | None":
+    """rich's console for a terminal; None (plain lines, rich not imported) where rich would not draw
+    either: a pipe, a file or /dev/null, as under CI and in scripts."""
+    try:
+        maybe_terminal = stream.isatty() or any(name in os.environ for name in _TERMINAL_ENV)
+    except (AttributeError, ValueError):  # a replaced or closed stream
+        maybe_terminal = False
+    if not maybe_terminal:
+        return None
+    from rich.console import Console
+
+    return Console(highlight=False, stderr=to_stderr)
+
+
 class LiveView:
     def __init__(self, console: Console | None = None, force_plain: bool = False, to_stderr: bool = False):
         self.stream = sys.stderr if to_stderr else sys.stdout  # stderr when stdout carries --json
-        self.console = console or Console(highlight=False, stderr=to_stderr)
-        self.plain = force_plain or not self.console.is_terminal
+        self.console = console if console is not None else _console(self.stream, to_stderr)
+        self.plain = force_plain or self.console is None or not self.console.is_terminal
         self.run_path = None  # the run folder, once the campaign has one
         self.started = time.time()
         self.lanes: dict[str, str] = {}
@@ -69,7 +86,7 @@ class LiveView:
         self.campaign = CampaignEta()
         self._points: dict[str, dict] = {}  # bench rows counted by the sweep, shown from their first point
         self._lock = threading.Lock()
-        self._live: Live | None = None
+        self._live: "Live | None" = None
 
     # -- inputs ----------------------------------------------------------------------------
     def say(self, line: str) -> None:
@@ -181,7 +198,11 @@ class LiveView:
         return next((q for q in reversed(_QUARTERS) if before < q <= done / total), None)
 
     # -- rendering -------------------------------------------------------------------------
-    def _render(self) -> Group:
+    def _render(self) -> "Group":
+        from rich.console import Group
+        from rich.progress_bar import ProgressBar
+        from rich.table import Table
+
         now = time.time()
         with self._lock:
             lanes = Table(title=f"campaign {clock(now - self.started)}{self._campaign_eta(now)}", expand=True)
@@ -227,6 +248,8 @@ class LiveView:
 
     def __enter__(self) -> "LiveView":
         if not self.plain:
+            from rich.live import Live
+
             self._live = Live(get_renderable=self._render, console=self.console, refresh_per_second=4,
                               transient=False, redirect_stdout=False)
             self._live.__enter__()

@@ -6,6 +6,7 @@ import io
 import json
 import re
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -189,3 +190,24 @@ def test_the_live_views_last_screen_ends_with_the_verdict_and_the_report(tmp_pat
     assert any("bench baseline" in row and "2/2" in row for row in table)  # the last screen stayed
     assert not any("bench-baseline-c" in row for row in table if row.startswith("│"))  # one row per variant
     assert not re.search(r"\x1b\[[0-9;]*(?:3[0-8]|9[0-7]|4[0-8])(?:;[0-9;]*)?m", pane)  # NO_COLOR
+
+
+_PROBE = ("import sys; from agent.live import LiveView; view = LiveView(); "
+          "print(view.plain, 'rich.console' in sys.modules)")
+
+
+def test_off_a_terminal_the_view_is_plain_and_rich_is_not_loaded():
+    """A pipe (CI, scripts, the benchmarks) gets plain lines; rich would draw nothing there, so its import is
+    not paid before the first GPU job."""
+    env = {k: v for k, v in clean_env().items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE")}
+    out = subprocess.run([sys.executable, "-c", _PROBE], env=env, capture_output=True, text=True, timeout=limit(120),
+                         check=True)
+    assert out.stdout.split() == ["True", "False"]
+
+
+def test_a_pipe_that_rich_is_told_is_a_terminal_gets_the_live_view():
+    """rich's own switches (FORCE_COLOR, TTY_COMPATIBLE) still turn the live view on where stdout is a pipe."""
+    for name in ("FORCE_COLOR", "TTY_COMPATIBLE"):
+        out = subprocess.run([sys.executable, "-c", _PROBE], env={**clean_env(), name: "1"},
+                             capture_output=True, text=True, timeout=limit(120), check=True)
+        assert out.stdout.split() == ["False", "True"], name

@@ -138,3 +138,30 @@ def test_report_without_results_and_with_failures_keeps_partial_results(tmp_path
     assert "| baseline | 8 |" in md and "mtp at concurrency 8: server was not ready (log: x.log)" in md
     assert "old failure" not in md and "mtp.failures.jsonl:2: not JSON" in md
     assert (tmp_path / "plots" / "tpot_vs_concurrency.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_redaction_never_cuts_into_an_embedded_plot(tmp_path):
+    """A remembered secret that happens to occur in a plot's base64 is redacted from the text, never from the
+    image: every figure in report.html is the PNG on disk, byte for byte."""
+    import base64
+    import re
+
+    from agent import secrets
+
+    bench = tmp_path / "bench"
+    bench.mkdir()
+    (bench / "mtp.jsonl").write_text(json.dumps(NEW) + "\n")
+    build_report(tmp_path)
+    png = sorted((tmp_path / "plots").glob("*.png"))[0]
+    inside = base64.b64encode(png.read_bytes()).decode()[200:212]
+    assert inside.isascii() and len(inside) == 12
+    secrets.remember(inside)
+    try:
+        build_report(tmp_path)
+    finally:
+        secrets._known.discard(inside)
+    page = (tmp_path / "report.html").read_text()
+    embedded = [base64.b64decode(d) for d in re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', page)]
+    on_disk = {p.read_bytes() for p in (tmp_path / "plots").glob("*.png")}
+    assert embedded and set(embedded) == on_disk
+    assert "dsv4-image-" not in page  # every slot was filled

@@ -3,7 +3,9 @@
 ``Para`` and ``Items`` hold plain text (escaped in both forms); ``Markdown`` holds markdown written
 by someone else (plan.md, research notes, evidence.md): shown as is in report.md and rendered in
 report.html by markdown-it with raw HTML disabled, so its markup is formatting, never tags or
-scripts. ``Image`` is a file in the run folder, embedded as a data URI so report.html stands alone.
+scripts. ``Image`` is a file in the run folder, embedded as a data URI so report.html stands alone: its HTML
+holds a random slot, filled by ``embed_images`` once the page's text has been redacted (the image
+bytes are ours, and a redaction pattern must never cut into them).
 ``Details`` folds blocks under a summary line in report.html (``<details>``); report.md shows them
 under the summary in bold. Every table, ours or markdown's, scrolls inside its own box
 (``div.scroll``), so a wide one never widens the page on a phone.
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import html
+import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -79,15 +82,17 @@ class Image:
     path: Path
     relative: str
     alt: str
+    slot: str = field(default_factory=lambda: f"dsv4-image-{secrets.token_hex(12)}")  # no text can name it
 
     def markdown(self) -> str:
         return f"![{md_text(self.alt)}]({self.relative})"
 
     def html(self) -> str:
-        data = base64.b64encode(self.path.read_bytes()).decode()
         alt = html.escape(self.alt)
-        return (f'<figure><img alt="{alt}" src="data:image/png;base64,{data}"><figcaption>{alt}</figcaption>'
-                "</figure>")
+        return f'<figure><img alt="{alt}" src="{self.slot}"><figcaption>{alt}</figcaption></figure>'
+
+    def data_uri(self) -> str:
+        return "data:image/png;base64," + base64.b64encode(self.path.read_bytes()).decode()
 
 
 @dataclass
@@ -117,3 +122,21 @@ class Section:
 
     def html(self) -> str:
         return "\n".join(b.html() for b in self.blocks)
+
+
+def images_in(blocks: list) -> list[Image]:
+    """Every ``Image`` among ``blocks`` (sections and details included)."""
+    found: list[Image] = []
+    for block in blocks:
+        if isinstance(block, Image):
+            found.append(block)
+        elif isinstance(block, (Section, Details)):
+            found += images_in(block.blocks)
+    return found
+
+
+def embed_images(page: str, images: list[Image]) -> str:
+    """``page`` with each image's slot replaced by its data URI."""
+    for image in images:
+        page = page.replace(image.slot, image.data_uri())
+    return page

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Iterable
 
 from tools import json_data
-from agent.report.blocks import Image, Para, Section
+from agent.report.blocks import Image, Para, Section, embed_images, images_in
 from agent.report.measurement import (
     accuracy_section, comparison_section, metrics_section, results_files, verdict_section,
 )
@@ -106,10 +106,11 @@ def header(run_dir: Path, plan: MeasurePlan | None) -> list[tuple[str, str]]:
     return rows + [("date", time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(when)))]
 
 
-def _write_atomically(path: Path, text: str) -> None:
-    """A report being rebuilt is never half-written: readers see the old one or the new one."""
+def _write_atomically(path: Path, text: str, images: Iterable[Image] = ()) -> None:
+    """A report being rebuilt is never half-written: readers see the old one or the new one. The text is
+    made safe (no secret, agent/secrets.py; no raw control character) before ``images`` fill their slots."""
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(printable(redact_text(text)))  # no secret (agent/secrets.py), no raw control character
+    tmp.write_text(embed_images(printable(redact_text(text)), list(images)))
     os.replace(tmp, path)
 
 
@@ -161,5 +162,5 @@ def build_report(run_dir: Path | str, extra_sections: Iterable[Section] = ()) ->
     md, page = render(f"dsv4-agent report — {run_dir.name}", header(run_dir, plan),
                       verdict_section(verdict, labels, planned), bool(verdict and verdict.recommended), sections)
     _write_atomically(run_dir / "report.md", md)
-    _write_atomically(run_dir / "report.html", page)
+    _write_atomically(run_dir / "report.html", page, images_in(sections))
     return [run_dir / "report.md", run_dir / "report.html", *written]
