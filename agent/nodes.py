@@ -86,9 +86,12 @@ def report(rt: Runtime, state: CampaignState) -> dict:
     status = "failed" if "failed" in statuses else "planned" if "planned" in statuses else "finished"
     wait_for_background()  # matplotlib is drawn by one thread at a time
     from agent.report.build import build_report  # matplotlib: imported only when a report is built
-    from agent.report.timeline_process import timeline_sections_drawn_beside
+    from agent.report.drawer import hand_measured_plots, plots_drawn_beside
+    from agent.report.timeline_view import timeline_sections
 
-    for path in build_report(rt.run.path, extra_sections=timeline_sections_drawn_beside(rt.run.path)):
+    hand_measured_plots(rt.run.path)  # unless the benchmark step did: the drawer draws while the timeline is drawn here
+    timeline = timeline_sections(rt.run.path)
+    for path in build_report(rt.run.path, extra_sections=timeline, draw_plots=plots_drawn_beside):
         rt.trace.emit("artifact_written", "control", path=str(path.relative_to(rt.run.path)))
     return {"status": status}
 

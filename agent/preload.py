@@ -54,9 +54,9 @@ def _import_all() -> None:
 def import_what_follows_the_gpu_jobs() -> None:
     """The measure step and the report (matplotlib) are imported while the GPU jobs run, so the time
     between the tuning and the first server, and after the last server, is work."""
-    from agent.report.timeline_process import warm_drawer
+    from agent.report.drawer import warm_drawer
 
-    warm_drawer()  # the timeline is drawn there, beside the report's plots
+    warm_drawer()  # the report's plots are drawn there (agent/report/drawer.py)
     import agent.report.build  # noqa: F401  plots, measurement tables, accuracy
     import agent.steps.benchmark  # noqa: F401
     from agent.report.timeline_view import warm_up

@@ -107,39 +107,3 @@ def test_golden_timeline_png_matches_its_events(tmp_path):
     path = [name for name, _ in tl.critical_path]
     assert path[:3] == ["preflight", "plan", "sync"] and path[-1] == "report"
     assert ("gpu_lane" in path) != ("research_lane" in path)  # one lane held up the join, the other had slack
-
-
-def _run_with_trace(tmp_path: Path) -> Path:
-    run = tmp_path / "run"
-    run.mkdir()
-    (run / "trace.jsonl").write_text("".join(json.dumps(e) + "\n" for e in known_trace()))
-    return run
-
-
-def test_the_warm_drawer_draws_the_timeline_the_report_shows(tmp_path):
-    """A campaign's report hands its timeline to a drawer process started during the GPU jobs: the PNG
-    it draws is the one drawn here would be (every bar, the same figures), and the section embeds it."""
-    from agent.report import timeline_process
-
-    run = _run_with_trace(tmp_path)
-    timeline_process.warm_drawer()
-    drawer = timeline_process._DRAWER[0]
-    [section] = list(timeline_process.timeline_sections_drawn_beside(run))
-    assert drawer.wait() == 0 and not timeline_process._DRAWER
-    shown = json.loads(Image.open(run / "timeline.png").text[PNG_META_KEY])
-    tl, _ = timeline_for_run(run)
-    assert shown["drawn"] == [b.label for b in tl.bars] and shown["overlap_pct"] == 50.0
-    assert any(getattr(block, "path", None) == run / "timeline.png" for block in section.blocks)
-
-
-def test_a_drawer_that_died_leaves_the_drawing_to_the_report(tmp_path):
-    from agent.report import timeline_process
-
-    run = _run_with_trace(tmp_path)
-    timeline_process.warm_drawer()
-    drawer = timeline_process._DRAWER[0]
-    drawer.kill()  # our own child
-    drawer.wait()
-    [section] = list(timeline_process.timeline_sections_drawn_beside(run))
-    shown = json.loads(Image.open(run / "timeline.png").text[PNG_META_KEY])
-    assert shown["overlap_pct"] == 50.0 and section.title == "Timeline"

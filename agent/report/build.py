@@ -11,7 +11,7 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable
 
 from tools import json_data
 from agent.report.blocks import Image, Para, Section, embed_images, images_in
@@ -24,7 +24,7 @@ from tools.measure.accuracy import load_results as load_accuracy
 from tools.measure.decision import VERDICT_FILE, bench_records, decide_folder, gates_of
 from tools.measure.results import ComparisonRow, compare
 from tools.measure.variants import setting_label
-from tools.measure.verdict import Slo, Verdict, point_stats
+from tools.measure.verdict import PointStats, Slo, Verdict, point_stats
 from tools.scripts.models import MeasurePlan
 from tools.tuning.prove import prove_run
 from agent.secrets import redact_text
@@ -114,16 +114,21 @@ def _write_atomically(path: Path, text: str, images: Iterable[Image] = ()) -> No
     os.replace(tmp, path)
 
 
-def _measurement(run_dir: Path, plan: MeasurePlan | None, labels: dict[str, str]) -> tuple[list[Section], list[Path]]:
+PlotWriter = Callable[[list[PointStats], Path], list[Path]]
+
+
+def _measurement(run_dir: Path, plan: MeasurePlan | None, labels: dict[str, str],
+                 draw_plots: PlotWriter | None) -> tuple[list[Section], list[Path]]:
     rows, problems, failures = load_results(run_dir)
     records, _ = bench_records(run_dir / "bench")
     out: list[Section] = []
     written: list[Path] = []
     if rows:
         stats = point_stats(records)
-        from agent.report.plots import write_plots  # matplotlib is slow to import: only for figures
+        if draw_plots is None:
+            from agent.report.plots import write_plots as draw_plots  # matplotlib is slow to import: only for figures
 
-        plots = write_plots(stats, run_dir / "plots")
+        plots = draw_plots(stats, run_dir / "plots")
         out += [metrics_section(stats, labels), comparison_section(rows),
                 Section("Plots", [Image(p, f"plots/{p.name}", p.stem) for p in plots], id="plots")]
         csv_text, json_text = results_files(stats, labels, records)
@@ -141,8 +146,10 @@ def _measurement(run_dir: Path, plan: MeasurePlan | None, labels: dict[str, str]
     return out + ([failed] if failed else []), written
 
 
-def build_report(run_dir: Path | str, extra_sections: Iterable[Section] = ()) -> list[Path]:
-    """Write report.md, report.html, plots/*.png and the combined results; return the paths."""
+def build_report(run_dir: Path | str, extra_sections: Iterable[Section] = (),
+                 draw_plots: PlotWriter | None = None) -> list[Path]:
+    """Write report.md, report.html, plots/*.png and the combined results; return the paths. ``draw_plots``
+    writes the plots of the statistics into the folder (agent/report/plots.py's ``write_plots`` by default)."""
     run_dir = Path(run_dir)
     plan = _plan(run_dir)
     settings = (_json(run_dir / "config.json") or {}).get("settings", {})
@@ -150,7 +157,7 @@ def build_report(run_dir: Path | str, extra_sections: Iterable[Section] = ()) ->
               for v in plan.variants} if plan else {}
     verdict = _verdict(run_dir, plan, settings)
     planned = ((_json(run_dir / "steps" / "benchmark.json") or {}).get("status") == "planned")
-    measured, written = _measurement(run_dir, plan, labels)
+    measured, written = _measurement(run_dir, plan, labels, draw_plots)
     proof = prove_run(run_dir)
     sections = [*measured]
     sections += [s for s in (parts.evidence_section(run_dir), parts.flag_review_section(run_dir),

@@ -7,7 +7,9 @@ the summary says how to run them. With GPUs it blocks until the sweep is done; r
 check per variant (``bench/accuracy/``). Idempotent: finished points (their line is in the JSONL) are
 skipped and jobs re-attach by key (``serve-<variant>``, ``bench-<variant>-c<k>[-r<i>]``,
 ``gsm8k-<variant>``). Then the verdict (tools/measure/verdict.py) goes to ``verdict.json`` and the
-winner's serve script, with the reason as its header, to ``serve_recommended.sh``.
+winner's serve script, with the reason as its header, to ``serve_recommended.sh``. Once the last
+point is measured, the report's plots are handed to its drawer (agent/report/drawer.py), which draws
+them while the last server is stopped.
 
 Executors: local; SSH (server and bench client run on the host, probes and snapshots go through
 an ``ssh -L`` forward, each point's JSONL comes back); Slurm (server and bench clients are batch
@@ -16,8 +18,10 @@ folder). See tools/measure/bench.py and tools/measure/server.py.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
+from pathlib import Path
 
 from agent.steps.base import PlanStep, StepContext, StepOutcome
 from agent.steps.measure_plan import build_plan
@@ -57,7 +61,8 @@ def run(ctx: StepContext, step: PlanStep) -> StepOutcome:
 
     previous_lane, ctx.lane = ctx.lane, "gpu"
     try:
-        sweep = run_sweep(ctx.executor, plan, ctx.settings.sglang_python, ctx.run.path / "bench", on_event=on_event)
+        sweep = run_sweep(ctx.executor, plan, ctx.settings.sglang_python, ctx.run.path / "bench", on_event=on_event,
+                          on_measured=lambda: _plots_meanwhile(ctx.run.path))
     finally:
         ctx.lane = previous_lane
     measured = len(sweep.done) + len(sweep.skipped)
@@ -85,6 +90,13 @@ def run(ctx: StepContext, step: PlanStep) -> StepOutcome:
                              "failures": [f.model_dump() for f in sweep.failures],
                              "done": sweep.done, "skipped": sweep.skipped,
                              "verdict": verdict.model_dump(mode="json") if verdict else None})
+
+
+def _plots_meanwhile(run_dir: Path) -> None:
+    from agent.report.drawer import hand_measured_plots
+
+    with contextlib.suppress(Exception):  # a hand-off that fails only leaves the plots to the report
+        hand_measured_plots(run_dir)
 
 
 def _verdict_line(verdict: Verdict) -> str:

@@ -170,8 +170,10 @@ def _after_snapshot(python: str, executor: Executor, server: ServerHandle, tag: 
 
 def run_sweep(executor: Executor, plan: MeasurePlan, python: str, results_dir: Path,
               env: dict[str, str] | None = None, on_event: EventSink | None = None,
-              ready_timeout_s: float | None = None, point_timeout_s: float | None = 3600.0) -> SweepResult:
-    """Blocking: every variant, every point; returns what was measured and what failed."""
+              ready_timeout_s: float | None = None, point_timeout_s: float | None = 3600.0,
+              on_measured: Callable[[], None] | None = None) -> SweepResult:
+    """Blocking: every variant, every point; returns what was measured and what failed. ``on_measured`` is
+    called once the last variant's points are measured, before its accuracy check and its server's stop."""
     emit = on_event or (lambda _type, _data: None)
     results_dir.mkdir(parents=True, exist_ok=True)
     bench_env = dict(env or {})
@@ -203,7 +205,8 @@ def run_sweep(executor: Executor, plan: MeasurePlan, python: str, results_dir: P
                                                       f"stopped: {'; '.join(refused)}", "", out)
             continue
         _sweep_variant(executor, plan, variant, python, results_file, todo, env, bench_env, emit, out,
-                       ready_timeout_s, point_timeout_s, check_accuracy)
+                       ready_timeout_s, point_timeout_s, check_accuracy,
+                       on_measured if variant is plan.variants[-1] else None)
     stop_leftover_servers(executor, set(), emit)  # a refusal here is the campaign's to report (agent/campaign.py)
     return out
 
@@ -221,7 +224,7 @@ def _server_need(executor: Executor, plan: MeasurePlan, variant: ServeVariant,
 
 
 def _sweep_variant(executor, plan, variant, python, results_file, todo, env, bench_env, emit, out,
-                   ready_timeout_s, point_timeout_s, check_accuracy) -> None:
+                   ready_timeout_s, point_timeout_s, check_accuracy, on_measured) -> None:
     """One variant's server (new or re-attached) and its points still to measure."""
     results_dir = results_file.parent
     key = None
@@ -262,6 +265,8 @@ def _sweep_variant(executor, plan, variant, python, results_file, todo, env, ben
                 emit("job_finished", {"key": job, "kind": "bench", "variant": variant.name, "status": "failed",
                                       "reason": failure.reason.splitlines()[0]})
         emit("progress", {"message": f"{variant.name}: {len(todo)} points measured", "key": key})
+        if on_measured is not None:
+            on_measured()
         if check_accuracy:
             _check_accuracy(executor, plan, variant, python, server, results_dir, bench_env, emit)
     finally:
