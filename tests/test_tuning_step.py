@@ -202,3 +202,26 @@ def test_wheel_source_without_the_script_explains_how_to_get_it(tmp_path, sglang
     assert outcome.status == "skipped" and outcome.reason == "no_tuning_script"
     assert "git clone https://github.com/sgl-project/sglang" in outcome.summary
     assert (ctx.run.path / "tuning/plan.txt").exists()
+
+
+def test_the_install_target_is_looked_up_once_a_job_runs_and_its_error_comes_where_it_is_used(tmp_path):
+    """The lookup (it starts the server's interpreter) waits for the first launch, runs beside the jobs, and
+    a lookup that fails raises at the install, as a lookup made there would."""
+    import threading
+
+    import pytest
+
+    from tools.base import ToolError
+    from tools.tuning.outcome import TuneKernelsArgs
+    from tools.tuning.tune_gpus import _install_target_meanwhile
+
+    launched = threading.Event()
+    no_sglang = TuneKernelsArgs(model="m", sglang_python=sys.executable)  # this venv has no sglang
+    target = _install_target_meanwhile(no_sglang, LocalExecutor(tmp_path / "jobs"), after=launched)
+    assert not target.__self__.done()  # the future's result: nothing looked up before a job is launched
+    launched.set()
+    with pytest.raises(ToolError, match="has no sglang"):
+        target()
+    given = TuneKernelsArgs(model="m", sglang_python=sys.executable, config_dir=str(tmp_path / "configs"))
+    found = _install_target_meanwhile(given, LocalExecutor(tmp_path / "jobs"), after=launched)
+    assert found() == tmp_path / "configs"

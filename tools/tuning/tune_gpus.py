@@ -2,8 +2,10 @@
 per-process outputs, install where the server runs, and say so in the outcome."""
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from tools.base import ToolError
 from tools.jobs import Executor
@@ -38,11 +40,30 @@ def _install_target(args: TuneKernelsArgs) -> Path:
                     "unknown; pass --sglang-python to the interpreter that runs the server")
 
 
-def _install(args: TuneKernelsArgs, executor: Executor, run_dir: Path, rec: Recorder, merged: list[Path]) -> Manifest:
+def _install_target_meanwhile(args: TuneKernelsArgs, executor: Executor,
+                              after: threading.Event) -> Callable[[], Path]:
+    """The local install target, looked up on a thread once ``after`` is set (the first tuning job is
+    launched): its probe starts the server's interpreter, which would otherwise stand between the last
+    tuning job and the first server. Calling the result gives the folder or raises the lookup's ToolError."""
+    if executor.capabilities.remote_host:
+        return lambda: _install_target(args)  # unused: the host installs for itself
+
+    def lookup() -> Path:
+        after.wait()
+        return _install_target(args)
+
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="install-target")
+    found = pool.submit(lookup)
+    pool.shutdown(wait=False)
+    return found.result
+
+
+def _install(args: TuneKernelsArgs, executor: Executor, run_dir: Path, rec: Recorder, merged: list[Path],
+             target: Callable[[], Path] | None = None) -> Manifest:
     """Install where the server runs: on the SSH host through a job there, else from this machine
-    (local, and Slurm whose run folder is shared: see the summary's note)."""
+    (local, and Slurm whose run folder is shared: see the summary's note) into ``target()``."""
     if not executor.capabilities.remote_host:
-        return install_configs(merged, _install_target(args), run_dir)
+        return install_configs(merged, (target or (lambda: _install_target(args)))(), run_dir)
     root = args.sglang_root
     source = args.sglang_src or (root if not _is_our_corpus(root) else None)
     rec.emit("progress", message=f"tuning: installing {len(merged)} configs on the GPU host ({HOST_SCRIPT} as a job there)")
@@ -83,8 +104,18 @@ def run_on_gpus(args: TuneKernelsArgs, executor: Executor, run_dir: Path, rec: R
                 data: dict[str, Any], round_number: int = 1) -> TuningOutcome:
     tuning_dir = run_dir / TUNING_DIR
     jobs = _fanout_jobs(run_dir, plan, rendered, round_number)
-    result = run_fanout(executor, jobs, lambda kind, payload: rec.emit(kind, **payload), poll_s=args.poll_s,
-                        timeout_s=args.timeout_s)
+    launched = threading.Event()
+
+    def on_event(kind: str, payload: dict) -> None:
+        rec.emit(kind, **payload)
+        if kind == "job_launched":
+            launched.set()
+
+    target = _install_target_meanwhile(args, executor, after=launched)
+    try:
+        result = run_fanout(executor, jobs, on_event, poll_s=args.poll_s, timeout_s=args.timeout_s)
+    finally:
+        launched.set()  # the lookup never waits past the jobs
     data["jobs"] = [j.model_dump() for j in result.jobs]
     failed = [j for j in result.jobs if j.status != "succeeded"]
     if failed:
@@ -98,7 +129,7 @@ def run_on_gpus(args: TuneKernelsArgs, executor: Executor, run_dir: Path, rec: R
         if merged.missing_units:
             raise ToolError(f"{len(merged.missing_units)} planned units have no result (e.g. {merged.missing_units[:3]}); "
                             "re-run the campaign to resume them")
-        manifest = _install(args, executor, run_dir, rec, [Path(f.path) for f in merged.files])
+        manifest = _install(args, executor, run_dir, rec, [Path(f.path) for f in merged.files], target)
     except ToolError as err:
         return outcome("failed", "install_failed", f"tuned but not installed: {err}", prep, artifacts, **data)
     rec.emit("artifact_written", path=MANIFEST, bytes=(run_dir / MANIFEST).stat().st_size)
