@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from pathlib import Path
 from typing import Callable
 
@@ -31,6 +30,7 @@ from tools.scripts.models import BenchPoint, MeasurePlan, ServeVariant, point_ar
 from tools.measure.identity import point_identity, point_job, server_identity, server_job
 from tools.measure.server import ServerHandle, launch_server, running_server, stop_leftover_servers, stop_server
 from tools.jobs.attempts import attempt_key, next_attempt
+from tools.jobs.exit_wait import exit_stamp, sleep_until_an_exit
 
 EventSink = Callable[[str, dict], None]  # (trace event type, data)
 
@@ -65,10 +65,11 @@ def _record_failure(results_dir: Path, failure: PointFailure) -> None:
 
 def _wait(executor: Executor, key: str, poll_s: float = 0.3) -> JobState:
     while True:
+        seen = {key: exit_stamp(executor, key)}
         state = executor.poll(key)
         if state.done:
             return state
-        time.sleep(poll_s)
+        sleep_until_an_exit(executor, seen, poll_s)
 
 
 def _server_attempt(executor: Executor, variant: ServeVariant) -> str:

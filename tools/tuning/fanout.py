@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 
 from tools.jobs import Executor, JobSpec, JobState
 from tools.jobs.attempts import next_attempt
+from tools.jobs.exit_wait import ExitStamp, exit_stamp, sleep_until_an_exit
 from tools.tuning.progress import parse_progress
 
 EventSink = Callable[[str, dict], None]  # (trace event type, data)
@@ -59,19 +60,6 @@ class FanoutResult(BaseModel):
 def _spec(job: FanoutJob, key: str, timeout_s: float | None) -> JobSpec:
     return JobSpec(key=key, argv=job.argv, kind="tune", lane="gpu", cwd=job.cwd, env=job.env, gpus=[job.gpu],
                    timeout_s=timeout_s, identity=job.identity())
-
-
-def _sleep_until_an_exit(executor: Executor, keys: list[str], poll_s: float) -> None:
-    """Sleep up to ``poll_s``, waking soon after a running job's exit record appears (a stat per job
-    per tick is cheap), so the GPU lane moves on without waiting a whole poll interval. Remote
-    executors copy exit records back only when polled: for them this is a plain sleep."""
-    # Only a record that appears now: one already there is an earlier run's (Slurm requeued the job).
-    waiting = [key for key in keys if not (executor.job_dir(key) / "exit.json").exists()]
-    deadline = time.monotonic() + poll_s
-    while time.monotonic() < deadline:
-        if any((executor.job_dir(key) / "exit.json").exists() for key in waiting):
-            return
-        time.sleep(0.05)
 
 
 class _Chain:
@@ -138,8 +126,10 @@ def run_fanout(executor: Executor, jobs: list[FanoutJob], emit: EventSink, poll_
         _start(executor, chain, emit, timeout_s, retries, first.get(chain.job.key))
     last_status: dict[str, str] = {}
     while any(c.result is None for c in chains):
+        seen: dict[str, ExitStamp] = {}
         for chain in [c for c in chains if c.result is None]:
             job, key = chain.job, chain.key
+            seen[key] = exit_stamp(executor, key)
             state = executor.poll(key)
             progress = parse_progress(executor.read_log(key, _LOG_TAIL), job.shape_map())
             new = set(progress.done_units) - chain.done_units
@@ -159,7 +149,8 @@ def run_fanout(executor: Executor, jobs: list[FanoutJob], emit: EventSink, poll_
                 chain.finish("succeeded", "")
             else:
                 _start(executor, chain, emit, timeout_s, retries)  # a retry, or the end of the chain
-        waiting = [c.key for c in chains if c.result is None]
+        waiting = {c.key: seen[c.key] if c.key in seen else exit_stamp(executor, c.key)  # a retry started now
+                   for c in chains if c.result is None}
         if waiting:
-            _sleep_until_an_exit(executor, waiting, poll_s)
+            sleep_until_an_exit(executor, waiting, poll_s)
     return FanoutResult(jobs=[c.result for c in chains], elapsed_s=time.monotonic() - start)
