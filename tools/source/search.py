@@ -13,9 +13,11 @@ import re
 import shutil
 import subprocess
 import sysconfig
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated
 
-from pydantic import BaseModel, Field, TypeAdapter
+from pydantic import BaseModel, Field
 
 from tools.base import Tool, ToolError
 from tools.child_env import child_env
@@ -37,8 +39,12 @@ class SearchArgs(BaseModel):
     files_only: bool = Field(False, description="Return one hit per matching file (line 0, no text)")
 
 
-class Hit(BaseModel):
-    path: str = Field(description="Relative to the search root")
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One hit. A dataclass, not a model: thousands come per search, made straight from rg's output
+    (pydantic still validates it from JSON, dumps it as an object and gives it a schema)."""
+
+    path: Annotated[str, Field(description="Relative to the search root")]
     line: int
     text: str
 
@@ -84,23 +90,22 @@ def path_order(path: str) -> tuple[str, ...]:
     return tuple(path.split("/"))
 
 
-# One hit line of the plain output: path (after an optional "./"), NUL, line number, ":", text.
-_HIT_LINE = re.compile(r"^(?:\./)?([^\0\n]*)\0(\d+):(.*)$", re.M)
-Row = tuple[str, int, str]  # (path, line, text): a hit before it is a ``Hit``
+# One hit line of the plain output: path (after an optional "./"), NUL, line number, ":", text (the
+# first MAX_LINE_CHARS characters captured, the rest of the line matched and dropped).
+_HIT_LINE = re.compile(r"^(?:\./)?([^\0\n]*)\0(\d+):([^\n]{0,%d})[^\n]*$" % MAX_LINE_CHARS, re.M)
 
 
-def _parse_hits(output: bytes) -> list[Row]:
+def _parse_hits(output: bytes) -> list[Hit]:
     """Every hit line at once (lines that are not hits, e.g. rg's "binary file matches" notice for
     an explicit file, do not match); one decode and one regex pass instead of work per line."""
-    return [(path, int(number), text[:MAX_LINE_CHARS])
-            for path, number, text in _HIT_LINE.findall(output.decode(errors="replace"))]
+    return [Hit(path, int(number), text) for path, number, text in _HIT_LINE.findall(output.decode(errors="replace"))]
 
 
-def _read_hits(proc: subprocess.Popen, limit: int | None, files_only: bool) -> tuple[list[Row], bool]:
+def _read_hits(proc: subprocess.Popen, limit: int | None, files_only: bool) -> tuple[list[Hit], bool]:
     """rg's hits, parsed a chunk at a time as rg writes them (the parsing overlaps rg's search
     instead of following it); with a limit, stops (kills our own child) once more than ``limit``
     hits came, so a flood is read only as far as the cut."""
-    hits: list[Row] = []
+    hits: list[Hit] = []
     pending = b""
     while True:
         chunk = proc.stdout.read1(1 << 16)
@@ -120,11 +125,11 @@ def _read_hits(proc: subprocess.Popen, limit: int | None, files_only: bool) -> t
     return hits, False
 
 
-def _parse_files(output: bytes) -> list[Row]:
-    return [(_rel(name), 0, "") for name in output.decode(errors="replace").splitlines() if name]
+def _parse_files(output: bytes) -> list[Hit]:
+    return [Hit(_rel(name), 0, "") for name in output.decode(errors="replace").splitlines() if name]
 
 
-def _run(cmd: list[str], root: str, limit: int | None) -> tuple[list[Row], bool, int | None, str]:
+def _run(cmd: list[str], root: str, limit: int | None) -> tuple[list[Hit], bool, int | None, str]:
     """Hits of one rg call; with a limit, stops once more than ``limit`` came."""
     files_only = "--files-with-matches" in cmd
     with subprocess.Popen(cmd, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=child_env()) as proc:
@@ -145,7 +150,7 @@ def _rg(args: SearchArgs, rg: str) -> SearchResult:
     return _finish(hits, args, truncated or len(hits) > args.max_hits, "rg")
 
 
-def _first_in_path_order(args: SearchArgs, rg: str) -> list[Row]:
+def _first_in_path_order(args: SearchArgs, rg: str) -> list[Hit]:
     """After a cut: the first ``max_hits`` hits by (path, line), whatever order the parallel walk
     produced them in. rg walks in path order on one thread and is stopped as soon as one hit more
     than ``max_hits`` came: a flood is read only as far as the cut."""
@@ -157,16 +162,13 @@ def _rel(path: str) -> str:
     return path[2:] if path.startswith("./") else path
 
 
-_HITS = TypeAdapter(list[Hit])
-
-
-def _in_path_order(hits: list[Row]) -> list[Row]:
+def _in_path_order(hits: list[Hit]) -> list[Hit]:
     """Hits by (path, line). rg prints each file's hits together, by line: the files are sorted, not
     every hit (a few hundred keys instead of thousands)."""
-    by_file: dict[str, list[Row]] = {}
+    by_file: dict[str, list[Hit]] = {}
     for hit in hits:
-        by_file.setdefault(hit[0], []).append(hit)
-    ordered: list[Row] = []
+        by_file.setdefault(hit.path, []).append(hit)
+    ordered: list[Hit] = []
     for path in sorted(by_file, key=path_order):
         rows = by_file[path]
         rows.sort(key=_line)  # already in order from rg: a pass that checks it
@@ -174,19 +176,17 @@ def _in_path_order(hits: list[Row]) -> list[Row]:
     return ordered
 
 
-def _line(hit: Row) -> int:
-    return hit[1]
+def _line(hit: Hit) -> int:
+    return hit.line
 
 
-def _finish(hits: list[Row], args: SearchArgs, truncated: bool, engine: str) -> SearchResult:
+def _finish(hits: list[Hit], args: SearchArgs, truncated: bool, engine: str) -> SearchResult:
     hits = _in_path_order(hits)  # rg walks in parallel: a stable order
     note = ""
     if truncated:
         hits = hits[: args.max_hits]  # the first max_hits by (path, line): the same whichever engine ran
         note = f"[cut: more hits after {args.max_hits}; limit max_hits={args.max_hits}; narrow the pattern or glob]"
-    # One validation of the whole list (pydantic's core) is several times cheaper than a Hit per line.
-    found = _HITS.validate_python([{"path": p, "line": n, "text": t} for p, n, t in hits])
-    return SearchResult.model_construct(hits=found, truncated=truncated, note=note, engine=engine)
+    return SearchResult.model_construct(hits=hits, truncated=truncated, note=note, engine=engine)
 
 
 def _python(args: SearchArgs) -> SearchResult:
@@ -199,7 +199,7 @@ def _python(args: SearchArgs) -> SearchResult:
     except re.error as err:
         raise ToolError(f"bad search pattern {args.pattern!r} ({err}); pass fixed_string=true for a literal") from None
     root = Path(args.root)
-    hits: list[Row] = []
+    hits: list[Hit] = []
     for rel in _files_in_path_order(root):
         name = rel.rsplit("/", 1)[-1]
         if args.glob and not any(fnmatch.fnmatch(name, g) or fnmatch.fnmatch(rel, g) for g in args.glob):
@@ -210,7 +210,7 @@ def _python(args: SearchArgs) -> SearchResult:
             continue  # unreadable, not a regular file, over the cap: rg skips it too
         for number, line in enumerate(text.splitlines(), start=1):
             if regex.search(line):
-                hits.append((rel, 0, "") if args.files_only else (rel, number, line[:MAX_LINE_CHARS]))
+                hits.append(Hit(rel, 0, "") if args.files_only else Hit(rel, number, line[:MAX_LINE_CHARS]))
                 if args.files_only:
                     break
         if len(hits) > args.max_hits:
