@@ -77,7 +77,7 @@ def _console(stream, to_stderr: bool) -> "Console | None":
 class LiveView:
     def __init__(self, console: Console | None = None, force_plain: bool = False, to_stderr: bool = False):
         self.stream = sys.stderr if to_stderr else sys.stdout  # stderr when stdout carries --json
-        self.console = console if console is not None else _console(self.stream, to_stderr)
+        self.console = console if console is not None or force_plain else _console(self.stream, to_stderr)
         self.plain = force_plain or self.console is None or not self.console.is_terminal
         self.run_path = None  # the run folder, once the campaign has one
         self.started = time.time()

@@ -4,8 +4,8 @@ from __future__ import annotations
 from agent import planner
 from agent.early_lane import say_preflight
 from agent.gpu_jobs import announce
-from agent.llm import research as llm_research
 from agent.lanes import let_the_gpu_lane_start_first, run_lane
+from agent.llm.nodes import research_wanted
 from agent.preload import import_what_follows_the_gpu_jobs, in_background, wait_for_background
 from agent.preflight import Preflight
 from agent.runtime import Runtime
@@ -61,7 +61,9 @@ def research_lane(rt: Runtime, state: CampaignState) -> dict:
     let_the_gpu_lane_start_first(rt, steps, preflight)
     evidence, scripts = kinds_at("research_lane")  # the LLM research, when wanted, runs between them
     done = run_lane(rt, steps, preflight, outcomes, (evidence,))
-    if llm_research.wanted(rt, steps):  # with an LLM: it researches the evidence before scripts are written
+    if research_wanted(rt, steps):  # with an LLM: it researches the evidence before scripts are written
+        from agent.llm import research as llm_research  # its tools and flag guard: only for a run with an LLM
+
         accepted = llm_research.research(rt, state["goal"], preflight, {**outcomes, **done})
         steps = llm_research.with_research_flags(steps, accepted)
     done.update(run_lane(rt, steps, preflight, {**outcomes, **done}, (scripts,)))

@@ -5,7 +5,7 @@ from rich.console import Console
 from rich.table import Table
 
 from agent.terminal import text
-from tools.mtp.infer import MtpAnswer
+from tools.mtp.answer import MtpAnswer
 
 MAX_ROWS = 25
 

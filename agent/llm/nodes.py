@@ -15,13 +15,13 @@ from typing import Literal
 
 from agent.llm.conversation import CONVERSATION_FILE, Conversation
 from agent.llm.loop import ToolLoop
-from agent.llm.planner import SUBMIT_PLAN, PlanAnswer, finish_plan, make_registry
 from agent.planner import render_plan_md
 from agent.preflight import Preflight
 from agent.gpu_jobs import announce
 from agent.llm.prompts import quote_untrusted, render
 from agent.secrets import redact_text
 from agent.runtime import Runtime
+from agent.steps.base import PlanStep
 from agent.steps.table import STEP_ORDER
 from agent.state import CampaignState
 from agent.llm.registry import Registry
@@ -33,6 +33,11 @@ class RouteError(Exception):
 
 def uses_llm(rt: Runtime) -> bool:
     return bool(rt.settings.llm_base_url) or rt.llm is not None  # a configured endpoint, or a replay client
+
+
+def research_wanted(rt: Runtime, steps: list[PlanStep]) -> bool:
+    """Whether the research lane hands the evidence to the model (agent/llm/research.py) before scripts."""
+    return uses_llm(rt) and any(s.kind == "infer_mtp" for s in steps)
 
 
 def route_planner(rt: Runtime):
@@ -65,6 +70,9 @@ def after_dispatch(state: CampaignState) -> Literal["llm_turn", "llm_plan"]:
 
 def _registry(rt: Runtime, preflight: Preflight) -> Registry:
     # Built once per process: importing the tool modules is the cost; the bindings never change in a run.
+    # The planner (with its flag guard and evidence tools) is imported by the nodes of a run that has an LLM.
+    from agent.llm.planner import make_registry
+
     if rt.planner_tools is None:
         rt.planner_tools = make_registry(rt, preflight)
     return rt.planner_tools
@@ -72,6 +80,8 @@ def _registry(rt: Runtime, preflight: Preflight) -> Registry:
 
 def _loop(rt: Runtime, state: CampaignState) -> ToolLoop:
     """The planner's tool loop over its recorded conversation (read fresh: the file is the truth)."""
+    from agent.llm.planner import SUBMIT_PLAN
+
     return ToolLoop(rt, Conversation.load(rt.run.file(CONVERSATION_FILE)), _registry(rt, Preflight.of(state)),
                     SUBMIT_PLAN, reminder=lambda turns_left: render("plan_reminder", step_kinds=STEP_ORDER,
                                                                     turns_left=turns_left))
@@ -134,6 +144,8 @@ def dispatch_tools(rt: Runtime, state: CampaignState) -> dict:
 
 
 def llm_plan(rt: Runtime, state: CampaignState) -> dict:
+    from agent.llm.planner import PlanAnswer, finish_plan
+
     conversation = Conversation.load(rt.run.file(CONVERSATION_FILE))
     if conversation.answer is None:
         raise RouteError(f"llm_plan reached but {conversation.path} holds no accepted plan")

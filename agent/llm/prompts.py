@@ -8,14 +8,19 @@ close it), under a header naming its origin and saying it is data, never instruc
 from __future__ import annotations
 
 import re
+from functools import cache
 from pathlib import Path
-
-import jinja2
 
 PROMPTS_DIR = Path(__file__).resolve().parents[2] / "prompts"
 
-_env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(PROMPTS_DIR)), undefined=jinja2.StrictUndefined,
-                          autoescape=False, keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True)
+
+@cache
+def _env():
+    """The environment, made at the first prompt: a run without an LLM never imports jinja2 for prompts."""
+    import jinja2
+
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(PROMPTS_DIR)), undefined=jinja2.StrictUndefined,
+                              autoescape=False, keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True)
 
 
 class PromptError(Exception):
@@ -27,8 +32,10 @@ def prompt_names() -> list[str]:
 
 
 def render(name: str, **variables: object) -> str:
+    import jinja2
+
     try:
-        return _env.get_template(f"{name}.md").render(**variables)
+        return _env().get_template(f"{name}.md").render(**variables)
     except jinja2.TemplateNotFound:
         raise PromptError(f"no prompt {name!r} in {PROMPTS_DIR} (have: {', '.join(prompt_names())})") from None
     except jinja2.UndefinedError as err:

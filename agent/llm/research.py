@@ -18,7 +18,6 @@ from agent.llm.dispatch import MAX_CHARS
 from agent.llm.flag_guard import review_flags
 from agent.llm.conversation import CONVERSATION_FILE, Conversation
 from agent.llm.loop import ToolLoop
-from agent.llm.nodes import uses_llm
 from agent.llm.planner import make_registry
 from agent.llm.research_notes import SUBMIT_NOTES, ResearchAnswer, check_claims, notes_markdown, seen_in
 from agent.llm.prompts import quote_untrusted, render
@@ -34,10 +33,6 @@ OUTCOME_FILE = "llm/research.json"
 NOTES_FILE = "research_notes.md"
 CAPABILITIES = ("search", "bounded file read", "recipe extraction", "constraints", "spec flag catalog")
 REUSABLE = ("done", "skipped")
-
-
-def wanted(rt: Runtime, steps: list[PlanStep]) -> bool:
-    return uses_llm(rt) and any(s.kind == "infer_mtp" for s in steps)
 
 
 def research_registry(rt: Runtime, preflight: Preflight) -> Registry:

@@ -8,13 +8,10 @@ the next resumes from there.
 """
 from __future__ import annotations
 
-import io
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
-
-from rich.console import Console
 
 from tools import json_data
 from agent.checkpoints import set_checkpoint_aside
@@ -102,7 +99,7 @@ def _replay_into(recording: Recording, work_dir: Path, say: Callable[[str], None
     source = ReplaySource(recording, frontier)
     rt = Runtime(settings=settings, run=run, trace=trace, executor=LocalExecutor(run.jobs_dir),
                  goal=recording.goal, say=say,
-                 view=LiveView(console=Console(file=io.StringIO()), force_plain=True),  # _drive restores it on ^C
+                 view=LiveView(force_plain=True),  # _drive restores it on ^C
                  source=source, llm=ReplayLLM(recording, trace, frontier) if recording.uses_llm else None)
     checker = DecisionChecker(recording, frontier, replay_paths=[str(run.path), str(run.path.resolve())])
     trace.gates.append(checker.admit)

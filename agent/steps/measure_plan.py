@@ -18,7 +18,7 @@ from tools.gpu_choice import GpuPlan
 from tools.measure.accuracy import AccuracyPlan
 from tools.measure.client import bench_client_module
 from tools.measure.variants import SpecChoice
-from tools.mtp.infer import Recommendation
+from tools.mtp.answer import Recommendation
 from tools.mtp.settings import MtpSettings
 from tools.scripts import EnvChoice, FlagChoice, MeasurePlan, ServeVariant
 from tools.scripts.models import RESERVED_FLAGS

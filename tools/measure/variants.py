@@ -24,7 +24,7 @@ from tools.base import ToolError
 from pathlib import Path
 
 from tools.constraints.extract import Rule
-from tools.mtp.infer import Candidate, MtpAnswer
+from tools.mtp.answer import Candidate, MtpAnswer
 from tools.recipes.model import same_model
 from tools.mtp.pick import ALGO, DRAFT, STEPS, TOKENS, TOPK, Judge, hardware_score
 from tools.source.fields import read_fields_at

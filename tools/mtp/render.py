@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from tools.markdown import Markdown, markdown_table, md_code
-from tools.mtp.infer import MtpAnswer
+from tools.mtp.answer import MtpAnswer
 
 
 def evidence_markdown(answer: MtpAnswer, max_constraints: int = 40) -> str:
