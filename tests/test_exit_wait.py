@@ -40,7 +40,7 @@ def test_an_earlier_runs_exit_record_wakes_the_lane_only_once_replaced(tmp_path)
     (folder / "exit.json").write_text('{"run": 1}')
     seen = {"tune-gpu1": exit_wait.exit_stamp(executor, "tune-gpu1")}
     woke = _sleeping(executor, seen)
-    assert not woke.wait(0.5)  # still asleep: the record it saw is an old one (the sleep would last an hour)
+    assert not woke.wait(limit(0.5))  # still asleep: the record it saw is an old one (the sleep would last an hour)
     (folder / "exit.new").write_text('{"run": 2}')
     os.replace(folder / "exit.new", folder / "exit.json")  # how a ledger writes a record: a new file renamed in
     assert woke.wait(limit(60))

@@ -94,3 +94,28 @@ def test_without_a_drawer_nothing_is_handed(tmp_path):
     assert not drawer.hand_measured_plots(run)
     build_report(run, draw_plots=drawer.plots_drawn_beside)
     assert len(_stamps(run)) == 3
+
+
+def test_a_drawer_started_in_another_folder_draws_where_the_run_is(tmp_path, monkeypatch):
+    """A process may start the drawer in one working folder and build a report from another (a library
+    caller, or the CLI run in-process by the tests): the drawer is handed absolute folders, and a hand-off
+    for the same relative path in another folder is not taken."""
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    _measured_run(second)
+    monkeypatch.chdir(first)
+    drawer.warm_drawer()  # started in first/
+    monkeypatch.chdir(second)
+    relative = Path("run")
+    assert drawer.hand_measured_plots(relative)
+    drawer._HANDED[0].drawer.wait()
+    assert len(_stamps(second / "run")) == 3 and not (first / "run").exists()
+    paths = drawer.plots_drawn_beside(point_stats(bench_records(relative / "bench")[0]), relative / "plots")
+    assert sorted(paths) == sorted(relative / "plots" / name for name in _stamps(second / "run"))
+
+    _measured_run(first)
+    drawer.warm_drawer()
+    assert drawer.hand_measured_plots(relative)  # second/run
+    monkeypatch.chdir(first)
+    build_report(relative, draw_plots=drawer.plots_drawn_beside)  # first/run: the hand-off is not its
+    assert len(_stamps(first / "run")) == 3 and (first / "run" / "report.html").exists()

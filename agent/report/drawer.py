@@ -31,7 +31,7 @@ _WARM: list[subprocess.Popen] = []  # the drawer, until plots are handed to it
 @dataclass
 class _Handed:
     stats_json: str
-    out_dir: Path
+    out_dir: Path  # absolute: the drawer's working folder is the one it was started in, maybe not the caller's now
     drawer: subprocess.Popen
 
 
@@ -57,16 +57,16 @@ def hand_plots(stats: list[PointStats], out_dir: Path) -> bool:
         if not _WARM or not stats:
             return False
         drawer = _WARM.pop()
-        request = _stats_json(stats)
+        request, target = _stats_json(stats), out_dir.resolve()
         try:
-            drawer.stdin.write(json.dumps({"stats": json.loads(request), "dir": str(out_dir)}) + "\n")
+            drawer.stdin.write(json.dumps({"stats": json.loads(request), "dir": str(target)}) + "\n")
             drawer.stdin.close()  # it starts drawing now
             drawer.stdin = None  # so that communicate() only reads
         except OSError:  # it is gone (a broken pipe): the report draws
             drawer.kill()
             drawer.wait()
             return False
-        _HANDED.append(_Handed(request, out_dir, drawer))
+        _HANDED.append(_Handed(request, target, drawer))
         return True
 
 
@@ -93,15 +93,16 @@ def _taken(handed: _Handed) -> list[Path] | None:
 
 
 def plots_drawn_beside(stats: list[PointStats], out_dir: Path) -> list[Path]:
-    """The plots of ``stats`` in ``out_dir``: the drawer's when it was handed exactly these, else drawn here."""
+    """The plots of ``stats`` in ``out_dir``: the drawer's when it was handed exactly these for this folder, else
+    drawn here. The paths are ``out_dir``'s, as the caller named it."""
     with _LOCK:
         handed = list(_HANDED)
         _HANDED.clear()
     drawn = None
     for item in handed:  # every handed drawer is waited for: none is left behind as a zombie
         paths = _taken(item)
-        if item.stats_json == _stats_json(stats) and item.out_dir == out_dir:
-            drawn = paths
+        if paths is not None and item.stats_json == _stats_json(stats) and item.out_dir == out_dir.resolve():
+            drawn = [out_dir / path.name for path in paths]
     if drawn is not None:
         return drawn
     from agent.report.plots import write_plots
