@@ -82,8 +82,16 @@ def hand_measured_plots(run_dir: Path) -> bool:
     return hand_plots(point_stats(records), run_dir / "plots")
 
 
+DRAW_WAIT_S = 120.0  # drawing takes well under a second; a drawer stuck past this is killed and the report draws
+
+
 def _taken(handed: _Handed) -> list[Path] | None:
-    out, _err = handed.drawer.communicate()
+    try:
+        out, _err = handed.drawer.communicate(timeout=DRAW_WAIT_S)
+    except subprocess.TimeoutExpired:
+        handed.drawer.kill()  # our own child, started by warm_drawer
+        handed.drawer.communicate()
+        return None
     if handed.drawer.returncode != 0:
         return None
     try:
