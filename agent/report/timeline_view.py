@@ -154,25 +154,18 @@ def report_section(tl: Timeline, png: Path | None) -> Section:
 
 
 def run_timeline(run_dir: Path, draw: bool = False) -> tuple[Timeline, Path | None] | None:
-    """The run's timeline (from its good trace events) and its PNG, or None without a trace.
-    Without GPUs (a planned run) there is no job to draw, and no chart unless ``draw`` asks for
-    one (``replay --timeline``): matplotlib costs a second."""
-    timeline = read_timeline(run_dir, draw)
-    if timeline is None or not (timeline.gpus or draw):
-        return None if timeline is None else (timeline, None)
-    return timeline, write_png(timeline, run_dir / "timeline.png")
-
-
-def read_timeline(run_dir: Path, draw: bool = False) -> Timeline | None:
-    """The run's timeline with the notes a report shows beside it, or None without a trace."""
+    """The run's timeline (from its good trace events, with the notes a report shows beside it) and its
+    PNG, or None without a trace. Without GPUs (a planned run) there is no job to draw, and no chart
+    unless ``draw`` asks for one (``replay --timeline``): matplotlib costs a second."""
     if not (run_dir / "trace.jsonl").exists():
         return None
     timeline, stop = timeline_for_run(run_dir)
     if stop:
         timeline.notes.append(f"trace read up to a bad line: {stop}")
-    if not timeline.gpus and not draw:
+    if not (timeline.gpus or draw):
         timeline.notes.append("no GPU here: no chart (`dsv4-agent replay RUN --timeline` draws one)")
-    return timeline
+        return timeline, None
+    return timeline, write_png(timeline, run_dir / "timeline.png")
 
 
 def timeline_sections(run_dir: Path | str) -> list[Section]:
