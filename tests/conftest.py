@@ -5,6 +5,7 @@
 """
 from __future__ import annotations
 
+import atexit
 import compileall
 import gc
 import os
@@ -32,7 +33,9 @@ os.environ["DSV4_DOUBLE_REAL_PYTHON"] = sys.executable
 
 # What the agent records outside run folders (config files allowed, kernel configs installed) goes to
 # a folder of this process's, never to the user's own ~/.local/state/dsv4-agent.
+# Removed when this process ends: one per pytest process, they piled up in RAM (/dev/shm) run after run.
 os.environ["DSV4_STATE_DIR"] = tempfile.mkdtemp(prefix="dsv4-state-")
+atexit.register(shutil.rmtree, os.environ["DSV4_STATE_DIR"], ignore_errors=True)
 
 # The git repositories tests build hold a whole SGLang tree as loose objects: enough for the
 # `git gc --auto` after their first commit to repack each one (seconds of CPU per repository that

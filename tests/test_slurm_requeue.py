@@ -26,17 +26,9 @@ def _shown(slurm, job_id: str) -> str:
 
 
 def _release_requeued(slurm, job_id: str) -> bool:
-    """True once the requeued job runs again or has ended. One held back by Slurm's requeue delay
-    (pending, reason BeginTime) is told to start sooner: two seconds on, not now, because slurmd
-    refuses a job's new credential made within the second its run was killed in ("Job credential
-    revoked": the rerun fails at once); the delay is there for that."""
-    shown = _shown(slurm, job_id)
-    if "Restarts=1" not in shown:
-        return False
-    if "JobState=PENDING" in shown and "Reason=BeginTime" in shown:
-        slurm.run("scontrol", "update", f"jobid={job_id}", "StartTime=now+2")
-        return False
-    return "JobState=RUNNING" in shown or "JobState=COMPLETED" in shown
+    """True once the requeued job runs again or has ended (Slurm's requeue delay cut short)."""
+    shown = slurm.hurry_requeued(job_id)
+    return "Restarts=1" in shown and ("JobState=RUNNING" in shown or "JobState=COMPLETED" in shown)
 
 
 def test_requeued_unit_is_followed_to_its_rerun_result(slurm, tmp_path):
