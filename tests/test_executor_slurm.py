@@ -137,9 +137,8 @@ def test_requeued_unit_that_already_succeeded_is_not_run_again(slurm, tmp_path):
     assert _wait(ex, "flaky", lambda s: s.done).status == "failed"
     for key in ("good", "flaky"):
         job_id = _job_id(ex, key)
-        # the unit's exit.json comes before Slurm has finished the job: a job requeued while it is still
-        # COMPLETING can be started again before the node let go of it, and Slurm fails that start (the wrapper
-        # exits 0 for a failed command too: its exit.json carries the command's code)
+        # the unit's exit.json comes before Slurm has finished the job: requeue it once Slurm has it as ended
+        # (the wrapper exits 0 for a failed command too: its exit.json carries the command's code)
         wait_for(lambda: "JobState=COMPLETED " in slurm.run("scontrol", "show", "job", "-o", job_id).stdout, 60,
                  f"Slurm to record job {key} as ended")
         assert slurm.run("scontrol", "requeue", job_id).returncode == 0
