@@ -59,7 +59,7 @@ def hand_plots(stats: list[PointStats], out_dir: Path) -> bool:
         drawer = _WARM.pop()
         request, target = _stats_json(stats), out_dir.resolve()
         try:
-            drawer.stdin.write(json.dumps({"stats": json.loads(request), "dir": str(target)}) + "\n")
+            drawer.stdin.write(f'{{"stats": {request}, "dir": {json.dumps(str(target))}}}\n')
             drawer.stdin.close()  # it starts drawing now
             drawer.stdin = None  # so that communicate() only reads
         except OSError:  # it is gone (a broken pipe): the report draws
@@ -106,10 +106,10 @@ def plots_drawn_beside(stats: list[PointStats], out_dir: Path) -> list[Path]:
     with _LOCK:
         handed = list(_HANDED)
         _HANDED.clear()
-    drawn = None
+    drawn, wanted, target = None, _stats_json(stats), out_dir.resolve()
     for item in handed:  # every handed drawer is waited for: none is left behind as a zombie
         paths = _taken(item)
-        if paths is not None and item.stats_json == _stats_json(stats) and item.out_dir == out_dir.resolve():
+        if paths is not None and item.stats_json == wanted and item.out_dir == target:
             drawn = [out_dir / path.name for path in paths]
     if drawn is not None:
         return drawn
