@@ -248,6 +248,9 @@ def test_a_unit_whose_folder_was_deleted_while_it_runs_is_never_submitted_twice(
     try:
         for spec in specs:
             _wait(ex, spec.key, lambda s: s.status == "running")
+        # "running" comes as the wrapper starts its leader, before the leader reads job.json: a folder
+        # deleted in between leaves no command at all. Delete it once both commands have begun.
+        wait_for(lambda: all((tmp_path / f"starts-{i}").exists() for i in range(2)), 60, "both units' commands")
         shutil.rmtree(ex.job_dir("tune-gpu0"))
         with pytest.raises(ToolError) as refused:
             SlurmExecutor(jobs_root, env=slurm.env).launch_array(specs)

@@ -268,6 +268,11 @@ def test_a_job_whose_folder_was_deleted_while_it_ran_is_found_and_never_started_
     proc = start_agent(*campaign_args(tmp_path, sglang_wheel_root, GOAL), cwd=tmp_path, env=env)
     wait_for(lambda: (tmp_path / "runs").exists() and list((tmp_path / "runs").glob("*/jobs/tune-gpu1/wrapper.json")),
              120, "the tuning jobs to run")
+    # a job shows wrapper.json before its leader has read job.json; deleted in between, it would run
+    # nothing at all. GPU 0's tuner has begun once it records a call.
+    calls = tmp_path / "tune_calls.txt"
+    wait_for(lambda: calls.exists() and any(line.split()[-1:] == ["0"] for line in calls.read_text().splitlines()),
+             120, "GPU 0's tuner to begin")
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=limit(10))
     run = only_run(tmp_path)
