@@ -159,16 +159,18 @@ def test_requeued_unit_that_already_succeeded_is_not_run_again(slurm, tmp_path):
 
 def test_node_goes_away_and_comes_back(slurm, tmp_path):
     ex = SlurmExecutor(tmp_path / "run-h" / "jobs", env=slurm.env)
-    ex.launch(JobSpec(key="during", argv=["bash", "-c", "echo start; sleep 3; echo end"]))
+    go = tmp_path / "go"  # the job runs until the test lets it end, however slow the machine
+    ex.launch(JobSpec(key="during", argv=["bash", "-c", f"echo start; while [ ! -e {go} ]; do sleep 0.05; done; echo end"]))
     _wait(ex, "during", lambda s: s.status == "running")
     slurm.stop_slurmd()
     try:
         assert ex.poll("during").status == "running"  # slurmd gone; the job itself is fine
         waiting = ex.launch(JobSpec(key="queued", argv=["bash", "-c", "echo ran-after-return"]))
-        time.sleep(2)
+        time.sleep(2)  # a chance to run, which it must not take while its node's slurmd is away
         assert ex.poll("queued").status == "launching" and not waiting.done
     finally:
         slurm.start_slurmd()
+        go.touch()
     assert _wait(ex, "during", lambda s: s.done).status == "succeeded"
     assert ex.read_log("during").split() == ["start", "end"]
     assert _wait(ex, "queued", lambda s: s.done).status == "succeeded"

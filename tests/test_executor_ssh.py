@@ -168,12 +168,14 @@ def test_stop_ends_the_remote_process_group(sshd, tmp_path):
 def test_agent_killed_and_restarted_reattaches_instead_of_starting_again(sshd, tmp_path):
     jobs_root = tmp_path / "run-d" / "jobs"
     marker = "job-start-marker"
+    # runs until the test lets it end (a file in its folder on the host), however slow the machine
+    argv = ["bash", "-c", f"echo {marker}; while [ ! -e go ]; do sleep 0.05; done; echo finished"]
     agent_code = textwrap.dedent(f"""
         import json, sys, time
         from tools.jobs.ssh.executor import POLL_WAIT_S, SshExecutor
         from tools.jobs.spec import JobSpec
         ex = SshExecutor("ssh://dsv4-test", {str(jobs_root)!r}, ssh_options={sshd.options!r})
-        state = ex.launch(JobSpec(key="long", argv=["bash", "-c", "echo {marker}; sleep 3; echo finished"]))
+        state = ex.launch(JobSpec(key="long", argv={argv!r}))
         print(json.dumps({{"pid": state.pid, "status": state.status}}), flush=True)
         time.sleep(600)
     """)
@@ -184,13 +186,14 @@ def test_agent_killed_and_restarted_reattaches_instead_of_starting_again(sshd, t
     assert first["status"] == "running"
 
     ex = _executor(sshd, jobs_root)  # a new agent on the same run folder
-    again = ex.launch(JobSpec(key="long", argv=["bash", "-c", f"echo {marker}; sleep 3; echo finished"]))
+    again = ex.launch(JobSpec(key="long", argv=argv))
     assert again.attached and again.pid == first["pid"]
+    assert sshd.ssh(f"touch {ex.remote_root}/long/go").returncode == 0
     done = _wait(ex, "long", lambda s: s.done)
     assert done.status == "succeeded"
     assert ex.read_log("long").count(marker) == 1
     # launching a finished key again re-attaches too: the job is not re-run
-    assert ex.launch(JobSpec(key="long", argv=["bash", "-c", f"echo {marker}; sleep 3; echo finished"])).attached
+    assert ex.launch(JobSpec(key="long", argv=argv)).attached
     assert ex.read_log("long").count(marker) == 1
     assert [j.key for j in ex.jobs()] == ["long"]
     with pytest.raises(ToolError, match="different job"):
