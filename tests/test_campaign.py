@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -110,20 +108,18 @@ def _launched_tune_jobs(root: Path) -> int:
     return text.count('"type": "job_launched", "key": "tune-gpu')
 
 
-def _start_campaign(root: Path, wheel_root: Path, unit_s: float) -> subprocess.Popen:
-    return start_agent(*campaign_args(root, wheel_root), cwd=root, env=campaign_env(root, unit_s=unit_s))
-
-
 def test_kill_9_mid_campaign_then_resume_launches_nothing_twice(tmp_path, sglang_wheel_root):
-    proc = _start_campaign(tmp_path, sglang_wheel_root, unit_s=0.4)
+    hold_env, hold = hold_tuning(tmp_path)  # the jobs are mid-tuning at the kill, however slow the machine
+    proc = start_agent(*campaign_args(tmp_path, sglang_wheel_root), cwd=tmp_path,
+                       env={**campaign_env(tmp_path, unit_s=0.05), **hold_env})
     wait_for(lambda: _launched_tune_jobs(tmp_path) >= 2, 60, "the tuning jobs to start")
-    time.sleep(1.0)
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=limit(10))
+    hold.unlink()
     run = only_run(tmp_path)
     assert not (run / "result.json").exists()  # a killed run is not finished
     before = events_of(run)
-    out = run_cli("resume", "latest", cwd=tmp_path, env=campaign_env(tmp_path, unit_s=0.4))
+    out = run_cli("resume", "latest", cwd=tmp_path, env=campaign_env(tmp_path, unit_s=0.05))
     assert out.returncode == 0, out.stdout + out.stderr
     result = json.loads((run / "result.json").read_text())
     assert result["status"] == "finished"

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import require_binary, service_running
-from tests.slowdown import limit, until_accepted
+from tests.slowdown import limit, until_accepted, wait_for
 from tools.base import ToolError
 from tools.jobs.executor import free_local_port
 from tools.jobs.factory import make_executor
@@ -270,13 +270,16 @@ def test_a_job_whose_folder_on_the_host_was_deleted_is_found_and_never_started_t
     its processes there (DSV4_JOB_DIR in their environment; once only a process that cleared it is
     left, the recorded process group and the job's token) and refuses, naming them; once they have
     ended, the key starts afresh."""
-    starts, go = tmp_path / "starts.txt", tmp_path / "go"
-    inner = f"while [ ! -e {go} ]; do sleep 0.05; done"
+    starts, go, ready = tmp_path / "starts.txt", tmp_path / "go", tmp_path / "ready"
+    inner = f"touch {ready}; while [ ! -e {go} ]; do sleep 0.05; done"
     spec = JobSpec(key="tune-gpu0", argv=["bash", "-c", f"echo start >> {starts}; exec env -u DSV4_JOB_DIR "
                                                         f"bash -c {shlex.quote(inner)}"])
     jobs_root = tmp_path / "run-g" / "jobs"
     first = _executor(sshd, jobs_root).launch(spec)
     try:
+        # "running" comes before the leader has read job.json: a folder deleted then leaves no command.
+        # `ready` is touched once the command has replaced itself with the one that cleared DSV4_JOB_DIR.
+        wait_for(ready.exists, 60, "the command to begin")
         _refused_while_its_processes_run(sshd, jobs_root, spec, first, starts)
     finally:
         go.touch()  # the orphan ends (the test's own processes, whatever failed)

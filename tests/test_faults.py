@@ -58,7 +58,8 @@ def _drain(fd: int, into: bytearray) -> bool:
 def test_a_closed_terminal_interrupts_the_run_and_its_jobs_run_on(tmp_path, sglang_wheel_root):
     """SIGHUP (terminal closed, SSH dropped) is taken as SIGTERM is: ``interrupted``, exit 130, the
     detached tuning jobs run on, and ``resume`` finishes the run."""
-    env = campaign_env(tmp_path, unit_s=0.4)
+    hold_env, hold = hold_tuning(tmp_path)  # the jobs are still tuning when the terminal goes away
+    env = {**campaign_env(tmp_path, unit_s=0.05), **hold_env}
     master, slave = os.openpty()
     proc = subprocess.Popen([AGENT, *campaign_args(tmp_path, sglang_wheel_root, GOAL)], cwd=tmp_path,
                             env=clean_env({**env, "TERM": "xterm", "COLUMNS": "120"}), stdin=slave, stdout=slave,
@@ -80,6 +81,7 @@ def test_a_closed_terminal_interrupts_the_run_and_its_jobs_run_on(tmp_path, sgla
     running = finished["jobs_running"]
     assert running and all(k.startswith("tune-gpu") for k in running), finished
     assert b"Traceback" not in seen, seen.decode(errors="replace")
+    hold.unlink()
     for key in running:  # the hangup did not reach them: they end by themselves, successfully
         wait_for(lambda key=key: (run / "jobs" / key / "exit.json").exists(), 120, f"{key} to end")
         assert json.loads((run / "jobs" / key / "exit.json").read_text())["exit_code"] == 0

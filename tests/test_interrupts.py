@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from agent.trace import read_trace
-from tests.campaign_fixtures import campaign_args, campaign_env
+from tests.campaign_fixtures import campaign_args, campaign_env, hold_tuning
 from tests.cli_helpers import only_run, run_cli, start_agent, wait_for
 from tests.slowdown import limit
 
@@ -52,12 +52,14 @@ def _check_stopped(proc, run: Path) -> None:
 def test_ctrl_c_twice_while_tuning_stops_now_and_installs_nothing(tmp_path, sglang_wheel_root, gap_s):
     args = campaign_args(tmp_path, sglang_wheel_root, "tune kernels")
     before = _folder_state(_config_folder(tmp_path))
-    proc = start_agent(*args, cwd=tmp_path, env=campaign_env(tmp_path, unit_s=0.3))
+    hold_env, hold = hold_tuning(tmp_path)  # the jobs are still tuning at the Ctrl+C, however slow the machine
+    proc = start_agent(*args, cwd=tmp_path, env={**campaign_env(tmp_path, unit_s=0.05), **hold_env})
     wait_for(lambda: _trace_text(tmp_path).count('"type": "job_launched", "key": "tune-gpu') >= 2, 120,
              "the tuning jobs to start")
     _ctrl_c_twice(proc, gap_s)
     run = only_run(tmp_path)
     _check_stopped(proc, run)
+    hold.unlink()
     for key in ("tune-gpu0", "tune-gpu1"):  # the detached jobs run to their end; the agent is gone
         wait_for(lambda key=key: (run / "jobs" / key / "exit.json").exists(), 120, f"{key} to end")
     time.sleep(1.0)

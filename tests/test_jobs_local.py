@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.slowdown import limit
+from tests.slowdown import limit, wait_for
 from tools.base import ToolError
 from tools.jobs import JobSpec, LocalExecutor
 
@@ -61,13 +61,21 @@ def test_same_key_for_a_different_command_is_refused(tmp_path: Path):
 def test_timeout_ends_the_whole_process_group(tmp_path: Path):
     ex = LocalExecutor(tmp_path)
     pidfile = tmp_path / "grandchild.pid"
+    timeout_s = limit(2)  # wall clock from the wrapper's start: room for the command to write its pidfile
     ex.launch(JobSpec(key="slow", argv=["bash", "-c", f"sleep 60 & echo $! > {pidfile}; wait"],
-                      timeout_s=0.5, grace_s=0.5))
+                      timeout_s=timeout_s, grace_s=0.5))
     state = wait_done(ex, "slow")
-    assert state.status == "timed_out" and "0.5 s" in state.reason
+    assert state.status == "timed_out" and f"{timeout_s:g} s" in state.reason
     grandchild = int(pidfile.read_text())
-    time.sleep(0.2)
-    assert not Path(f"/proc/{grandchild}").exists() or "Z" in Path(f"/proc/{grandchild}/stat").read_text().split(")")[1][:3]
+    wait_for(lambda: not _alive(grandchild), 10, "the killed grandchild to go")
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, killed and waiting for its parent's wait, does not)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return False
 
 
 def test_stop_escalates_to_sigkill_when_term_is_ignored(tmp_path: Path):
@@ -96,9 +104,11 @@ def _live_in_group(pgid: int) -> list[int]:
 
 def test_job_survives_the_agent_process_dying(tmp_path: Path):
     """A job launched by an agent that is then SIGKILLed keeps running and is re-attached."""
+    go = tmp_path / "go"  # the job runs until the test lets it end
+    argv = ["bash", "-c", f"while [ ! -e {go} ]; do sleep 0.05; done"]
     script = (f"import sys; sys.path.insert(0, {str(Path(__file__).parents[1])!r});"
               "from tools.jobs import LocalExecutor, JobSpec;"
-              f"LocalExecutor({str(tmp_path)!r}).launch(JobSpec(key='orphan', argv=['sleep', '2']));"
+              f"LocalExecutor({str(tmp_path)!r}).launch(JobSpec(key='orphan', argv={argv!r}));"
               "import time; time.sleep(30)")
     agent = subprocess.Popen([sys.executable, "-c", script])
     deadline = time.monotonic() + limit(10)
@@ -108,6 +118,7 @@ def test_job_survives_the_agent_process_dying(tmp_path: Path):
     agent.wait()
     ex = LocalExecutor(tmp_path)
     assert ex.poll("orphan").status == "running"
+    go.touch()
     assert wait_done(ex, "orphan").status == "succeeded"
 
 
@@ -157,8 +168,10 @@ def test_jobs_lists_every_ledger_entry(tmp_path: Path):
 def test_sigterm_to_agent_group_does_not_reach_jobs(tmp_path: Path):
     """Jobs live in their own session: a signal to the agent's process group spares them."""
     ex = LocalExecutor(tmp_path)
-    ex.launch(JobSpec(key="own-session", argv=["sleep", "1.5"]))
-    state = ex.poll("own-session")
+    go = tmp_path / "go"  # the job runs until the test lets it end
+    ex.launch(JobSpec(key="own-session", argv=["bash", "-c", f"while [ ! -e {go} ]; do sleep 0.05; done"]))
+    state = wait_for(lambda: (s := ex.poll("own-session")).child_pgid and s, 30, "the wrapper's record")
     assert os.getpgid(state.pid) != os.getpgid(0)
     assert os.getpgid(state.child_pgid) == state.child_pgid != os.getpgid(0)
+    go.touch()
     assert wait_done(ex, "own-session").status == "succeeded"

@@ -15,7 +15,7 @@ import signal
 from collections import Counter
 from pathlib import Path
 
-from tests.campaign_fixtures import campaign_args, campaign_env
+from tests.campaign_fixtures import campaign_args, campaign_env, hold_tuning
 from tests.cli_helpers import only_run, run_cli, start_agent, wait_for
 from tests.own_processes import group_members_since
 from tests.slowdown import limit
@@ -189,12 +189,14 @@ def test_tuning_that_failed_twice_is_tried_again_by_resume_then_only_on_request(
 
 
 def test_a_stopped_job_is_retried_only_on_request(tmp_path, sglang_wheel_root):
-    env = {**_env(tmp_path), "DSV4_DOUBLE_UNIT_S": "0.5"}
+    hold_env, hold = hold_tuning(tmp_path)  # tune-gpu0 is still tuning when it is stopped
+    env = {**_env(tmp_path), **hold_env}
     proc = start_agent(*campaign_args(tmp_path, sglang_wheel_root, "tune kernels"), cwd=tmp_path, env=env)
     run = wait_for(lambda: next(iter((tmp_path / "runs").glob("*/jobs")), None) and only_run(tmp_path), 60, "the run")
     wait_for(lambda: _running(run, "tune-gpu0"), 120, "tune-gpu0 to run")
     stop = run_cli("jobs", "latest", "--stop", "tune-gpu0", cwd=tmp_path, env=env)
     assert stop.returncode == 0 and "stopped" in stop.stdout, stop.stdout + stop.stderr
+    hold.unlink()  # tune-gpu1 goes on
     output, _ = proc.communicate(timeout=limit(240))
     assert proc.returncode == 1, output
 

@@ -37,6 +37,7 @@ class ForeignServer:
                                       "--port", str(port), "--enable-metrics", *flags],
                                      stdout=open(log, "w"), stderr=subprocess.STDOUT, env=env, start_new_session=True)
         wait_for(lambda: fetch_info(f"http://127.0.0.1:{port}") is not None, 30, "the other server to answer")
+        assert self.proc.poll() is None, self.log.read_text()  # it answered, not a server of ours on the port
 
     def requests(self) -> list[str]:
         return re.findall(r'"(?:GET|POST) (\S+)', self.log.read_text())
@@ -75,13 +76,17 @@ def test_run_measure_refuses_a_port_someone_else_listens_on(tmp_path, tok):
 
 
 def test_run_measure_never_measures_a_server_that_took_the_port_while_ours_loaded(tmp_path, tok):
-    """Ours binds only after "loading" (DSV4_DOUBLE_BIND_DELAY_S); the other one takes the port first."""
+    """Ours binds only after "loading" (held until the test lets it bind); the other one takes the port first."""
     plan = MeasurePlan(variants=[ServeVariant(name="baseline", model_path=str(tok))], tokenizer=str(tok), **QUICK)
-    run = _measure(tmp_path, plan, DSV4_DOUBLE_BIND_DELAY_S="4")
+    bind_ok = tmp_path / "bind-ok"
+    run = _measure(tmp_path, plan, DSV4_DOUBLE_BIND_AFTER_FILE=str(bind_ok))
     log = tmp_path / "run" / "logs" / "server_baseline.log"
     port = int(wait_for(lambda: log.exists() and re.search(r"'--port', '(\d+)'", log.read_text()), 60,
                         "our server to start").group(1))
-    other = ForeignServer(tok, port, tmp_path / "other.log")
+    try:
+        other = ForeignServer(tok, port, tmp_path / "other.log")
+    finally:
+        bind_ok.touch()  # ours may try to bind now: the port is taken
     try:
         out, err = run.communicate(timeout=limit(120))
         assert run.returncode == 1, out + err
@@ -101,10 +106,14 @@ def _serve_port(root: Path) -> int | None:
 
 
 def test_the_agents_sweep_fails_the_point_when_another_server_holds_the_port(tmp_path, sglang_wheel_root):
-    env = {**campaign_env(tmp_path), "DSV4_DOUBLE_BIND_DELAY_S": "4"}
+    bind_ok = tmp_path / "bind-ok"  # our servers bind only once it exists: the other one takes the port first
+    env = {**campaign_env(tmp_path), "DSV4_DOUBLE_BIND_AFTER_FILE": str(bind_ok)}
     proc = start_agent(*campaign_args(tmp_path, sglang_wheel_root, goal="benchmark"), cwd=tmp_path, env=env)
     port = wait_for(lambda: _serve_port(tmp_path), 180, "the baseline server job to be launched")
-    other = ForeignServer(tmp_path / "tok", port, tmp_path / "other.log")
+    try:
+        other = ForeignServer(tmp_path / "tok", port, tmp_path / "other.log")
+    finally:
+        bind_ok.touch()
     try:
         output, _ = proc.communicate(timeout=limit(300))
         run = only_run(tmp_path)

@@ -70,6 +70,9 @@ def test_requeued_tune_unit_is_the_attempt_not_submitted_again(slurm, tmp_path, 
         job_id = json.loads((folder / "slurm.json").read_text())["job_id"]
         assert slurm.run("scontrol", "requeue", job_id).returncode == 0
         wait_for(lambda: "Restarts=1" in _shown(slurm, job_id), 60, f"job {job_id} to be requeued")
+        # the killed run's record, written once its wrapper has ended its group: let go of the hold only
+        # then, or the killed run's held unit could still finish (and count) after the requeue
+        wait_for((folder / "exit.json").exists, 60, "the requeued run to end")
         hold.unlink()
         wait_for(lambda: _release_requeued(slurm, job_id), 120, f"job {job_id} to run again")
         out, _ = agent.communicate(timeout=limit(180))

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from agent.trace import read_trace
-from tests.campaign_fixtures import campaign_args, campaign_env
+from tests.campaign_fixtures import campaign_args, campaign_env, hold_tuning
 from tests.cli_helpers import only_run, run_cli, start_agent, wait_for
 from tests.slowdown import limit
 
@@ -86,7 +86,7 @@ def test_a_sequence_gap_is_reported_by_status_and_resume(tmp_path, sglang_wheel_
 
 def test_a_run_killed_before_its_first_trace_event_is_resumed_from_the_start(tmp_path, sglang_wheel_root):
     run = _killed_run(tmp_path, sglang_wheel_root)
-    stopped = run_cli("jobs", "latest", "--stop", "all", cwd=tmp_path, env=campaign_env(tmp_path))
+    stopped = run_cli("jobs", "latest", "--stop", "all", cwd=tmp_path, env=campaign_env(tmp_path, unit_s=0.05))
     assert stopped.returncode == 0, stopped.stderr
     # What a kill in the instant after config.json (and before trace.jsonl) leaves: config.json and the lock.
     for item in run.iterdir():
@@ -128,8 +128,9 @@ def test_a_lane_that_finished_before_the_kill_runs_again_on_resume(tmp_path, sgl
     again either way (and the suite's replay check reproduces it)."""
     import sqlite3
 
+    hold_env, hold = hold_tuning(tmp_path)  # the GPU lane is still tuning when the research lane has ended
     proc = start_agent(*campaign_args(tmp_path, sglang_wheel_root, GOAL), cwd=tmp_path,
-                       env=campaign_env(tmp_path, unit_s=0.4))
+                       env={**campaign_env(tmp_path, unit_s=0.05), **hold_env})
 
     def research_saved() -> bool:
         runs = list((tmp_path / "runs").glob("*/checkpoint.sqlite")) if (tmp_path / "runs").exists() else []
@@ -142,8 +143,9 @@ def test_a_lane_that_finished_before_the_kill_runs_again_on_resume(tmp_path, sgl
     wait_for(research_saved, 120, "the research lane's writes in the checkpoint")
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=limit(10))
+    hold.unlink()
     run = only_run(tmp_path)
-    resumed = run_cli("resume", str(run), cwd=tmp_path, env=campaign_env(tmp_path, unit_s=0.4))
+    resumed = run_cli("resume", str(run), cwd=tmp_path, env=campaign_env(tmp_path))
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     after = _events(run)
     start = next(i for i, e in enumerate(after) if e["type"] == "run_resumed")

@@ -8,7 +8,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 from agent.config_layers import load_settings
@@ -17,7 +16,8 @@ from agent.steps.base import PlanStep, StepContext
 from agent.steps.tune_kernels import run
 from agent.trace import iter_events, TraceWriter
 from tests.tuning_fixtures import NVIDIA_SMI_DOUBLE, config_dir, make_checkout, triton_config
-from tests.slowdown import limit
+from tests.campaign_fixtures import hold_tuning
+from tests.slowdown import wait_for
 from tools.gpus import DetectGpusArgs, detect_gpus
 from tools.jobs import LocalExecutor
 from tools.tuning.configs import config_file_name
@@ -157,23 +157,27 @@ AGENT = textwrap.dedent("""
 
 
 def test_agent_killed_mid_tuning_resumes_by_reattaching(tmp_path, monkeypatch):
-    calls = _double_env(monkeypatch, tmp_path, unit_s="0.25")
+    calls = _double_env(monkeypatch, tmp_path)
+    copies = tmp_path / "copies"
+    copies.mkdir()
+    # both tuners are held inside their first unit until the agent is dead, however slow the machine
+    hold_env, hold = hold_tuning(tmp_path)
     checkout = make_checkout(tmp_path / "sglang")
-    env = {**os.environ, "DSV4_FAKE_GPUS": "2"}
+    env = {**os.environ, **hold_env, "DSV4_FAKE_GPUS": "2", "DSV4_DOUBLE_EXCLUSIVE": str(copies)}
     agent = subprocess.Popen([sys.executable, "-c", AGENT.format(repo=str(REPO), tmp=str(tmp_path), checkout=str(checkout))],
                              env=env, start_new_session=True)
-    deadline = time.monotonic() + limit(30)
-    while time.monotonic() < deadline and not (calls.exists() and len(calls.read_text().splitlines()) >= 2):
-        time.sleep(0.05)
+    wait_for(lambda: len(list(copies.glob("*.lock"))) == 2, 60, "both tuners inside their first unit")
     agent.send_signal(signal.SIGKILL)  # the agent dies; its detached tuning jobs keep running
     agent.wait()
-    assert calls.exists() and len(calls.read_text().splitlines()) < 9
+    assert not calls.exists()  # no unit finished yet
+    hold.unlink()
     ctx = _context(tmp_path, _fake_gpus(2), checkout)
     outcome = run(ctx, STEP)
     assert outcome.status == "done", outcome.summary
     assert all(j["attached"] for j in outcome.data["jobs"])
     units = [tuple(l.split()[:3]) for l in calls.read_text().splitlines()]
     assert len(units) == len(set(units)) == 9  # nothing re-run
+    assert not (copies / "overlaps.txt").exists()  # no second copy of a tuner beside the first
 
 
 def test_without_gpus_the_step_plans_reviewable_scripts(tmp_path):

@@ -60,8 +60,9 @@ Configuration (flags SGLang does not know are ignored, like the real parser woul
                              first token, as on a server busy elsewhere: a test holds a point open
                              until it has crashed what it wanted to crash inside it, then removes the file
   DSV4_DOUBLE_STARTUP_S      seconds before /health answers 200 (default 0.2)
-  DSV4_DOUBLE_BIND_DELAY_S   seconds before the HTTP port is bound (default 0): SGLang binds it only after
-                             loading the model, so a port free at launch can be taken meanwhile
+  DSV4_DOUBLE_BIND_AFTER_FILE  a path: the HTTP port is bound only once it exists (at most 120 s). SGLang
+                             binds it only after loading the model, so a port free at launch can be
+                             taken meanwhile; the file lets a test take it first, however slow the machine
   DSV4_DOUBLE_NEVER_READY    "1": never becomes ready (readiness-timeout tests)
   DSV4_DOUBLE_EXIT_AT_START  exit code: log a fatal error and exit at start (crash tests)
   DSV4_DOUBLE_FP8_SHAPES     "N,K;N,K;...": block-FP8 GEMM shapes the "model" runs. At model load the
@@ -307,6 +308,13 @@ class Handler(BaseHTTPRequestHandler):
         return {"text": " ".join(words), "meta_info": self._meta(words, prompt)}
 
 
+def _wait_for_bind_file() -> None:
+    path = os.environ.get("DSV4_DOUBLE_BIND_AFTER_FILE")
+    deadline = time.monotonic() + 120
+    while path and not os.path.exists(path) and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="sglang.launch_server (double)")
     parser.add_argument("--model-path", "--model", dest="model_path", required=True)
@@ -328,7 +336,7 @@ def main(argv: list[str]) -> int:
         return int(crash)
     log_fp8_config_lookups()
     Handler.state = State(args, argv)
-    time.sleep(float(os.environ.get("DSV4_DOUBLE_BIND_DELAY_S", "0")))
+    _wait_for_bind_file()
     try:
         server = ThreadingHTTPServer((args.host, args.port), Handler)
     except OSError as err:
