@@ -176,7 +176,8 @@ def test_agent_killed_during_discovery_reattaches_to_the_same_server(tmp_path, m
     _double_env(monkeypatch, tmp_path)
     checkout = make_checkout(tmp_path / "sglang")
     _model_env(monkeypatch, checkout, shapes="4096,7168")
-    monkeypatch.setenv("DSV4_DOUBLE_STARTUP_S", "2.5")  # still loading when the agent dies
+    loaded = tmp_path / "loaded"  # the server binds its port only once it exists: still loading when the agent dies
+    monkeypatch.setenv("DSV4_DOUBLE_BIND_AFTER_FILE", str(loaded))
     agent = subprocess.Popen([sys.executable, "-c", AGENT.format(repo=str(REPO), tmp=str(tmp_path), checkout=str(checkout))],
                              env={**os.environ, "DSV4_FAKE_GPUS": "1"}, start_new_session=True)
     launched = tmp_path / "run/jobs/discovery/wrapper.json"
@@ -186,6 +187,7 @@ def test_agent_killed_during_discovery_reattaches_to_the_same_server(tmp_path, m
     agent.send_signal(signal.SIGKILL)
     agent.wait()
     assert launched.exists() and not (tmp_path / "run/tuning/discovery.json").exists()
+    loaded.touch()
     ctx = _context(tmp_path, _fake_gpus(1), checkout, shapes=[], sglang_python=SGLANG_PYTHON)
     outcome = run(ctx, _step())
     assert outcome.status == "done", outcome.summary
