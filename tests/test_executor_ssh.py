@@ -148,8 +148,9 @@ def test_failing_job_reports_its_exit_code(sshd, tmp_path):
 
 def test_stop_ends_the_remote_process_group(sshd, tmp_path):
     ex = _executor(sshd, tmp_path / "run-c" / "jobs")
-    state = ex.launch(JobSpec(key="serve", argv=["bash", "-c", "sleep 300 & sleep 301; wait"], grace_s=1))
-    assert state.status == "running" and state.child_pgid
+    ex.launch(JobSpec(key="serve", argv=["bash", "-c", "sleep 300 & sleep 301; wait"], grace_s=1))
+    state = wait_for(lambda: (s := ex.poll("serve")).child_pgid and s, 60, "the wrapper's record on the host")
+    assert state.status == "running"
     stopped = ex.stop("serve")
     assert stopped.status == "stopped"
     # nothing of the job's process group is left on the host (zombies awaiting init's reaping
@@ -275,12 +276,13 @@ def test_a_job_whose_folder_on_the_host_was_deleted_is_found_and_never_started_t
     spec = JobSpec(key="tune-gpu0", argv=["bash", "-c", f"echo start >> {starts}; exec env -u DSV4_JOB_DIR "
                                                         f"bash -c {shlex.quote(inner)}"])
     jobs_root = tmp_path / "run-g" / "jobs"
-    first = _executor(sshd, jobs_root).launch(spec)
+    ex = _executor(sshd, jobs_root)
+    ex.launch(spec)
     try:
         # "running" comes before the leader has read job.json: a folder deleted then leaves no command.
         # `ready` is touched once the command has replaced itself with the one that cleared DSV4_JOB_DIR.
         wait_for(ready.exists, 60, "the command to begin")
-        _refused_while_its_processes_run(sshd, jobs_root, spec, first, starts)
+        _refused_while_its_processes_run(sshd, jobs_root, spec, ex.poll("tune-gpu0"), starts)
     finally:
         go.touch()  # the orphan ends (the test's own processes, whatever failed)
     ex = _executor(sshd, jobs_root)  # the key is started again, once

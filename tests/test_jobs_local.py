@@ -80,8 +80,8 @@ def _alive(pid: int) -> bool:
 
 def test_stop_escalates_to_sigkill_when_term_is_ignored(tmp_path: Path):
     ex = LocalExecutor(tmp_path)
-    launched = ex.launch(JobSpec(key="stubborn", argv=["bash", "-c", "trap '' TERM; while true; do sleep 0.1; done"],
-                                 grace_s=0.3))
+    ex.launch(JobSpec(key="stubborn", argv=["bash", "-c", "trap '' TERM; while true; do sleep 0.1; done"], grace_s=0.3))
+    launched = wait_for(lambda: (s := ex.poll("stubborn")).child_pgid and s, 30, "the wrapper's record")
     time.sleep(0.3)
     state = ex.stop("stubborn")  # returns only once the group is gone: a missing SIGKILL hangs here
     assert state.status == "stopped"
