@@ -50,10 +50,10 @@ class SignalWatch:
 
     def inject(self, name: str) -> None:
         """Take ``name`` as if that signal had arrived (a replay re-creates a recorded interrupt this way)."""
+        request_stop()  # first: a side effect stamps its start before the gate, so any let through began before now
         if not self.signals:
             self.first_at = time.time()
         self.signals.append(name)
-        request_stop()
         self.arrived.set()
         self._wake.set()
 

@@ -123,3 +123,45 @@ def test_a_lane_that_ends_after_the_graph_unwound_leaves_no_traceback(caplog):
         broken.set_result(None)
     logged = [str(r.exc_info[1]) for r in caplog.records if r.exc_info]
     assert logged == ["a real bug in a callback"]  # the late write is dropped; any other error still shows
+
+
+def test_an_install_let_through_before_the_signal_is_dated_before_it(tmp_path, monkeypatch):
+    """The gate lets an install through; the signal is taken while the install still validates its
+    files. The manifest's created_at (when the install began) must come before the signal_at the run
+    records, whatever happens in between: the promise a user and the tests read off the trace."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from agent.interrupts import SignalWatch
+    from tools import stop
+    from tools.tuning import host_install
+    from tools.tuning.install import install_configs
+
+    configs = tmp_path / "configs"
+    configs.mkdir()
+    merged = tmp_path / "run" / "tuning" / "merged"
+    merged.mkdir(parents=True)
+    name = "N=512,K=1024,device_name=NVIDIA_H200,dtype=fp8_w8a8,block_shape=[128, 128].json"
+    (merged / name).write_text(json.dumps({"1": {"BLOCK_SIZE_M": 16, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 128,
+                                                 "GROUP_SIZE_M": 1, "num_warps": 4, "num_stages": 3}}))
+    through, taken = threading.Event(), threading.Event()
+    check = host_install.check_config
+
+    def check_after_the_signal(path):  # the install is past the gate; it validates once the signal was taken
+        through.set()
+        assert taken.wait(limit(30))
+        return check(path)
+
+    monkeypatch.setattr(host_install, "check_config", check_after_the_signal)
+    watch = SignalWatch()
+    try:
+        with ThreadPoolExecutor(1) as pool:
+            installing = pool.submit(install_configs, [merged / name], configs, tmp_path / "run")
+            assert through.wait(limit(30))
+            watch.inject("SIGINT")
+            taken.set()
+            manifest = installing.result(timeout=limit(60))
+    finally:
+        stop.reset()  # the gate is process-wide
+    assert manifest.state == "installed" and (configs / name).exists()
+    assert manifest.created_at < watch.first_at, (manifest.created_at, watch.first_at)

@@ -7,6 +7,7 @@ Work outside the run folder that cannot be cut in half (installing tuned configs
 from __future__ import annotations
 
 import threading
+import time
 from contextlib import contextmanager
 from typing import Iterator
 
@@ -27,11 +28,14 @@ def stop_requested() -> bool:
 
 
 @contextmanager
-def side_effect(what: str) -> Iterator[None]:
+def side_effect(what: str) -> Iterator[float]:
+    """Yields when the side effect began (wall time), stamped before the gate is checked: one let
+    through began before ``request_stop()``, so before any time the agent takes after it."""
     with _running:
+        began_at = time.time()
         if _stop.is_set():
             raise StopRequested(f"not {what}: the agent was asked to stop")
-        yield
+        yield began_at
 
 
 def wait_for_side_effects(timeout_s: float) -> bool:

@@ -143,7 +143,8 @@ def install(args):
             raise Problem("this run already installed other configs into %s; `dsv4-agent tuning uninstall RUN` "
                           "first" % manifest["config_dir"])
         undo(run, manifest, force=False)  # a different install was cut short: take it back first
-    manifest = {"version": 1, "state": "installing", "config_dir": folder, "created_at": time.time(),
+    began_at = getattr(args, "began_at", None) or time.time()  # the agent's gate time, when it runs us in-process
+    manifest = {"version": 1, "state": "installing", "config_dir": folder, "created_at": began_at,
                 "entries": plan_entries(run, folder, args.merged), "notes": [], "installed_by": args.installed_by}
     save(run, manifest)  # the intent, before the first copy: a kill from here on is finished or undone
     return finish(run, manifest)

@@ -53,7 +53,8 @@ def install_configs(merged: list[Path], config_dir: Path, run_dir: Path) -> Mani
     args = argparse.Namespace(run=str(run_dir), installed_by="local", config_dir=str(config_dir),
                               sglang_python=None, sglang_src=None, merged=[str(p) for p in merged])
     try:
-        with side_effect(f"installing {len(merged)} tuned configs into {config_dir}"):
+        with side_effect(f"installing {len(merged)} tuned configs into {config_dir}") as began_at:
+            args.began_at = began_at  # the manifest's created_at: when the gate let the install through
             host_install.install(args)
     except host_install.Problem as err:
         raise ToolError(str(err)) from None
