@@ -1,8 +1,5 @@
-"""The process-wide "stop requested" gate for side effects that must not begin after Ctrl-C.
-
-Work outside the run folder that cannot be cut in half (installing tuned configs) runs under
-``side_effect(...)``: refused once ``request_stop()`` was called, and waited for by
-``wait_for_side_effects()`` before the agent exits, so nothing is left half done.
+"""The process-wide gate for side effects that must not begin after Ctrl-C (installing configs):
+refused once ``request_stop()`` was called, waited for before the agent exits, never cut in half.
 """
 from __future__ import annotations
 
@@ -29,8 +26,7 @@ def stop_requested() -> bool:
 
 @contextmanager
 def side_effect(what: str) -> Iterator[float]:
-    """Yields when the side effect began (wall time), stamped before the gate is checked: one let
-    through began before ``request_stop()``, so before any time the agent takes after it."""
+    """Yields when it began (wall time), stamped before the gate's check: so before ``request_stop()``."""
     with _running:
         began_at = time.time()
         if _stop.is_set():
