@@ -134,16 +134,17 @@ def test_an_install_let_through_before_the_signal_is_dated_before_it(tmp_path, m
 
     from agent.interrupts import SignalWatch
     from tools import stop
+    from tests.tuning_fixtures import triton_config
     from tools.tuning import host_install
+    from tools.tuning.configs import config_file_name
     from tools.tuning.install import install_configs
 
     configs = tmp_path / "configs"
     configs.mkdir()
     merged = tmp_path / "run" / "tuning" / "merged"
     merged.mkdir(parents=True)
-    name = "N=512,K=1024,device_name=NVIDIA_H200,dtype=fp8_w8a8,block_shape=[128, 128].json"
-    (merged / name).write_text(json.dumps({"1": {"BLOCK_SIZE_M": 16, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 128,
-                                                 "GROUP_SIZE_M": 1, "num_warps": 4, "num_stages": 3}}))
+    name = config_file_name(512, 1024, "NVIDIA H200")
+    (merged / name).write_text(json.dumps({"1": triton_config(1)}))
     through, taken = threading.Event(), threading.Event()
     check = host_install.check_config
 

@@ -12,7 +12,7 @@ import pytest
 
 from tests.slowdown import limit, wait_for
 from tools.base import ToolError
-from tools.jobs import JobSpec, LocalExecutor
+from tools.jobs import JobSpec, LocalExecutor, processes
 
 
 def wait_done(ex: LocalExecutor, key: str, seconds: float = 20.0):
@@ -67,15 +67,8 @@ def test_timeout_ends_the_whole_process_group(tmp_path: Path):
     state = wait_done(ex, "slow")
     assert state.status == "timed_out" and f"{timeout_s:g} s" in state.reason
     grandchild = int(pidfile.read_text())
-    wait_for(lambda: not _alive(grandchild), 10, "the killed grandchild to go")
-
-
-def _alive(pid: int) -> bool:
-    """Whether ``pid`` runs (a zombie, killed and waiting for its parent's wait, does not)."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except (FileNotFoundError, ProcessLookupError):
-        return False
+    # start_time is None once it is gone or a zombie (killed, awaiting its parent's wait)
+    wait_for(lambda: processes.start_time(grandchild) is None, 10, "the killed grandchild to go")
 
 
 def test_stop_escalates_to_sigkill_when_term_is_ignored(tmp_path: Path):

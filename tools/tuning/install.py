@@ -50,12 +50,12 @@ def install_configs(merged: list[Path], config_dir: Path, run_dir: Path) -> Mani
     """Copy every merged file into ``config_dir`` or none of them (the host script's own install)."""
     for path in merged:
         read_config_file(path)  # the agent's validation, with its messages, before anything is touched
-    args = argparse.Namespace(run=str(run_dir), installed_by="local", config_dir=str(config_dir),
-                              sglang_python=None, sglang_src=None, merged=[str(p) for p in merged])
     try:
         with side_effect(f"installing {len(merged)} tuned configs into {config_dir}") as began_at:
-            args.began_at = began_at  # the manifest's created_at: when the gate let the install through
-            host_install.install(args)
+            # began_at (when the gate let it through) is the manifest's created_at
+            host_install.install(argparse.Namespace(
+                run=str(run_dir), installed_by="local", config_dir=str(config_dir), sglang_python=None,
+                sglang_src=None, merged=[str(p) for p in merged], began_at=began_at))
     except host_install.Problem as err:
         raise ToolError(str(err)) from None
     return load_manifest(Path(run_dir) / MANIFEST)
