@@ -1,0 +1,2 @@
+"""The checkpoint in hand: its config.json read as SGLang reads it, the tensor names its index lists,
+and the drafters those carry (an MTP head, a bundled DSpark drafter), every fact cited."""
