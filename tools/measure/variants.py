@@ -69,11 +69,11 @@ def _name(flags: dict[str, str]) -> str:
 
 def _judge(answer: MtpAnswer, rules: list[Rule]) -> Judge:
     """The evidence engine's judge: each rule applies only where its condition holds."""
-    return Judge(rules, answer.architecture, read_fields_at(Path(answer.source.root)))
+    return Judge(rules, answer.architecture, read_fields_at(Path(answer.source.root)), answer.checkpoint)
 
 
 def _carries_over(cand: Candidate, model: str, judge: Judge) -> bool:
-    if same_model(cand.model, model):
+    if same_model(cand.model, model) or judge.own_drafter(dict(cand.flags)) is not None:
         return True
     fallback = [r for r in judge.applying(dict(cand.flags), ("draft_path_fallback",), []) if r.architectures]
     return bool(fallback) and cand.flags.get(DRAFT) in (None, cand.model)
@@ -90,6 +90,9 @@ def _from_candidate(cand: Candidate, judge: Judge) -> SpecChoice | str:
     why = [f"recipe for {cand.model} on {cand.hardware or 'unspecified hardware'} ({cand.origin.cite()})"]
     judge.resolve_alias(flags, origins, why, [])
     judge.repair(flags, origins, why, [])
+    refused = judge.drafter_problem(flags)
+    if refused:
+        return f"{setting_label(flags)} from {cand.origin.cite()} is not measured: {refused}"
     problems = judge.check(flags).problems
     if problems:
         text, rule = problems[0]
@@ -178,7 +181,12 @@ def user_choices(entries: list[str], answer: MtpAnswer, rules: list[Rule],
     if not entries:
         return []  # nothing asked for: nothing to check (a tree without MTP evidence is no error then)
     judge = _judge(answer, rules)
-    algorithm = next((c.flags[ALGO] for c in known if c.flags.get(ALGO)), None)
+    stepped = [c.flags[ALGO] for c in known if c.flags.get(ALGO) and not judge.own_drafter(c.flags)]
+    algorithm = next(iter(stepped), None)
+    if algorithm is None and known:
+        refused = judge.drafter_problem({ALGO: "EAGLE"}) or "its drafter drafts a fixed block, not steps"
+        raise ToolError(f"--mtp-steps {','.join(entries)} sets the draft steps of an MTP head, but {refused}; drop "
+                        f"--mtp-steps: the campaign measures the checkpoint's own drafter ({known[0].label})")
     if algorithm is None:
         raise ToolError(f"--mtp-steps needs a speculative algorithm, and the evidence has none for {answer.model}: "
                         "see `dsv4-agent mtp` for what the tree says")
@@ -189,6 +197,10 @@ def user_choices(entries: list[str], answer: MtpAnswer, rules: list[Rule],
         origins: dict[str, Origin] = {}
         why = [f"user choice (--mtp-steps {entry.strip()})"]
         judge.repair(flags, origins, why, [])  # SGLang's own rewrites (topk 1: draft tokens = steps + 1)
+        refused = judge.drafter_problem(flags)
+        if refused:
+            raise ToolError(f"--mtp-steps {entry.strip()}: {refused}; drop --mtp-steps or point --model-path at a "
+                            "checkpoint that carries that drafter")
         problems = judge.check(flags).problems
         if problems:
             text, rule = problems[0]
