@@ -125,3 +125,32 @@ def test_a_v41_copy_in_a_folder_of_its_own_is_read_like_the_original(tmp_path):
     folder.mkdir()
     shutil.copy(shared_checkpoints() / "DeepSeek-V4.1-Flash" / "config.json", folder / "config.json")
     assert shapes(tmp_path, folder)["shapes"] == shapes(tmp_path, "DeepSeek-V4.1-Flash")["shapes"]
+
+
+def test_tune_kernels_campaign_on_a_v41_copy_tunes_its_32_blocks(tmp_path, sglang_wheel_root):
+    """The campaign on the doubles (A100s: SGLang serves [32, 32] blocks with Triton there) derives the
+    shapes from V4.1's nested config, tunes them at block 32 and installs tables named as SGLang looks
+    them up."""
+    from tests.campaign_fixtures import GPU_NAME, campaign_args, campaign_env
+    from tests.cli_helpers import only_run
+
+    args = campaign_args(tmp_path, sglang_wheel_root, goal="tune kernels")
+    model = tmp_path / "v41"
+    shutil.copytree(tmp_path / "tok", model)
+    shutil.copy(shared_checkpoints() / "DeepSeek-V4.1-Flash" / "config.json", model / "config.json")
+    kept, skip = [], False
+    for arg in args:  # no --shapes: they come from the checkpoint
+        if skip or arg == "--shapes":
+            skip = not skip
+            continue
+        kept.append(str(model) if kept and kept[-1] == "--model-path" else arg)
+    out = run_cli(*kept, cwd=tmp_path, env=campaign_env(tmp_path, unit_s=0.0))
+    assert out.returncode == 0 and "hidden_size" not in out.stdout + out.stderr, out.stdout + out.stderr
+    run = only_run(tmp_path)
+    step = json.loads((run / "tuning/shapes.json").read_text())
+    assert step["decision"] == "tune" and {(s["block_n"], s["block_k"]) for s in step["to_tune"]} == {(32, 32)}
+    assert any(s["source"] == "config.json:dspark.stages.0.main_proj" for s in step["to_tune"])
+    manifest = json.loads((run / "tuning/manifest.json").read_text())
+    installed = {Path(e["target"]).name for e in manifest["entries"]}
+    assert f"N=5120,K=15360,device_name={GPU_NAME.replace(' ', '_')},dtype=fp8_w8a8,block_shape=[32, 32].json" in installed
+    assert len(installed) == len(step["to_tune"])
