@@ -37,8 +37,8 @@ def cuda_grid(tree: ast.Module) -> list[dict]:
     names = [loop.target.id for loop in loops]
     values = [ast.literal_eval(loop.iter) for loop in loops]
     built = next(n for b in branch for n in ast.walk(b) if isinstance(n, ast.Dict))
-    keys = {key.value: value.id for key, value in zip(built.keys, built.values)}
-    return [{key: dict(zip(names, combo))[var] for key, var in keys.items()} for combo in itertools.product(*values)]
+    keys = {key.value: value.id for key, value in zip(built.keys, built.values, strict=True)}
+    return [{key: dict(zip(names, combo, strict=True))[var] for key, var in keys.items()} for combo in itertools.product(*values)]
 
 
 def real_filter(tree: ast.Module):

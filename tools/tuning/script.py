@@ -78,7 +78,7 @@ def block_k_options(tree: ast.Module) -> list[int] | None:
     if func is None:
         return None
     names = {value.id for node in ast.walk(func) if isinstance(node, ast.Dict)
-             for key, value in zip(node.keys, node.values)
+             for key, value in zip(node.keys, node.values, strict=True)
              if isinstance(key, ast.Constant) and key.value == "BLOCK_SIZE_K" and isinstance(value, ast.Name)}
     for node in ast.walk(func):
         if isinstance(node, ast.For) and isinstance(node.target, ast.Name) and node.target.id in names:
