@@ -9,19 +9,8 @@ from pathlib import Path
 import pytest
 
 from tests.cli_helpers import run_cli
-from tests.conftest import missing
+from tests.conftest import CHECKPOINT_NAMES as CHECKPOINTS, shared_checkpoints
 
-CHECKPOINTS = ["DeepSeek-V3", "DeepSeek-V3.2", "DeepSeek-V4-Flash", "DeepSeek-V4-Flash_rev-60d8d707",
-               "DeepSeek-V4-Flash-0731", "0xSero--DeepSeek-V4-Flash-0731-REAP", "DeepSeek-V4-Pro",
-               "DeepSeek-V4-Pro-0813", "DeepSeek-V4.1-Flash"]
-
-
-def shared_checkpoints() -> Path:
-    root = Path(__file__).resolve().parents[1]
-    for folder in (root, *root.parents):
-        if (folder / "shared" / "checkpoints" / "README.md").is_file():
-            return folder / "shared" / "checkpoints"
-    missing("no shared/checkpoints next to the repository (CI provides it at ../shared)")
 
 
 def shapes(tmp_path, name_or_path, *extra):

@@ -119,6 +119,29 @@ def _auto(answer: MtpAnswer, judge: Judge) -> SpecChoice | None:
                       why=why, source="hooks")
 
 
+def _other_drafters(answer: MtpAnswer, judge: Judge, chosen: list[SpecChoice]) -> list[SpecChoice]:
+    """A checkpoint carrying two drafters (an MTP head and a bundled DSpark drafter) measures both."""
+    from tools.mtp.choose import from_hooks
+    from tools.mtp.drafter_choice import from_checkpoint
+
+    facts = answer.checkpoint
+    if facts is None or answer.architecture is None:
+        return []
+    served = {id(facts.drafter_for(c.flags[ALGO])) for c in chosen if c.flags.get(ALGO)}
+    from tools.measure.client import package_dir
+
+    root = Path(answer.source.root)
+    package = package_dir(root)
+    out = []
+    for drafter in (d for d in facts.carried() if id(d) not in served):
+        rec = from_checkpoint(judge, package)[0] if drafter.algorithms else \
+            from_hooks(answer.architecture, judge, root, package)[0]
+        if rec is not None:
+            out.append(SpecChoice(name=_name(rec.flags), flags=dict(rec.flags), why=list(rec.rationale),
+                                  origins={k: o.cite() for k, o in rec.flag_origins.items()}, source="hooks"))
+    return out
+
+
 def evidence_choices(answer: MtpAnswer, rules: list[Rule], target_gpu: str | None = None,
                      target_gpus: int | None = None, cap: int | None = None) -> tuple[list[SpecChoice], list[str]]:
     """The MTP settings the evidence supports, recommended first; notes say what was left out."""
@@ -160,6 +183,7 @@ def evidence_choices(answer: MtpAnswer, rules: list[Rule], target_gpu: str | Non
             chosen.append(auto)
         else:
             twin.why.append(auto.why[0].replace("SGLang's", "also SGLang's"))
+    chosen += _other_drafters(answer, judge, chosen)
     if cap is not None and len(chosen) > cap:
         notes.append(f"--mtp-variants {cap}: left out {', '.join(c.label for c in chosen[cap:])}")
         chosen = chosen[:cap]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tools.checkpoint.facts import Drafter
+from tools.checkpoint.facts import DRAFTER_WORDS, Drafter
 from tools.checkpoint.sglang_rules import dspark_draft_default
 from tools.mtp.answer import Recommendation
 from tools.mtp.pick import ALGO, DSPARK_BLOCK, Judge
@@ -57,3 +57,18 @@ def from_checkpoint(judge: Judge, package_dir: Path) -> tuple[Recommendation | N
     rationale += [f"holds: {r.rule} ({r.origin.cite()})" for r in verdict.holds]
     origin = origins.get(ALGO) or next(iter(origins.values()), Origin(path="config.json", line=1))
     return Recommendation(flags=flags, env={}, rationale=rationale, origin=origin, flag_origins=origins), ""
+
+
+def why_this_drafter(judge: Judge, algorithm: str) -> str | None:
+    """In words: why "MTP" became this algorithm for the checkpoint in hand (None: no checkpoint read)."""
+    facts = judge.checkpoint
+    drafter = facts.drafter_for(algorithm) if facts else None
+    if facts is None or drafter is None:
+        return None
+    others = [d for d in facts.drafters if d is not drafter]
+    missing = [f"{'does not carry' if d.carried is False else 'is not shown to carry'} "
+               f"{DRAFTER_WORDS[d.kind]}" for d in others if not d.carried]
+    both = [DRAFTER_WORDS[d.kind] for d in others if d.carried]
+    return (f"MTP for this checkpoint means the drafter it carries: {DRAFTER_WORDS[drafter.kind]}, which "
+            f"{algorithm} loads" + (f"; it {' and '.join(missing)}" if missing else "")
+            + (f"; it also carries {', '.join(both)}, measured as another variant" if both else ""))

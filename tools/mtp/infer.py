@@ -24,7 +24,7 @@ from tools.checkpoint.facts import CheckpointFacts
 from tools.checkpoint.read import ReadCheckpointArgs, read_checkpoint
 from tools.mtp.arch import from_mentions, from_tree
 from tools.mtp.choose import Considered, best, consider, from_hooks, recommendation
-from tools.mtp.drafter_choice import from_checkpoint
+from tools.mtp.drafter_choice import from_checkpoint, why_this_drafter
 from tools.mtp.env import EnvVetter, redacted
 from tools.mtp.misses import explain as explain_misses
 from tools.mtp.pick import Judge
@@ -189,7 +189,8 @@ def _infer_mtp(args: InferMtpArgs) -> MtpAnswer:
                 no_hooks = f"{no_hooks}; {why_not}" if why_not else no_hooks
     unknowns += list(dict.fromkeys(f.note() for f in findings))
     if recommended is not None:
-        recommended.rationale = notes + recommended.rationale + _assumed(args, recommended)
+        why = why_this_drafter(judge, recommended.flags.get("--speculative-algorithm", ""))
+        recommended.rationale = notes + ([why] if why else []) + recommended.rationale + _assumed(args, recommended)
     elif arch is not None:
         rejected = [c for c in considered if c.verdict.problems]
         unknowns.append(f"no evidence for a speculative configuration of {args.model} ({arch}): "
