@@ -14,7 +14,8 @@ from agent.commands.options import OPTIONS, flag_names, pick, with_options
 RUN_OPTIONS = list(OPTIONS.values())
 RESUME_OPTIONS = pick(
     "sglang_python", "sglang_src", "model_path", "tokenizer", "accuracy_data", "executor", "ssh_options", "nvidia_smi",
-    "gpus", "tp", "allow_busy_gpus", "max_llm_steps", "llm_max_tokens", "llm_max_seconds",
+    "gpus", "tp", "allow_busy_gpus", "max_llm_steps", "llm_max_tokens", "llm_max_seconds", "llm_base_url",
+    "server_env", "allow_flags",
     sglang_python="Interpreter with SGLang on this host.", sglang_src="SGLang checkout on this host.",
     model_path="Local checkpoint folder on this host.", tokenizer="Local tokenizer on this host.",
     accuracy_data="GSM8K test.jsonl on this host.",
