@@ -165,13 +165,13 @@ class Settings(BaseSettings):
     llm_stream: bool = S(False, "Stream the LLM's answers.", "--llm-stream/--no-llm-stream", None, LLM)
     allow_flags: Annotated[list[str], NoDecode] = S(
         None, "Let a recipe or the model add this trust-widening server flag, e.g. --allow-flag=--trust-remote-code "
-        "(repeat).", "--allow-flag", "FLAG", SGLANG, repeat=True, factory=list, user_only="trust flags")
+        "(repeat).", "--allow-flag", "FLAG", SGLANG, repeat=True, factory=list, user_only="trust-widening flags")
     server_args: Annotated[list[str], NoDecode] = S(
         None, "Flags added to every serve script, e.g. --server-arg '--mem-fraction-static 0.8' (repeat); "
         "trust-widening ones need --allow-flag.", "--server-arg", "'FLAG [VALUE]'", SGLANG, repeat=True, factory=list)
     server_env: Annotated[list[str], NoDecode] = S(
         None, "Environment of every serve script, e.g. --server-env NCCL_DEBUG=INFO (repeat).", "--server-env",
-        "NAME=VALUE", SGLANG, repeat=True, factory=list, user_only="environment")
+        "NAME=VALUE", SGLANG, repeat=True, factory=list, user_only="environment to pass")
     plan_only: bool = S(False, "Write every script, start no GPU job; `dsv4-agent resume RUN` runs them.",
                         "--plan-only", None, RUN, aliases=("--dry-run",))
     runs_dir: str = S("runs", "Folder holding run folders.", "--runs-dir", "DIR", RUN)

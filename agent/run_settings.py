@@ -89,10 +89,9 @@ def _option(name: str, value: Any) -> str:
 
 
 def _refusal(run: Path, name: str, what: str, recorded: Any, now: Any) -> str:
-    return (f"{run.name}: setting {name} = {json.dumps(recorded)} is not what you give now ({json.dumps(now)}); "
-            f"{what} is never taken from a run folder (it could run commands or send your key elsewhere). "
-            f"If it is yours, pass it again: {_option(name, recorded)}; or allow the folder: "
-            f"`dsv4-agent config allow {shlex.quote(str(run))}`")
+    return (f"{run.name}: setting {name} = {json.dumps(recorded)} names {what}, never taken from a run folder unless "
+            f"you give the same now (you give {json.dumps(now)}). If it is yours, pass it again: "
+            f"{_option(name, recorded)}; or allow the folder: `dsv4-agent config allow {shlex.quote(str(run))}`")
 
 
 def _validated(run: Path, values: dict[str, Any]) -> Settings:

@@ -144,25 +144,39 @@ def test_a_bundle_naming_a_program_is_refused_and_leaves_nothing(tmp_path):
 @pytest.mark.no_replay("resumed from another user's state folder")
 def test_a_run_resumed_by_a_user_who_gives_the_same_settings_goes_on(tmp_path, sglang_wheel_root):
     """A run made elsewhere (another state folder: not allowed here) is taken back when the user passes
-    the program it names; and after `config allow RUN`, without passing it."""
+    the programs it names; an allowance is keyed by config.json's content."""
     smi, marker = _recording_smi(tmp_path)
-    env = campaign_env(tmp_path)
-    planned = run_cli(*campaign_args(tmp_path, sglang_wheel_root, "enable MTP"), "--nvidia-smi", str(smi),
-                      "--plan-only", cwd=tmp_path, env=env)
+    env, args = campaign_env(tmp_path), campaign_args(tmp_path, sglang_wheel_root, "enable MTP")
+    planned = run_cli(*args, "--nvidia-smi", str(smi), "--plan-only", cwd=tmp_path, env=env)
     assert planned.returncode == 0, planned.stdout[-2000:] + planned.stderr
     run, ran = only_run(tmp_path), marker.read_text().count("ran")
     stranger = {**env, "DSV4_STATE_DIR": str(tmp_path / "another-users-state")}
-    _refused(run_cli("resume", str(run), cwd=tmp_path, env=stranger), "nvidia_smi", "--nvidia-smi=")
+    sglang = [word for i, word in enumerate(args) if word in ("--sglang", "--sglang-python") or
+              args[i - 1] in ("--sglang", "--sglang-python")]  # the host's SGLang, as the user gives it
+    _refused(run_cli("resume", str(run), cwd=tmp_path, env=stranger), "sglang_src", "--sglang=")
+    _refused(run_cli("resume", str(run), *sglang, cwd=tmp_path, env=stranger), "nvidia_smi", "--nvidia-smi=")
     assert marker.read_text().count("ran") == ran and (run / "result.json").exists()
     allowed = run_cli("config", "allow", str(run), cwd=tmp_path, env=stranger)
     assert allowed.returncode == 0 and f'nvidia-smi = "{smi}"' in allowed.stdout, allowed.stdout + allowed.stderr
     config = json.loads((run / "config.json").read_text())
     (run / "config.json").write_text(json.dumps({**config, "settings": {**config["settings"], "nvidia_smi": "/x"}}))
-    _refused(run_cli("resume", str(run), cwd=tmp_path, env=stranger), "nvidia_smi", "--nvidia-smi=/x")  # changed
+    _refused(run_cli("resume", str(run), *sglang, cwd=tmp_path, env=stranger), "nvidia_smi",
+             "--nvidia-smi=/x")  # the folder changed since it was allowed
     (run / "config.json").write_text(json.dumps(config))
     (tmp_path / "another-users-state" / "allowed-runs").chmod(0o700)
     shutil.rmtree(tmp_path / "another-users-state" / "allowed-runs")  # forget the allowance: the option decides
-    resumed = run_cli("resume", str(run), "--nvidia-smi", str(smi), cwd=tmp_path, env=stranger)
+    resumed = run_cli("resume", str(run), *sglang, "--nvidia-smi", str(smi), cwd=tmp_path, env=stranger)
     assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr
     assert marker.read_text().count("ran") > ran
     assert json.loads((run / "result.json").read_text())["status"] == "finished"
+
+
+def test_an_allowed_run_folder_gives_its_program_back(tmp_path):
+    smi, marker = _recording_smi(tmp_path)
+    recorded = _golden_with(tmp_path, {"nvidia_smi": str(smi)})
+    allowed = run_cli("config", "allow", str(recorded), cwd=tmp_path)
+    assert allowed.returncode == 0 and f'nvidia-smi = "{smi}"' in allowed.stdout, allowed.stdout + allowed.stderr
+    again = run_cli("replay", str(recorded), "--rerun", "--runs-dir", str(tmp_path / "again"), cwd=tmp_path,
+                    env={"DSV4_FAKE_GPUS": "0"})  # no GPU: the re-run plans, and stops there
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr
+    assert marker.exists() and "re-run of recorded" in again.stdout
