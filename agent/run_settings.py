@@ -11,6 +11,7 @@ Recorded keys this build does not know are ignored and named (``RunSettings.drop
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -66,10 +67,8 @@ def allow_run(run: Path) -> str:
 def vouch_for_run(run: Path) -> None:
     """The agent just wrote this ``config.json`` from the user's own settings: allow it. A state folder
     that cannot be written leaves it a stranger (a resume then asks for the settings, or an allow)."""
-    try:
+    with contextlib.suppress(ToolError, OSError):
         allow_run(run)
-    except (ToolError, OSError):
-        pass
 
 
 def run_allowed(config_bytes: bytes) -> bool:

@@ -155,11 +155,21 @@ def bundle(run: RunRef, runs_dir: RunsDir = "runs", output: Output = None, as_js
 
 
 def _host_options(folder) -> str:
-    """The options that give the GPU host's own paths for the ones this run recorded."""
+    """The options that give the GPU host's own paths for the ones this run recorded, and the programs,
+    hosts and environment it names that are not the defaults (a run folder never gives them back:
+    agent/run_settings.py)."""
+    from agent.config import Settings
+    from agent.run_settings import user_only_fields
+
     settings = folder.read_json("config.json").get("settings", {})
     wanted = ["--sglang-python PATH"]
     wanted += [option for field, option in (("sglang_src", "--sglang DIR"), ("model_path", "--model-path DIR"),
                                             ("tokenizer", "--tokenizer DIR")) if settings.get(field)]
+    defaults = Settings().public_dump()
+    for name in user_only_fields():
+        flag, metavar = (Settings.model_fields[name].json_schema_extra[k] for k in ("flag", "metavar"))
+        if flag and name not in ("sglang_python", "sglang_src") and settings.get(name, defaults[name]) != defaults[name]:
+            wanted.append(f"{flag} {metavar}")
     return " ".join(wanted)
 
 
