@@ -20,10 +20,9 @@ from agent.interrupts import Interrupted, SignalWatch, invoke_responsively
 from agent.live import LiveView
 from agent.runfolder import EXIT_CODES, RunFolder, RunFolderError
 from agent.record_source import LiveSource
-from agent.recorded_settings import CampaignError, missing_host_path, ssh_options_for
+from agent.recorded_settings import CampaignError, missing_host_path, ssh_options_for, vouch_for_run
 from agent.reopen import complete_finish, gpus_now_differ, locked_run, planned_target_here, resume_settings
 from agent.run_status import verdict_line
-from agent.run_settings import vouch_for_run
 from agent.runtime import Runtime
 from agent.steps.table import redone_by
 from agent.trace import TraceWriter

@@ -11,12 +11,8 @@ Recorded keys this build does not know are ignored and named (``RunSettings.drop
 """
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import json
-import os
 import shlex
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,9 +21,7 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from agent.config import ENV_PREFIX, Settings, SettingsError
-from agent.recorded_settings import CampaignError, endpoint_with_credentials
-from tools.base import ToolError
-from tools.state_dir import state_dir
+from agent.recorded_settings import CampaignError, endpoint_with_credentials, run_allowed
 
 Purpose = Literal["continue", "replay"]  # continue: resume, replay --rerun (jobs run); replay: offline, nothing runs
 
@@ -48,34 +42,6 @@ def known_settings(recorded: Mapping[str, Any]) -> tuple[dict[str, Any], list[st
     """The one rule for recorded keys: those this build knows, and the names of the others (ignored)."""
     known = {k: v for k, v in recorded.items() if k in Settings.model_fields}
     return known, sorted(set(recorded) - set(known))
-
-
-def _allow_record(digest: str) -> Path:
-    return state_dir("allowed-runs") / f"{digest}.json"
-
-
-def allow_run(run: Path) -> str:
-    """Record the run folder's ``config.json`` (its bytes) as the user's; its SHA-256."""
-    digest = hashlib.sha256((run / "config.json").read_bytes()).hexdigest()
-    record = _allow_record(digest)
-    tmp = record.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"run": str(run.resolve()), "sha256": digest, "allowed_at": time.time()}))
-    os.replace(tmp, record)
-    return digest
-
-
-def vouch_for_run(run: Path) -> None:
-    """The agent just wrote this ``config.json`` from the user's own settings: allow it. A state folder
-    that cannot be written leaves it a stranger (a resume then asks for the settings, or an allow)."""
-    with contextlib.suppress(ToolError, OSError):
-        allow_run(run)
-
-
-def run_allowed(config_bytes: bytes) -> bool:
-    try:
-        return _allow_record(hashlib.sha256(config_bytes).hexdigest()).is_file()
-    except ToolError:
-        return False
 
 
 def _option(name: str, value: Any) -> str:

@@ -180,3 +180,14 @@ def test_an_allowed_run_folder_gives_its_program_back(tmp_path):
                     env={"DSV4_FAKE_GPUS": "0"})  # no GPU: the re-run plans, and stops there
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr
     assert marker.exists() and "re-run of recorded" in again.stdout
+
+
+def test_jobs_takes_a_folders_ssh_options_only_once_it_is_allowed(tmp_path):
+    marker = tmp_path / "proxy-command-ran"
+    run = _crafted(tmp_path, _ssh(marker))
+    (run / "jobs").mkdir()
+    refused = run_cli("jobs", str(run), cwd=tmp_path)
+    assert refused.returncode == 2 and "config allow" in refused.stderr and not marker.exists(), refused.stderr
+    assert run_cli("config", "allow", str(run), cwd=tmp_path).returncode == 0
+    run_cli("jobs", str(run), cwd=tmp_path)  # the user vouched for the folder: its ProxyCommand is theirs
+    assert marker.exists()

@@ -20,7 +20,7 @@ RESUME_OPTIONS = pick(
     model_path="Local checkpoint folder on this host.", tokenizer="Local tokenizer on this host.",
     accuracy_data="GSM8K test.jsonl on this host.",
     executor="Where to run the GPU steps now (a run whose jobs already ran keeps its executor).",
-    ssh_options="ssh argument for an ssh:// executor (repeat); the run folder's own are never used.",
+    ssh_options="ssh argument for an ssh:// executor (repeat); the run folder's own only once allowed.",
     gpus="GPU indices to use on this host: servers, TP and unfinished tuning follow them.",
     tp="Tensor-parallel size of the servers on the GPUs used now [their number].",
     max_llm_steps="LLM budget in model turns, counting the recorded ones (after budget_exhausted).")

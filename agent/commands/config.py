@@ -53,7 +53,8 @@ def allow(file: File = "dsv4-agent.toml") -> None:
 def _allow_run(run) -> None:
     import json
 
-    from agent.run_settings import allow_run, user_only_fields
+    from agent.recorded_settings import allow_run
+    from agent.run_settings import user_only_fields
     from tools.base import ToolError
 
     try:
