@@ -47,6 +47,15 @@ def vouch_for_run(run: Path) -> None:
         allow_run(run)
 
 
+def deny_run(run: Path) -> bool:
+    """Forget the allowance of the run folder's ``config.json`` as it is now; False when there was none."""
+    try:
+        _allow_record(hashlib.sha256((run / "config.json").read_bytes()).hexdigest()).unlink()
+    except (FileNotFoundError, ToolError):
+        return False
+    return True
+
+
 def run_allowed(config_bytes: bytes) -> bool:
     try:
         return _allow_record(hashlib.sha256(config_bytes).hexdigest()).is_file()

@@ -158,13 +158,14 @@ def test_a_run_resumed_by_a_user_who_gives_the_same_settings_goes_on(tmp_path, s
     assert marker.read_text().count("ran") == ran and (run / "result.json").exists()
     allowed = run_cli("config", "allow", str(run), cwd=tmp_path, env=stranger)
     assert allowed.returncode == 0 and f'nvidia-smi = "{smi}"' in allowed.stdout, allowed.stdout + allowed.stderr
-    config = json.loads((run / "config.json").read_text())
+    original = (run / "config.json").read_bytes()
+    config = json.loads(original)
     (run / "config.json").write_text(json.dumps({**config, "settings": {**config["settings"], "nvidia_smi": "/x"}}))
     _refused(run_cli("resume", str(run), *sglang, cwd=tmp_path, env=stranger), "nvidia_smi",
              "--nvidia-smi=/x")  # the folder changed since it was allowed
-    (run / "config.json").write_text(json.dumps(config))
-    (tmp_path / "another-users-state" / "allowed-runs").chmod(0o700)
-    shutil.rmtree(tmp_path / "another-users-state" / "allowed-runs")  # forget the allowance: the option decides
+    (run / "config.json").write_bytes(original)
+    denied = run_cli("config", "deny", str(run), cwd=tmp_path, env=stranger)  # the option alone decides now
+    assert denied.returncode == 0 and "forgot run folder" in denied.stdout, denied.stdout + denied.stderr
     resumed = run_cli("resume", str(run), *sglang, "--nvidia-smi", str(smi), cwd=tmp_path, env=stranger)
     assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr
     assert marker.read_text().count("ran") > ran

@@ -166,9 +166,9 @@ def _host_options(folder) -> str:
     wanted += [option for field, option in (("sglang_src", "--sglang DIR"), ("model_path", "--model-path DIR"),
                                             ("tokenizer", "--tokenizer DIR")) if settings.get(field)]
     defaults = Settings().public_dump()
-    for name in user_only_fields():
+    for name in [n for n in user_only_fields() if n not in ("sglang_python", "sglang_src")]:  # asked for above
         flag, metavar = (Settings.model_fields[name].json_schema_extra[k] for k in ("flag", "metavar"))
-        if flag and name not in ("sglang_python", "sglang_src") and settings.get(name, defaults[name]) != defaults[name]:
+        if flag and settings.get(name, defaults[name]) != defaults[name]:
             wanted.append(f"{flag} {metavar}")
     return " ".join(wanted)
 

@@ -69,11 +69,16 @@ def _allow_run(run) -> None:
 
 @config.command("deny", cls=Command)
 def deny(file: File = "dsv4-agent.toml") -> None:
-    """Forget that FILE was allowed: campaigns started in its folder refuse it again."""
+    """Forget that FILE (or a run folder) was allowed: campaigns started in its folder refuse it again."""
     from pathlib import Path
 
     from agent.config_file import ConfigFileError, deny as forget
 
+    if (Path(file) / "config.json").is_file():
+        from agent.recorded_settings import deny_run
+
+        echo(f"{'forgot' if deny_run(Path(file)) else 'was not allowed:'} run folder {Path(file).resolve()}")
+        return
     try:
         forgotten = forget(Path(file))
     except ConfigFileError as err:
