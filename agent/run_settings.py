@@ -49,7 +49,7 @@ def _option(name: str, value: Any) -> str:
     extra = Settings.model_fields[name].json_schema_extra
     flag = (extra.get("flag") or "").split("/")[0]
     values = value if isinstance(value, list) else [value]
-    given = " ".join(f"{flag}={shlex.quote(str(v))}" for v in values) if flag and values else f"{flag} …"
+    given = " ".join(f"{flag}={shlex.quote(str(v))}" for v in values)
     return f"{given} (or {ENV_PREFIX}{name.upper()}, or {name.replace('_', '-')} in your config file)"
 
 
@@ -87,7 +87,8 @@ def settings_of_run(run: Path, given: Mapping[str, Any], purpose: Purpose,
     """The recorded run's settings for ``purpose``, with ``given`` (the values this command sets) on top.
 
     ``continue``: what jobs will run with; each ``user_only`` setting the folder holds must equal the
-    user's own now (or the folder be allowed), the credentials are the user's, ``plan_only`` is off.
+    user's own now or ask for nothing (or the folder be allowed); the key is the user's (so it equals
+    theirs), ``plan_only`` is off.
     ``replay``: nothing runs, so the record's values stand; no key, jobs local."""
     raw = (run / "config.json").read_bytes()
     try:
@@ -95,9 +96,9 @@ def settings_of_run(run: Path, given: Mapping[str, Any], purpose: Purpose,
     except (ValueError, KeyError, TypeError):
         raise CampaignError(f"{run / 'config.json'} holds no settings: not a dsv4-agent run folder") from None
     known, dropped = known_settings(recorded if isinstance(recorded, dict) else {})
-    given = {k: v for k, v in given.items() if v is not None}
-    if purpose == "replay":
+    if purpose == "replay":  # given: the values an earlier resume replaced, None included
         return RunSettings(_validated(run, {**known, **given, "llm_api_key": None, "executor": "local"}), dropped)
+    given = {k: v for k, v in given.items() if v is not None}  # an option left out gives nothing
     now = _user_now(given, environ)
     key = now.llm_api_key.get_secret_value() if now.llm_api_key else None  # the user's, never the record's
     fixed = {"plan_only": False, "llm_api_key": key, **endpoint_with_credentials(known)}
@@ -105,7 +106,8 @@ def settings_of_run(run: Path, given: Mapping[str, Any], purpose: Purpose,
     if not run_allowed(raw):
         for name, what in user_only_fields().items():
             theirs, mine = getattr(settings, name), getattr(now, name)
-            if name not in given and what != "a credential" and theirs != mine:
+            # None or no entries asks for nothing (no endpoint, no options): a folder may choose less
+            if name not in given and theirs not in (None, []) and theirs != mine:
                 raise CampaignError(_refusal(run, name, what, _public(theirs), _public(mine)))
     settings.remember_secrets()
     return RunSettings(settings, dropped)
