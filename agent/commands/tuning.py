@@ -13,7 +13,7 @@ tuning = sub_app("FP8 block-GEMM kernel tuning: shapes, plan, prove, uninstall."
 Force = Annotated[bool, typer.Option("--force", help="Also restore files changed since the install.")]
 SshOption = Annotated[Optional[list[str]], typer.Option(
     "--ssh-option", metavar="ARG", help="ssh argument for an install on an ssh:// host (repeat); a run folder's "
-                                        "own are never used.")]
+                                        "own only once allowed (runs you made are).")]
 
 
 @tuning.command("uninstall", cls=Command)
@@ -165,6 +165,6 @@ def _uninstall_on_host(folder, installed_by: str, force: bool, ssh_options: list
     if settings.get("executor") != installed_by:
         raise ToolError(f"the configs were installed on {installed_by} but the run's executor is now "
                         f"{settings.get('executor')!r}; its ledger no longer reaches that host")
-    executor = make_executor(installed_by, folder.jobs_dir, ssh_options=ssh_options_for(settings, ssh_options),
-                             outage=outage_wait())
+    given = ssh_options_for(folder.path, settings, ssh_options)
+    executor = make_executor(installed_by, folder.jobs_dir, ssh_options=given, outage=outage_wait())
     return uninstall_on_host(executor, folder.path, force=force)
