@@ -63,9 +63,15 @@ _NO_ANSWER = ("connection refused", "no route to host", "timed out", "network is
               "connection reset", "broken pipe", "kex_exchange_identification")
 
 
-def _classify_ssh_failure(where: str, stderr: str) -> ToolError:
+def _classify_ssh_failure(where: str, stderr: str, shared: bool) -> ToolError:
     """Name the problem and the fix for ssh's own failures (exit status 255); ``Unreachable`` when
-    the host did not answer."""
+    the host did not answer. On a shared connection (multiplex.py) a call in flight when the
+    master's connection drops (sshd restarting, the network away) ends 255 without a word: the
+    master, not this ssh, saw the connection go; that is no answer too."""
+    check = f"check the connection with `ssh {where.removeprefix('ssh://')} true`"
+    if shared and not stderr.strip():
+        return Unreachable(f"ssh to {where} failed: the shared connection to the host closed during the call",
+                           where, check)
     text = stderr.strip().splitlines()
     last = text[-1] if text else "ssh failed without a message"
     low = stderr.lower()
@@ -82,7 +88,7 @@ def _classify_ssh_failure(where: str, stderr: str) -> ToolError:
         fix = "run the same `ssh` by hand to see what it needs"
     message = f"ssh to {where} failed: {last} — {fix}"
     if any(words in low for words in _NO_ANSWER):
-        return Unreachable(message, where, f"check the connection with `ssh {where.removeprefix('ssh://')} true`")
+        return Unreachable(message, where, check)
     return ToolError(message)
 
 
@@ -135,7 +141,7 @@ class SshTransport:
                               f"check the connection with `ssh {self.destination} true`") from err
         stderr = done.stderr.decode("utf-8", errors="replace")
         if done.returncode == 255:
-            raise _classify_ssh_failure(self.url, stderr)
+            raise _classify_ssh_failure(self.url, stderr, shared=bool(self.shared_connection))
         self.answered = True
         if done.returncode == 127:
             raise ToolError(f"{self.remote_python!r} was not found on {self.url}; install python3 there "
