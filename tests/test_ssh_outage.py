@@ -21,9 +21,10 @@ from tests.own_sshd import SERVICES, OwnSshd
 from tests.slowdown import limit, wait_for
 from tools.base import ToolError
 from tools.jobs.executor import free_local_port
-from tools.jobs.outages import OutageWait
+from tools.jobs.outages import OutageWait, Unreachable
 from tools.jobs.spec import JobSpec
 from tools.jobs.ssh.executor import SshExecutor
+from tools.jobs.ssh.transport import classify_ssh_failure
 
 
 def _free_port() -> int:
@@ -128,3 +129,40 @@ def test_jobs_waits_out_the_outage_with_a_line_per_retry_on_stderr(sshd, executo
     assert first.startswith("dsv4-agent: ssh://dsv4-test does not answer `list`; retry 1 in"), first + rest
     assert listing.returncode == 0 and "tune-gpu0" in out and "succeeded" in out, out + first + rest
     assert rest.splitlines()[-1].endswith("answered again after %d retries" % (len(rest.splitlines()))), rest
+
+
+def test_a_call_cut_off_on_the_shared_connection_ends_255_without_a_word_and_is_no_answer(sshd, executor):
+    """OpenSSH's own behaviour, on which the classification rests: a call in flight through the shared
+    connection (multiplex.py) when sshd's connections go ends with exit 255 and an empty stderr."""
+    ex = executor(OutageWait())
+    ex.launch(JobSpec(key="first", argv=["true"]))  # the host has answered: the shared connection is up
+    assert ex.shared_connection, "the calls are not on a shared connection"
+    call = subprocess.Popen([*ex._ssh_prefix(), "--", ex.destination, "echo started; read -r _"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert call.stdout.readline() == b"started\n"  # the session runs on the host
+    sshd.take_down()
+    _, stderr = call.communicate(timeout=limit(30))
+    assert call.returncode == 255 and stderr == b"", (call.returncode, stderr)
+    assert isinstance(classify_ssh_failure(ex.url, "", shared=True), Unreachable)
+    alone = classify_ssh_failure(ex.url, "", shared=False)  # a connection of its own says why it ended
+    assert not isinstance(alone, Unreachable) and "failed without a message" in str(alone)
+
+
+def test_one_window_per_outage_not_one_per_call():
+    said: list[str] = []
+    outage = OutageWait(total_s=1, notify=said.append)
+
+    def no_answer():
+        raise Unreachable("no answer", "ssh://host", "check it")
+
+    with pytest.raises(ToolError, match="did not answer `poll` for 1 s"):
+        outage.call("`poll`", no_answer)
+    assert said, "the first call waited without a word"
+    said.clear()
+    with pytest.raises(ToolError, match="did not answer `list` for 1 s"):
+        outage.call("`list`", no_answer)  # the same outage: its window is spent, no second one opens
+    assert said == []
+    assert outage.call("`poll`", lambda: "answered") == "answered"  # the outage ended
+    with pytest.raises(ToolError):
+        outage.call("`poll`", no_answer)
+    assert said, "an outage after an answer did not get a window of its own"

@@ -63,7 +63,7 @@ _NO_ANSWER = ("connection refused", "no route to host", "timed out", "network is
               "connection reset", "broken pipe", "kex_exchange_identification")
 
 
-def _classify_ssh_failure(where: str, stderr: str, shared: bool) -> ToolError:
+def classify_ssh_failure(where: str, stderr: str, shared: bool) -> ToolError:
     """Name the problem and the fix for ssh's own failures (exit status 255); ``Unreachable`` when
     the host did not answer. On a shared connection (multiplex.py) a call in flight when the
     master's connection drops (sshd restarting, the network away) ends 255 without a word: the
@@ -141,7 +141,7 @@ class SshTransport:
                               f"check the connection with `ssh {self.destination} true`") from err
         stderr = done.stderr.decode("utf-8", errors="replace")
         if done.returncode == 255:
-            raise _classify_ssh_failure(self.url, stderr, shared=bool(self.shared_connection))
+            raise classify_ssh_failure(self.url, stderr, shared=bool(self.shared_connection))
         self.answered = True
         if done.returncode == 127:
             raise ToolError(f"{self.remote_python!r} was not found on {self.url}; install python3 there "
