@@ -82,7 +82,7 @@ def test_a_poll_waits_out_an_ssh_host_that_went_away_and_the_job_runs_through(ss
     assert done.status == "succeeded" and "done" in (ex.job_dir("held") / "log.txt").read_text()
 
 
-def test_past_the_bound_one_line_names_the_host_and_launch_is_never_retried(sshd, executor, tmp_path):
+def test_past_the_bound_one_line_names_the_host_and_the_outage_keeps_one_window(sshd, executor, tmp_path):
     said: list[str] = []
     ex = executor(OutageWait(total_s=1, notify=said.append))
     ex.launch(JobSpec(key="first", argv=["true"]))  # the host has answered
@@ -95,11 +95,31 @@ def test_past_the_bound_one_line_names_the_host_and_launch_is_never_retried(sshd
     assert said and all("retry" in line for line in said), said
 
     said.clear()
-    with pytest.raises(ToolError, match="unreachable"):
-        ex.launch(JobSpec(key="second", argv=["true"]))  # a lost answer could start it twice: not retried
+    with pytest.raises(ToolError, match=r"^ssh://dsv4-test did not answer `launch` for 1 s"):
+        ex.launch(JobSpec(key="second", argv=["true"]))  # the same outage: its window is spent
     assert said == []
     sshd.start()
     assert ex.poll("first").done and not (ex.job_dir("second") / "job.json").exists()
+
+
+def test_a_launch_waits_out_a_host_that_refuses_connections_and_starts_the_job_once(sshd, executor):
+    said: list[str] = []
+    retrying = threading.Event()
+    ex = executor(OutageWait(total_s=limit(120), notify=lambda line: (said.append(line), retrying.set())))
+    ex.launch(JobSpec(key="first", argv=["true"]))  # the host has answered
+    sshd.take_down()
+    launched: list = []
+    try:
+        launcher = threading.Thread(target=lambda: launched.append(ex.launch(JobSpec(key="second", argv=["true"]))))
+        launcher.start()
+        assert retrying.wait(limit(60)), "no retry was announced"
+    finally:
+        sshd.start()
+    launcher.join(limit(120))
+    assert not launcher.is_alive() and launched and not launched[0].attached, (launched, said)
+    assert said[0].startswith("ssh://dsv4-test does not answer `launch`; retry 1 in"), said
+    assert wait_for(lambda: (s := ex.poll("second")).done and s, 60, "the job to end").status == "succeeded"
+    assert sorted(state.key for state in ex.jobs()) == ["first", "second"]
 
 
 def test_a_host_never_reached_fails_at_once(tmp_path):
@@ -143,9 +163,15 @@ def test_a_call_cut_off_on_the_shared_connection_ends_255_without_a_word_and_is_
     sshd.take_down()
     _, stderr = call.communicate(timeout=limit(30))
     assert call.returncode == 255 and stderr == b"", (call.returncode, stderr)
-    assert isinstance(classify_ssh_failure(ex.url, "", shared=True), Unreachable)
+    cut = classify_ssh_failure(ex.url, "", shared=True)
+    assert isinstance(cut, Unreachable) and not cut.unsent  # it went out: a launch is not sent again
     alone = classify_ssh_failure(ex.url, "", shared=False)  # a connection of its own says why it ended
     assert not isinstance(alone, Unreachable) and "failed without a message" in str(alone)
+    refused = subprocess.run([*ex._ssh_prefix(), "--", ex.destination, "true"], capture_output=True, text=True,
+                             timeout=limit(30))  # the master is gone with its connection: ssh connects afresh
+    assert refused.returncode == 255, refused
+    fresh = classify_ssh_failure(ex.url, refused.stderr, shared=True)
+    assert isinstance(fresh, Unreachable) and fresh.unsent, refused.stderr  # nothing went out
 
 
 def test_one_window_per_outage_not_one_per_call():

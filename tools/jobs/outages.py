@@ -25,11 +25,12 @@ T = TypeVar("T")
 
 
 class Unreachable(ToolError):
-    """The call failed because ``where`` did not answer; worth trying again."""
+    """The call failed because ``where`` did not answer; worth trying again. ``unsent``: the call
+    provably never reached it (the connection was refused or closed before the request went out)."""
 
-    def __init__(self, message: str, where: str, fix: str):
+    def __init__(self, message: str, where: str, fix: str, unsent: bool = False):
         super().__init__(message)
-        self.where, self.fix = where, fix
+        self.where, self.fix, self.unsent = where, fix, unsent
 
 
 @dataclass

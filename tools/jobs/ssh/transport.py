@@ -9,8 +9,9 @@ folder (``$HOME``) and ``PYTHON*`` variables from shadowing what the program imp
 program does not need. A ``python3`` found by name is called by the path it answers with from then on.
 
 A host that answered once and then stops answering (sshd restarting, the network away) is waited
-out by ``OutageWait`` for the calls that only read or end what is ours; ``launch`` is never
-retried (a lost answer could start the job twice), and a host the run never reached fails at once.
+out by ``OutageWait`` for the calls that only read or end what is ours; ``launch`` only while the
+host refuses the connection (a call that went out and lost its answer could start the job twice),
+and a host the run never reached fails at once.
 """
 from __future__ import annotations
 
@@ -88,7 +89,9 @@ def classify_ssh_failure(where: str, stderr: str, shared: bool) -> ToolError:
         fix = "run the same `ssh` by hand to see what it needs"
     message = f"ssh to {where} failed: {last} — {fix}"
     if any(words in low for words in _NO_ANSWER):
-        return Unreachable(message, where, check)
+        # "connect to host ...: Connection refused", or closed during the key exchange: no command went out
+        unsent = "connect to host" in low or "kex_exchange_identification" in low
+        return Unreachable(message, where, check, unsent=unsent)
     return ToolError(message)
 
 
@@ -122,9 +125,21 @@ class SshTransport:
         return [*self._ssh_prefix(), "--", self.destination, remote_command]
 
     def _call(self, op: str, request: dict, timeout_s: float = OP_TIMEOUT_S, raw: bool = False):
-        if op in RETRIED_OPS and self.answered and self.outage is not None:
+        if not self.answered or self.outage is None:
+            return self._call_once(op, request, timeout_s, raw)
+        if op in RETRIED_OPS:
             return self.outage.call(f"`{op}`", lambda: self._call_once(op, request, timeout_s, raw))
-        return self._call_once(op, request, timeout_s, raw)
+        return self.outage.call(f"`{op}`", lambda: self._call_unsent_only(op, request, timeout_s, raw))
+
+    def _call_unsent_only(self, op: str, request: dict, timeout_s: float, raw: bool):
+        """``launch`` is waited for only while the host refuses the connection: a call cut off after it
+        went out may have started the job, and its lost answer is not taken for none."""
+        try:
+            return self._call_once(op, request, timeout_s, raw)
+        except Unreachable as err:
+            if err.unsent:
+                raise
+            raise ToolError(str(err)) from None
 
     def _call_once(self, op: str, request: dict, timeout_s: float, raw: bool):
         request = {"root": self.remote_root, **request}
