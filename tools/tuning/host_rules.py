@@ -162,7 +162,10 @@ def _save_layers(target, layers):
 
 
 def _kept(target, sha):
-    """Where the copy of content ``sha`` kept for ``target`` lies."""
+    """Where the copy of content ``sha`` kept for ``target`` lies (a hash, never a path of the record's)."""
+    if not re.fullmatch(r"[0-9a-f]{64}", str(sha)):
+        raise Problem("the agent's record of installs over %s is damaged; nothing was touched: restore the file "
+                      "by hand" % target)
     return os.path.join(_record_file(target)[:-len(".json")] + ".d", sha)
 
 
