@@ -161,3 +161,18 @@ def point_accept_length(before: Snapshot | None, after: Snapshot | None) -> Poin
     return PointAcceptLength(method="not-isolated",
                              note="the server exposes only a cumulative average (no /metrics counters) and "
                                   "earlier requests are in it; start the server with --enable-metrics")
+
+
+def pending_befores(path: Path) -> set[str]:
+    """Tags whose last snapshot is a 'before' with no 'after' yet."""
+    if not path.exists():
+        return set()
+    pending: set[str] = set()
+    for line in path.read_text(errors="replace").splitlines():
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # a torn line: load_pairs reports it
+        if isinstance(item, dict) and isinstance(item.get("tag"), str):
+            (pending.add if item.get("phase") == "before" else pending.discard)(item["tag"])
+    return pending
