@@ -65,6 +65,9 @@ Configuration (flags SGLang does not know are ignored, like the real parser woul
                              the /metrics counters count every request, as SGLang's tokenizer manager does
   DSV4_DOUBLE_DP_ACCEPT      (double-only knob) "a,b,...": rank i decodes a_i tokens per step (ranks serving
                              different requests accept differently), so one rank's average is not the pool's
+  DSV4_DOUBLE_IDENTITY_FILE  (double-only knob) a path: a server started before that file was written reports
+                             the file's text as its model_path (a server left running that is no longer the
+                             one the run launched fails the identity check); one started after it is unaffected
   DSV4_DOUBLE_STARTUP_S      seconds before /health answers 200 (default 0.2)
   DSV4_DOUBLE_BIND_AFTER_FILE  a path: the HTTP port is bound only once it exists (at most 120 s). SGLang
                              binds it only after loading the model, so a port free at launch can be
@@ -124,6 +127,14 @@ class State:
         self.rank_accept = (rank_accept + [self.accept] * self.dp)[:self.dp]
         self.rank_tokens, self.rank_steps = [0] * self.dp, [0] * self.dp
         self.arrivals = 0
+        self.started = time.time()
+        self.identity_file = os.environ.get("DSV4_DOUBLE_IDENTITY_FILE")
+
+    def reported_model_path(self) -> str:
+        path = self.identity_file
+        if path and os.path.exists(path) and os.path.getmtime(path) > self.started:
+            return Path(path).read_text().strip()
+        return self.model_path
 
     def next_rank(self) -> int:
         """The DP rank the next request goes to (in turn)."""
@@ -174,7 +185,7 @@ class State:
                     steps = self.rank_steps[rank]
                     internal["avg_spec_accept_length"] = (self.rank_tokens[rank] / steps) if steps else 0.0
         steps, topk, draft = self.setting or (None, None, None)  # resolved, as SGLang's resolved_dict reports them
-        fields = {"model_path": self.model_path, "tokenizer_path": self.model_path, "tp_size": self.args.tp_size,
+        fields = {"model_path": self.reported_model_path(), "tokenizer_path": self.model_path, "tp_size": self.args.tp_size,
                   "host": self.args.host, "port": self.args.port, "speculative_algorithm": self.spec,
                   "speculative_num_steps": steps, "speculative_eagle_topk": topk,
                   "speculative_num_draft_tokens": draft,
