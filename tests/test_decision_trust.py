@@ -64,11 +64,11 @@ def _ratio(r: dict) -> str:
 
 
 def _table(md: str, first_header: str) -> list[dict[str, str]]:
-    lines = [line for line in md.splitlines() if line.startswith("| ")]
+    lines = [line for line in md.splitlines() if line.startswith("| ")]  # the |---| rule is left out
     start = next(i for i, line in enumerate(lines) if line.startswith(f"| {first_header} |") and "repeats" in line)
     head = [c.strip() for c in lines[start].strip("|").split("|")]
     rows = []
-    for line in lines[start + 2:]:
+    for line in lines[start + 1:]:
         cells = [c.strip() for c in line.strip("|").split("|")]
         if len(cells) != len(head):
             break

@@ -66,7 +66,7 @@ Configuration (flags SGLang does not know are ignored, like the real parser woul
   DSV4_DOUBLE_DP_ACCEPT      (double-only knob) "a,b,...": rank i decodes a_i tokens per step (ranks serving
                              different requests accept differently), so one rank's average is not the pool's
   DSV4_DOUBLE_IDENTITY_FILE  (double-only knob) a path: a server started before that file was written reports
-                             the file's text as its model_path (a server left running that is no longer the
+                             the file's text as its model_path (and in its launch_command) (a server left running that is no longer the
                              one the run launched fails the identity check); one started after it is unaffected
   DSV4_DOUBLE_STARTUP_S      seconds before /health answers 200 (default 0.2)
   DSV4_DOUBLE_BIND_AFTER_FILE  a path: the HTTP port is bound only once it exists (at most 120 s). SGLang
@@ -190,7 +190,8 @@ class State:
                   "speculative_num_steps": steps, "speculative_eagle_topk": topk,
                   "speculative_num_draft_tokens": draft,
                   "speculative_draft_model_path": self.args.speculative_draft_model_path}
-        return {**fields, "launch_command": self.launch_command, "internal_states": states,
+        command = self.launch_command.replace(self.model_path, fields["model_path"])  # as launched, per the knob
+        return {**fields, "launch_command": command, "internal_states": states,
                 "version": "0.5.23-double", "frontend": "python"}
 
 
