@@ -115,7 +115,7 @@ def _write_atomically(path: Path, text: str, images: Iterable[Image] = ()) -> No
 PlotWriter = Callable[[list[PointStats], Path], list[Path]]
 
 
-def _measurement(run_dir: Path, plan: MeasurePlan | None, labels: dict[str, str],
+def _measurement(run_dir: Path, plan: MeasurePlan | None, labels: dict[str, str], verdict: Verdict | None,
                  draw_plots: PlotWriter | None) -> tuple[list[Section], list[Path]]:
     records, problems, failures = load_results(run_dir)
     out: list[Section] = []
@@ -126,7 +126,7 @@ def _measurement(run_dir: Path, plan: MeasurePlan | None, labels: dict[str, str]
             from agent.report.plots import write_plots as draw_plots  # matplotlib is slow to import: only for figures
 
         plots = draw_plots(stats, run_dir / "plots")
-        out += [metrics_section(stats, labels), comparison_section(stats, records),
+        out += [metrics_section(stats, labels), comparison_section(stats, records, verdict.accept_checks if verdict else []),
                 Section("Plots", [Image(p, f"plots/{p.name}", p.stem) for p in plots], id="plots")]
         csv_text, json_text = results_files(stats, labels, records)
         for name, text in (("results.csv", csv_text), ("results.json", json_text)):
@@ -154,7 +154,7 @@ def build_report(run_dir: Path | str, extra_sections: Iterable[Section] = (),
               for v in plan.variants} if plan else {}
     verdict = _verdict(run_dir, plan, settings)
     planned = ((_json(run_dir / "steps" / "benchmark.json") or {}).get("status") == "planned")
-    measured, written = _measurement(run_dir, plan, labels, draw_plots)
+    measured, written = _measurement(run_dir, plan, labels, verdict, draw_plots)
     proof = prove_run(run_dir)
     sections = [*measured]
     sections += [s for s in (parts.evidence_section(run_dir), parts.flag_review_section(run_dir),

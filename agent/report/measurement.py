@@ -8,6 +8,7 @@ import json
 
 from agent.report.blocks import Items, Para, Section
 from agent.report.table import Table
+from tools.measure.accept_floors import AcceptCheck
 from tools.measure.accuracy import AccuracyResult, GateResult
 from tools.measure.results import BenchRecord
 from tools.measure.verdict import BASELINE, NOISY, PointStats, Spread, Verdict, ratio
@@ -51,7 +52,7 @@ def _spread(spread: Spread | None, digits: int = 2) -> str:
 def _head(verdict: Verdict, labels: dict[str, str]) -> str:
     rec = verdict.recommended
     setting = f" ({labels[rec]})" if rec and labels.get(rec) else ""
-    head = f"{verdict.headline} — " if verdict.headline else ""
+    head = f"{verdict.headline} — " if verdict.headline and rec != BASELINE else ""  # a variant: its ratio per level
     return f"Deploy {rec}{setting}: {head}{verdict.reason}." if rec else f"No recommendation: {verdict.reason}."
 
 
@@ -82,7 +83,7 @@ def verdict_section(verdict: Verdict | None, labels: dict[str, str], planned: bo
     if verdict.slo and verdict.slo.given:
         notes.append(f"SLO: {verdict.slo.text()} (median of the repeats at that percentile).")
     notes += [f"{v} is never recommended: {why}" for v, why in verdict.excluded.items()]
-    notes += [f"Accept length: {c.text}" for c in verdict.accept_checks if c.status != "collapsed"]
+    notes += [f"Accept length: {c.text}" for c in verdict.accept_checks if c.status == "below-floor"]
     alarms = [Para(f"WARNING: {c}", css="callout") for c in verdict.callouts]
     rule = [Para(f"How the deployed setting is chosen across concurrencies: {verdict.rule}.")] if verdict.rule else []
     gate = [Para(verdict.accuracy)] if verdict.accuracy else []
@@ -115,7 +116,7 @@ def _accept_cell(s: PointStats, loose: BenchRecord | None) -> str:
     return f"n/a{NOT_ISOLATED}" + (f" (cum. {cum:.2f})" if cum is not None else "")
 
 
-def comparison_section(stats: list[PointStats], records: list[BenchRecord]) -> Section:
+def comparison_section(stats: list[PointStats], records: list[BenchRecord], checks: list[AcceptCheck]) -> Section:
     """The one comparison table: per point the medians of its repeats with their range, and the ratios to
     the baseline the verdict uses (tools/measure/verdict.py ``ratio``), beside each point's ceiling."""
     head = ["variant", "concurrency", "repeats", *[LABELS[m] for m in TABLE_METRICS], LABELS["accept_length"],
@@ -132,13 +133,11 @@ def comparison_section(stats: list[PointStats], records: list[BenchRecord]) -> S
         table.add(s.variant, s.concurrency, s.repeats, *[_spread(s.metrics.get(m)) for m in TABLE_METRICS],
                   _accept_cell(s, loose.get((s.variant, s.concurrency))), _fmt(s.tpot_ceiling), *ratios)
     note = ("Medians of the repeats with their range, the same figures the verdict uses; ratios are variant / "
-            "baseline at the same concurrency with the range both spreads allow (below 1 is better for TTFT, TPOT "
-            "and ITL, above 1 for throughput; '-' where no baseline was measured). Accept length is each point's "
-            "own: generated tokens / speculative verify calls between server snapshots taken before and after "
-            "the point, counted per request over every data-parallel rank (SGLang's `avg_spec_accept_length` is "
-            "cumulative since server start). The ceiling, 1 / accept length, is the TPOT ratio that accept length "
-            "would give if drafting and verifying were free.")
-    blocks = [table, Para(note)]
+            "baseline with the range both spreads allow ('-': no baseline there). Accept length: the point's own "
+            "generated tokens / verify calls (server counters before and after it, every request on every "
+            "data-parallel rank); ceiling: 1 / accept length, the TPOT ratio if drafting and verifying were free. "
+            + " ".join(f"Accept length: {c.text}." for c in checks))
+    blocks = [table, Para(note.strip())]
     blocks += [Para(f"{NOT_ISOLATED} {r.variant} at concurrency {r.concurrency}: accept length not isolated: "
                     f"{r.accept_note}", css="not-isolated") for r in loose.values()]
     return Section("Comparison", blocks, id="comparison-section")

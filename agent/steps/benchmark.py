@@ -100,7 +100,9 @@ def _plots_meanwhile(run_dir: Path) -> None:
 
 
 def _verdict_line(verdict: Verdict) -> str:
-    line = f"deploy {verdict.headline}" if verdict.recommended else "no recommendation: " + verdict.reason
+    rec = verdict.recommended
+    line = f"deploy {verdict.headline}" if rec not in (None, "baseline") else \
+        (f"deploy baseline: {verdict.reason}" if rec else "no recommendation: " + verdict.reason)
     return "; ".join([line, *[f"WARNING: {c}" for c in verdict.callouts]])
 
 
