@@ -24,6 +24,8 @@ def test_floors_come_from_sglangs_tests_each_cited_with_the_drafter_and_step_cou
     assert sorted(f.value for f in dp) == [2.0, 2.5] and {(f.algorithm, f.steps) for f in dp} == {("EAGLE3", 6)}
     dflash = [f for f in floors if f.source.startswith("test/registered/spec/dflash/test_dflash.py:")]
     assert {f.value for f in dflash} == {2.8, 2.0} and all(f.what == "gsm8k_accept_length_thres" for f in dflash)
+    dsa = [f for f in floors if f.source.startswith("python/sglang/test/server_fixtures/dsa_mtp_fixture.py:")]
+    assert {(f.value, f.algorithm, f.steps) for f in dsa} == {(3.7, "EAGLE", 5), (4.0, "EAGLE", 5)}  # class attributes
     assert all(":" in f.source and f.source.rsplit(":", 1)[1].isdigit() for f in floors)
     assert {f.value for f in floors_for(floors, "NEXTN", 3)} >= {2.7, 3.3}  # NEXTN is SGLang's alias of EAGLE
     assert floors_for(floors, "EAGLE", 1) == []

@@ -32,8 +32,12 @@ _ASSERT = re.compile(r"assertGreater(?:Equal)?\(\s*(?P<what>[\w.\[\]\"']*accept[
                      r"(?:self\.|cls\.)?(?P<value>[\w.]+)\s*[,)]")
 _ATTRIBUTE = re.compile(rf"^\s*(?P<what>\w*accept\w*thres\w*)\s*[=:]\s*(?:[\w\[\]]+\s*=\s*)?(?P<value>{_NUMBER})\s*,?\s*(?:#.*)?$",
                         re.MULTILINE)
-_ALGORITHM = re.compile(r"--speculative-algorithm(?:=|[\"']\s*,\s*[\"'])(?P<v>[A-Z0-9_]+)")
-_STEPS = re.compile(r"--speculative-num-steps(?:=|[\"']\s*,\s*[\"']?)(?P<v>\d+)")
+# a command-line argument ("--speculative-algorithm", "EAGLE" / "--speculative-num-steps=3") or a fixture's
+# class attribute (speculative_algorithm: str = "EAGLE"; speculative_num_steps = 5)
+_ALGORITHM = re.compile(r"(?:--speculative-algorithm(?:=|[\"']\s*,\s*[\"'])|\bspeculative_algorithm\s*(?::\s*\w+\s*)?"
+                        r"=\s*[\"'])(?P<v>[A-Z0-9_]+)")
+_STEPS = re.compile(r"(?:--speculative-num-steps(?:=|[\"']\s*,\s*[\"']?)|\bspeculative_num_steps\s*(?::\s*\w+\s*)?"
+                    r"=\s*)(?P<v>\d+)")
 
 
 class Floor(BaseModel):
