@@ -121,7 +121,7 @@ def _decide(ctx: StepContext, plan: MeasurePlan) -> Verdict | None:
         return verdict
     header = [f"RECOMMENDED by the measurement in {ctx.run.path.name}: {verdict.headline} — {verdict.reason}",
               f"rule: {verdict.rule}",
-              *[f"WARNING: {c}" for c in verdict.callouts], verdict.accuracy]
+              *[f"WARNING: {c}" for c in verdict.callouts], *([verdict.accuracy] if verdict.accuracy else [])]
     header += [f"at concurrency {lv.concurrency}: {lv.winner or 'none'}: {lv.why or lv.summary}" for lv in verdict.levels]
     variant = winner.model_copy(update={"rationale": [*header, *winner.rationale]})
     text = render_serve_script(variant, s.sglang_python, plan.port)
