@@ -11,6 +11,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, Field, field_validator
 
+from tools.measure.accept_floors import Floor
 from tools.measure.accuracy import AccuracyPlan
 
 
@@ -170,6 +171,8 @@ class MeasurePlan(BaseModel):
     client_module: str = Field("sglang.bench_serving", description="The bench client: sglang.benchmark.serving "
                                "where the SGLang version has it, else the older sglang.bench_serving")
     accuracy: AccuracyPlan | None = Field(None, description="GSM8K accuracy gate per variant; None = not run")
+    accept_floors: list[Floor] = Field(default_factory=list, description="Accept-length floors SGLang's own tests "
+                                       "state, read from the tree (tools/measure/accept_floors.py)")
 
     def points(self) -> list[BenchPoint]:
         """Prompt counts scale with concurrency so every slot sees several requests; repeats follow each other."""
