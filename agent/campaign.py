@@ -17,6 +17,7 @@ from agent.config import Settings
 from agent.early_lane import start_early
 from agent.disk import (DISK_FULL, MIN_FREE_BYTES, free_bytes, is_disk_full, keep_reserve, no_space,
                         release_reserve, too_full)
+from agent.handoff_review import EXIT_HELD, held_changes, review_gate, review_view
 from agent.interrupts import Interrupted, SignalWatch, invoke_responsively
 from agent.live import LiveView
 from agent.runfolder import EXIT_CODES, RunFolder, RunFolderError
@@ -197,7 +198,7 @@ def start(settings: Settings, goal: str, view: LiveView | None = None) -> int:
 
 
 def resume(ref: str, runs_dir: str, overrides: dict, view: LiveView | None = None, retry_failed: bool = False,
-           rebuild_checkpoint: bool = False) -> int:
+           rebuild_checkpoint: bool = False, accept_changes: bool = False) -> int:
     view = view or LiveView(force_plain=True)
     run, result, events = locked_run(ref, runs_dir)
     if full := too_full(run.path):
@@ -214,7 +215,7 @@ def resume(ref: str, runs_dir: str, overrides: dict, view: LiveView | None = Non
         run.unlock()
         raise CampaignError(str(err)) from None
     settings = resume_settings(run, recorded, overrides)
-    missing = missing_host_path(settings, overrides)
+    missing = missing_host_path(settings, overrides) or review_gate(run, settings, accept_changes)
     if missing:
         run.unlock()
         raise CampaignError(missing)
@@ -230,14 +231,17 @@ def resume(ref: str, runs_dir: str, overrides: dict, view: LiveView | None = Non
     if result is not None:  # a planned/failed/interrupted run: a new attempt, reusing done steps
         os.replace(run.path / "result.json", run.path / f"result.attempt-{len(attempts) + 1}.json")
     thread = f"attempt-{len(attempts) + 1 + (result is not None)}"
-    changed = sorted(k for k, v in settings.public_dump().items() if recorded["settings"].get(k) != v)
+    jobs_elsewhere = settings.executor.kind == "ssh"
+    if held := result is not None and not accept_changes and bool(redone_by(_changed(settings, recorded), jobs_elsewhere)):
+        settings = rt.settings = settings.model_copy(update={"plan_only": True})  # no GPU job before a review
+    changed = _changed(settings, recorded)
     if changed:  # config.json holds the settings in force (e.g. `jobs RUN` must find a new executor)
         history = [*recorded.get("resumed_with", []), {"attempt": thread, "changed": changed}]
         run.write_json("config.json", {**recorded, "settings": settings.public_dump(), "resumed_with": history})
     retried = attempts_lib.retry_failed(rt.executor) if retry_failed else []
     # A new attempt on another host (a bundle, another --sglang): what its finished steps made from the
     # old host's paths (the MTP evidence, the scripts) is made again from this host's.
-    jobs_elsewhere = settings.executor.kind == "ssh"
+    reviewed = review_view(run.path) if held else None
     redone = run.forget_outcomes(redone_by(changed, jobs_elsewhere)) if result is not None else []
     dropped = rt.trace.dropped
     rt.trace.emit("run_resumed", "control", run=run.path.name, thread=thread, after=(result or {}).get("status"),
@@ -248,7 +252,19 @@ def resume(ref: str, runs_dir: str, overrides: dict, view: LiveView | None = Non
                   dropped_tail={"bytes": dropped.size, "lines": dropped.lines, "why": dropped.why} if dropped else None,
                   seq_gaps=[g.describe() for g in rt.trace.gaps])
     _say_how_it_resumes(rt, changed, redone, damaged, regpu)
-    return _drive_and_let_go(rt, thread, result is not None or bool(damaged or regpu), view)
+    code = _drive_and_let_go(rt, thread, result is not None or bool(damaged or regpu), view)
+    if reviewed is None or code != 0:
+        return code
+    if held_changes(rt, reviewed):
+        return EXIT_HELD
+    if overrides.get("plan_only"):
+        return code
+    rt.say("[control] nothing the jobs will do changed on this host: going on")
+    return resume(str(run.path), runs_dir, overrides, view, accept_changes=True)
+
+
+def _changed(settings: Settings, recorded: dict) -> list[str]:
+    return sorted(k for k, v in settings.public_dump().items() if recorded["settings"].get(k) != v)
 
 
 def _say_how_it_resumes(rt: Runtime, changed: list[str], redone: list[str], damaged: str | None,

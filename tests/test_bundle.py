@@ -77,8 +77,15 @@ def test_a_bundle_made_here_finishes_on_another_host_and_its_replay_passes(tmp_p
     assert json.loads((there / "result.attempt-1.json").read_text())["status"] == "planned"
     events = read_trace(there / "trace.jsonl").events
     assert [e["seq"] for e in events] == list(range(len(events)))  # one trace, continued
+    # the host's attempt first makes the evidence and scripts with GPU jobs held (docs/workflow.md): the
+    # same tree gives the same flags, variants and evidence, so the run goes on without a review
     assert [e["type"] for e in events if e["type"] in ("run_started", "run_resumed", "run_finished")] == \
-        ["run_started", "run_finished", "run_resumed", "run_finished"]
+        ["run_started", "run_finished", "run_resumed", "run_finished", "run_resumed", "run_finished"]
+    assert json.loads((there / "result.attempt-2.json").read_text())["status"] == "planned"
+    held_end = [i for i, e in enumerate(events) if e["type"] == "run_finished"][1]
+    assert not any(e["type"] == "job_launched" for e in events[:held_end])  # no GPU job before the check
+    assert "nothing the jobs will do changed on this host: going on" in resumed.stdout
+    assert not (there / "changes.json").exists()
     resumed_event = next(e for e in events if e["type"] == "run_resumed")
     assert resumed_event["redone"] == ["infer_mtp", "write_scripts"]  # made again from the host's paths
     for made_here in ("serve_mtp.sh", "run_measure.sh", "measure_plan.json", "mtp.json"):

@@ -14,7 +14,8 @@ from agent.commands.options import OPTIONS, flag_names, pick, with_options
 RUN_OPTIONS = list(OPTIONS.values())
 RESUME_OPTIONS = pick(
     "sglang_python", "sglang_src", "model_path", "tokenizer", "accuracy_data", "executor", "ssh_options", "nvidia_smi",
-    "gpus", "tp", "allow_busy_gpus", "max_llm_steps", "llm_max_tokens", "llm_max_seconds",
+    "gpus", "tp", "allow_busy_gpus", "max_llm_steps", "llm_max_tokens", "llm_max_seconds", "plan_only",
+    plan_only="Write the scripts again (from this host's paths) and stop before any GPU job, for review.",
     sglang_python="Interpreter with SGLang on this host.", sglang_src="SGLang checkout on this host.",
     model_path="Local checkpoint folder on this host.", tokenizer="Local tokenizer on this host.",
     accuracy_data="GSM8K test.jsonl on this host.",
@@ -85,9 +86,15 @@ RebuildCheckpoint = Annotated[bool, typer.Option(
          "ledgers.")]
 
 
+AcceptChanges = Annotated[bool, typer.Option(
+    "--accept-changes", rich_help_panel="Run",
+    help="Go on although the flags, variants or evidence made on this host differ from the run's (changes.md).")]
+
+
 @with_options(RESUME_OPTIONS)
 def resume(run: RunRef, runs_dir: RunsDir = "runs", retry_failed: RetryFailed = False,
-           rebuild_checkpoint: RebuildCheckpoint = False, as_json: JsonFlag = False, **overrides) -> None:
+           rebuild_checkpoint: RebuildCheckpoint = False, accept_changes: AcceptChanges = False,
+           as_json: JsonFlag = False, **overrides) -> None:
     from agent.preload import preload_graph_libraries
 
     preload_graph_libraries()
@@ -98,7 +105,7 @@ def resume(run: RunRef, runs_dir: RunsDir = "runs", retry_failed: RetryFailed = 
     unpacked = _unpack(run, runs_dir) if run.endswith(".tar.gz") and Path(run).is_file() else None
     try:
         code = resume_run(str(unpacked[0]) if unpacked else run, runs_dir, overrides, view, retry_failed=retry_failed,
-                          rebuild_checkpoint=rebuild_checkpoint)
+                          rebuild_checkpoint=rebuild_checkpoint, accept_changes=accept_changes)
     except CampaignError as err:
         if unpacked and unpacked[1]:
             shutil.rmtree(unpacked[0])  # refused before any change: leave no run behind that this call unpacked
