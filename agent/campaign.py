@@ -18,6 +18,7 @@ from agent.early_lane import start_early
 from agent.disk import (DISK_FULL, MIN_FREE_BYTES, free_bytes, is_disk_full, keep_reserve, no_space,
                         release_reserve, too_full)
 from agent.handoff_review import EXIT_HELD, held_changes, review_gate, review_view
+from agent.hub_check import unreachable_model
 from agent.interrupts import Interrupted, SignalWatch, invoke_responsively
 from agent.live import LiveView
 from agent.runfolder import EXIT_CODES, RunFolder, RunFolderError
@@ -56,6 +57,8 @@ def _open_runtime(run: RunFolder, settings: Settings, goal: str, view: LiveView,
         if resumed_with is not None:
             settings = planned_target_here(settings, executor, resumed_with)
         checked = check_gpus(settings, executor)  # a request that cannot be met is a usage error, before any step
+        if offline := unreachable_model(settings, checked, goal):  # else every bench point fails after retries
+            raise ToolError(offline)
         mtp = up_front(settings, checked) if settings.mtp_steps and resumed_with is None else None  # judged once
     except (ToolError, GpuRequestError) as err:  # e.g. an executor that cannot re-attach to the run's jobs
         trace.close()

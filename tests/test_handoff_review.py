@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import shutil
+import socket
+import sys
 from pathlib import Path
 
 from tests.campaign_fixtures import DOUBLES, campaign_args, campaign_env
-from tests.cli_helpers import only_run, run_cli
+from tests.cli_helpers import only_run, run_cli, wait_for
 from tests.doubles.tokenizer import build_tokenizer
 
 LAPTOP_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin"}  # no nvidia-smi: the run is planned
@@ -54,3 +56,37 @@ def test_a_bundle_whose_evidence_changes_on_the_host_stops_with_the_diff_until_a
     result = json.loads((run / "result.json").read_text())
     assert result["status"] == "finished", result
     assert not (run / "changes.json").exists() and (run / "changes.md").exists()  # the record stays
+
+
+def test_a_benchmark_of_a_hub_model_on_a_host_without_the_hub_is_refused_before_a_run(tmp_path, sglang_wheel_root):
+    args = campaign_args(tmp_path, sglang_wheel_root, goal="enable MTP")
+    local = args.index("--model-path")
+    del args[local:local + 4]  # --model-path and --tokenizer left out: the model is only a hub id
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))  # bound, never listening: the "hub" refuses every connection
+        hub = f"http://127.0.0.1:{held.getsockname()[1]}"
+        env = {**campaign_env(tmp_path), "HF_ENDPOINT": hub, "HF_HOME": str(tmp_path / "hf")}
+        out = run_cli(*args, cwd=tmp_path, env=env)
+    assert out.returncode == 2, out.stdout[-2000:] + out.stderr
+    assert out.stderr.startswith("dsv4-agent: ") and out.stderr.count("\n") == 1, out.stderr
+    assert hub in out.stderr and "--model-path DIR and --tokenizer DIR" in out.stderr
+    assert not (tmp_path / "runs").exists() or not list((tmp_path / "runs").iterdir())  # stopped before a run
+
+    planned = run_cli(*args, "--plan-only", cwd=tmp_path, env=env)  # nothing loads the model: not checked
+    assert planned.returncode == 0, planned.stdout[-2000:] + planned.stderr
+
+
+def test_a_failed_job_says_why_from_its_log(tmp_path):
+    from tools.jobs.local import LocalExecutor
+    from tools.jobs.spec import JobSpec
+
+    run = tmp_path / "runs" / "20260101T000000Z-enable-mtp"
+    run.mkdir(parents=True)
+    (run / "config.json").write_text(json.dumps({"goal": "enable MTP", "settings": {}}))
+    executor = LocalExecutor(run / "jobs")
+    script = "import sys; print('loading'); print('OSError: cannot reach the hub for tok', file=sys.stderr); sys.exit(1)"
+    executor.launch(JobSpec(key="bench-x", argv=[sys.executable, "-c", script], kind="bench", lane="gpu", gpus=[]))
+    state = wait_for(lambda: (s := executor.poll("bench-x")).status == "failed" and s, 60, "the job to fail")
+    assert state.reason == "exit code 1: OSError: cannot reach the hub for tok"
+    listed = run_cli("jobs", str(run), "--json", cwd=tmp_path)
+    assert "OSError: cannot reach the hub for tok" in listed.stdout, listed.stdout + listed.stderr
