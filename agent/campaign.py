@@ -24,7 +24,8 @@ from agent.live import LiveView
 from agent.runfolder import EXIT_CODES, RunFolder, RunFolderError
 from agent.record_source import LiveSource
 from agent.recorded_settings import CampaignError, missing_host_path, ssh_options_for
-from agent.reopen import complete_finish, gpus_now_differ, locked_run, planned_target_here, resume_settings
+from agent.reopen import (changed_settings, complete_finish, gpus_now_differ, locked_run, planned_target_here,
+                          resume_settings, say_how_it_resumes)
 from agent.run_status import verdict_line
 from agent.runtime import Runtime
 from agent.steps.table import redone_by
@@ -235,9 +236,9 @@ def resume(ref: str, runs_dir: str, overrides: dict, view: LiveView | None = Non
         os.replace(run.path / "result.json", run.path / f"result.attempt-{len(attempts) + 1}.json")
     thread = f"attempt-{len(attempts) + 1 + (result is not None)}"
     jobs_elsewhere = settings.executor.kind == "ssh"
-    if held := result is not None and not accept_changes and bool(redone_by(_changed(settings, recorded), jobs_elsewhere)):
+    if held := result is not None and not accept_changes and bool(redone_by(changed_settings(settings, recorded), jobs_elsewhere)):
         settings = rt.settings = settings.model_copy(update={"plan_only": True})  # no GPU job before a review
-    changed = _changed(settings, recorded)
+    changed = changed_settings(settings, recorded)
     if changed:  # config.json holds the settings in force (e.g. `jobs RUN` must find a new executor)
         history = [*recorded.get("resumed_with", []), {"attempt": thread, "changed": changed}]
         run.write_json("config.json", {**recorded, "settings": settings.public_dump(), "resumed_with": history})
@@ -254,37 +255,19 @@ def resume(ref: str, runs_dir: str, overrides: dict, view: LiveView | None = Non
                   **({"redone": redone} if redone else {}),
                   dropped_tail={"bytes": dropped.size, "lines": dropped.lines, "why": dropped.why} if dropped else None,
                   seq_gaps=[g.describe() for g in rt.trace.gaps])
-    _say_how_it_resumes(rt, changed, redone, damaged, regpu)
+    say_how_it_resumes(rt, changed, redone, damaged, regpu)
     code = _drive_and_let_go(rt, thread, result is not None or bool(damaged or regpu), view)
-    if reviewed is None or code != 0:
-        return code
-    if held_changes(rt, reviewed):
-        return EXIT_HELD
+    return code if reviewed is None else _after_review(rt, reviewed, code, runs_dir, overrides, view)
+
+
+def _after_review(rt: Runtime, reviewed: dict, code: int, runs_dir: str, overrides: dict, view: LiveView) -> int:
+    """A held attempt ended (agent/handoff_review.py): stop with the changes, or, with none, go on."""
+    if code != 0 or held_changes(rt, reviewed):
+        return code or EXIT_HELD
     if overrides.get("plan_only"):
         return code
     rt.say("[control] nothing the jobs will do changed on this host: going on")
-    return resume(str(run.path), runs_dir, overrides, view, accept_changes=True)
-
-
-def _changed(settings: Settings, recorded: dict) -> list[str]:
-    return sorted(k for k, v in settings.public_dump().items() if recorded["settings"].get(k) != v)
-
-
-def _say_how_it_resumes(rt: Runtime, changed: list[str], redone: list[str], damaged: str | None,
-                        regpu: str | None) -> None:
-    dropped = rt.trace.dropped
-    rt.say(f"[control] resuming {rt.run.path}")
-    if redone:
-        rt.say(f"[control] running again with this host's paths ({', '.join(changed)} changed): {', '.join(redone)}")
-    for problem in ([f"cut off what the crash left at the end of the trace: {dropped.describe()}"] if dropped else []) \
-            + [f"the trace has a sequence gap: {g.describe()}" for g in rt.trace.gaps]:
-        rt.say(f"[control] note: {problem}")
-    if damaged:
-        rt.say("[control] the damaged checkpoint was set aside: the run's progress is re-derived from its step "
-               "outcomes and job ledgers (finished steps reused, running jobs re-attached)")
-    if regpu:
-        rt.say(f"[control] the GPUs differ from the last attempt's ({regpu}): planning again on them; finished "
-               "steps and tuned units are kept, unfinished tuning is handed to these GPUs")
+    return resume(str(rt.run.path), runs_dir, overrides, view, accept_changes=True)
 
 
 def _drive_and_let_go(rt: Runtime, thread_id: str, fresh: bool, view: LiveView) -> int:

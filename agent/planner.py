@@ -7,10 +7,11 @@ from agent.report.table import Table, md_text
 from agent.config import Settings
 from agent.runtime import Runtime
 from agent.steps.base import PlanStep
+from agent.tuning_caveats import will_not_happen
 
 
 def render_plan_md(goal: str, steps: list[PlanStep], ignored: list[str], preflight: Preflight, planner: str,
-                   settings: Settings) -> str:
+                   settings: Settings, will_not: list[str] | tuple[str, ...] = ()) -> str:
     """plan.md; the goal and an LLM planner's reasons are data, so every cell and line is escaped."""
     has_gpu = bool(preflight.gpus)
     lines = [f"# Plan: {md_text(goal)}", "", f"Planner: {planner}.", ""]
@@ -22,6 +23,8 @@ def render_plan_md(goal: str, steps: list[PlanStep], ignored: list[str], preflig
         table.add(i, step.kind, step.lane, will, step.why)
     lines.append(table.markdown())
     lines += _server_additions(settings)
+    if will_not:  # agent/tuning_caveats.py: said now, not found out on the GPU host
+        lines += ["", "## What will not happen", "", *[f"- {md_text(line)}" for line in will_not]]
     if preflight.notes:
         lines += ["", "## Preflight notes", "", *[f"- {md_text(n)}" for n in preflight.notes]]
     return "\n".join(lines) + "\n"
@@ -39,7 +42,10 @@ def _server_additions(settings: Settings) -> list[str]:
     return ["", table.markdown()]
 
 
-def make_plan(rt: Runtime, goal: str, preflight: Preflight) -> tuple[list[PlanStep], str]:
-    """The deterministic playbook's plan (the LLM planner is its own graph nodes: agent/llm/nodes.py)."""
+def make_plan(rt: Runtime, goal: str, preflight: Preflight) -> tuple[list[PlanStep], str, list[str]]:
+    """The deterministic playbook's plan, its plan.md and what it will not do (the LLM planner is its own
+    graph nodes: agent/llm/nodes.py)."""
     steps, ignored = plan_goal(goal, pull=rt.settings.pull, measure=rt.settings.measure_params())
-    return steps, render_plan_md(goal, steps, ignored, preflight, "deterministic playbook", rt.settings)
+    will_not = will_not_happen(steps, preflight, rt.settings)
+    return steps, render_plan_md(goal, steps, ignored, preflight, "deterministic playbook", rt.settings,
+                                 will_not), will_not

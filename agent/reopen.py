@@ -59,6 +59,11 @@ def resume_settings(run: RunFolder, recorded: dict, overrides: dict) -> Settings
     return settings
 
 
+def changed_settings(settings: Settings, recorded: dict) -> list[str]:
+    """The settings in force now that differ from the run's recorded ones."""
+    return sorted(k for k, v in settings.public_dump().items() if recorded["settings"].get(k) != v)
+
+
 def complete_finish(run: RunFolder, finished: dict, recorded: dict) -> dict:
     """The attempt ended (its run_finished is in the trace) but the agent died before result.json:
     write the result it was writing, so that resume treats the run as ended, as a replay will.
@@ -109,3 +114,21 @@ def gpus_now_differ(run: RunFolder, checked) -> str | None:
         return f"{'GPUs ' + ','.join(map(str, gpus)) if gpus else 'no GPU'} with TP {tp}"
 
     return f"{shown(*was)} then, {shown(*now)} now"
+
+
+def say_how_it_resumes(rt, changed: list[str], redone: list[str], damaged: str | None,
+                       regpu: str | None) -> None:
+    """The lines that open a resumed attempt: what is made again, what the trace lost, what changed."""
+    dropped = rt.trace.dropped
+    rt.say(f"[control] resuming {rt.run.path}")
+    if redone:
+        rt.say(f"[control] running again with this host's paths ({', '.join(changed)} changed): {', '.join(redone)}")
+    for problem in ([f"cut off what the crash left at the end of the trace: {dropped.describe()}"] if dropped else []) \
+            + [f"the trace has a sequence gap: {g.describe()}" for g in rt.trace.gaps]:
+        rt.say(f"[control] note: {problem}")
+    if damaged:
+        rt.say("[control] the damaged checkpoint was set aside: the run's progress is re-derived from its step "
+               "outcomes and job ledgers (finished steps reused, running jobs re-attached)")
+    if regpu:
+        rt.say(f"[control] the GPUs differ from the last attempt's ({regpu}): planning again on them; finished "
+               "steps and tuned units are kept, unfinished tuning is handed to these GPUs")

@@ -23,9 +23,9 @@ def ledger_state(root: Path, key: str) -> dict:
     if read_json(folder / "job.json") is None:
         raise ToolError(f"no job {key!r} in {root}; `dsv4-agent jobs RUN` lists the run's jobs")
     fields = state_fields(key, job_folder.snapshot(str(folder)), str(folder / "log.txt"))
-    if fields["status"] == "failed" and fields["exit_code"]:  # "exit code 1" alone says nothing of why
-        if why := last_error_line(tail_log(folder, LOG_TAIL_BYTES)):
-            fields["reason"] = f"{fields['reason']}: {why}"
+    # "exit code 1" alone says nothing of why
+    if fields["status"] == "failed" and fields["exit_code"] and (why := last_error_line(tail_log(folder, LOG_TAIL_BYTES))):
+        fields["reason"] = f"{fields['reason']}: {why}"
     return fields
 
 
