@@ -7,7 +7,6 @@ from agent.report.table import Table, md_text
 from agent.config import Settings
 from agent.runtime import Runtime
 from agent.steps.base import PlanStep
-from agent.tuning_caveats import will_not_happen
 
 
 def render_plan_md(goal: str, steps: list[PlanStep], ignored: list[str], preflight: Preflight, planner: str,
@@ -42,10 +41,15 @@ def _server_additions(settings: Settings) -> list[str]:
     return ["", table.markdown()]
 
 
+def will_not_happen(steps: list[PlanStep], preflight: Preflight) -> list[str]:
+    """What preflight found would keep the plan's kernel tuning from running or mattering."""
+    return list(preflight.tuning_caveats) if any(step.kind == "tune_kernels" for step in steps) else []
+
+
 def make_plan(rt: Runtime, goal: str, preflight: Preflight) -> tuple[list[PlanStep], str, list[str]]:
     """The deterministic playbook's plan, its plan.md and what it will not do (the LLM planner is its own
     graph nodes: agent/llm/nodes.py)."""
     steps, ignored = plan_goal(goal, pull=rt.settings.pull, measure=rt.settings.measure_params())
-    will_not = will_not_happen(steps, preflight, rt.settings)
+    will_not = will_not_happen(steps, preflight)
     return steps, render_plan_md(goal, steps, ignored, preflight, "deterministic playbook", rt.settings,
                                  will_not), will_not

@@ -15,8 +15,7 @@ from typing import Literal
 
 from agent.llm.conversation import CONVERSATION_FILE, Conversation
 from agent.llm.loop import ToolLoop
-from agent.planner import render_plan_md
-from agent.tuning_caveats import will_not_happen
+from agent.planner import render_plan_md, will_not_happen
 from agent.preflight import Preflight
 from agent.gpu_jobs import announce
 from agent.llm.prompts import quote_untrusted, render
@@ -155,7 +154,7 @@ def llm_plan(rt: Runtime, state: CampaignState) -> dict:
     steps, sections = finish_plan(rt, preflight, answer, _registry(rt, preflight))
     model = (rt.llm.model if rt.llm else None) or rt.settings.llm_model or "replay"
     who = f"LLM ({model} at {redact_text(rt.settings.llm_base_url or 'replay')})"
-    will_not = will_not_happen(steps, preflight, rt.settings)
+    will_not = will_not_happen(steps, preflight)
     plan_md = render_plan_md(state["goal"], steps, [], preflight, who, rt.settings, will_not) + "\n" + sections
     dumps = [s.model_dump(mode="json") for s in steps]
     rt.run.write_json("plan.json", dumps)
