@@ -60,6 +60,8 @@ def run(goal: Goal, config: ConfigFile = None, as_json: JsonFlag = False, **sett
         # is read in the research lane while the GPU jobs run (docs/evidence.md).
         _check_sglang_path(chosen)
         _check_mtp_steps(chosen.mtp_steps)
+        if not chosen.llm_base_url:
+            _check_mtp_model(chosen, goal)
         code = start(chosen, goal, view)
     except (SettingsError, GoalError, CampaignError, RunFolderError, ToolError) as err:
         fail(str(err))
@@ -185,6 +187,33 @@ def _check_sglang_path(settings) -> None:
                                          version=settings.sglang_version))
     except ToolError as err:
         fail(f"--sglang {settings.sglang_src}: {err}")
+
+
+def _check_mtp_model(settings, goal: str) -> None:
+    """An MTP goal needs the model's architecture: from --model-path's config.json, --arch, or the model's
+    name in the SGLang tree; a model none of them names is refused before a run (no MTP could be planned)."""
+    from agent.playbook import plan_goal
+
+    if settings.arch or not any(step.kind == "infer_mtp" for step in plan_goal(goal, pull=settings.pull)[0]):
+        return
+    from tools.base import ToolError
+    from tools.mtp.arch import from_config, from_mentions, from_tree
+    from tools.source.resolve import ResolveSourceArgs, resolve_source
+
+    if settings.model_path and from_config(settings.model_path):
+        return
+    try:
+        info = resolve_source(ResolveSourceArgs(path=settings.sglang_src, sglang_python=settings.sglang_python,
+                                                version=settings.sglang_version))
+    except ToolError:
+        return  # no tree to read here: preflight says so, and the research lane says what it could not find
+    if from_tree(settings.model, info.root, info.package_dir) or \
+            from_mentions([settings.model], info.root, info.package_dir).get(settings.model):
+        return
+    config = f"--model-path {settings.model_path} has no config.json" if settings.model_path else "no --model-path"
+    fail(f"the goal asks for MTP, and --model {settings.model} names no model class of SGLang {info.version} at "
+         f"{info.root} ({config}); pass --arch CLASS, or --model-path DIR with the checkpoint's config.json, or "
+         "a goal without MTP")
 
 
 def _check_mtp_steps(entries: list[str]) -> None:
