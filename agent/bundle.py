@@ -10,6 +10,7 @@ its own run; any other run of that name is left alone.
 """
 from __future__ import annotations
 
+import glob
 import hashlib
 import io
 import json
@@ -108,7 +109,7 @@ def _member(name: str, size: int, mode: int, mtime: float) -> tarfile.TarInfo:
 
 
 def _write_archive(run: Path, files: list[Path], manifest: dict, output: Path) -> None:
-    output.parent.mkdir(parents=True, exist_ok=True)
+    _drop_stale_tmp(output)
     tmp = output.with_name(f".{output.name}.tmp{os.getpid()}")
     try:
         with tarfile.open(tmp, "w:gz", format=tarfile.PAX_FORMAT) as tar:
@@ -126,6 +127,14 @@ def _write_archive(run: Path, files: list[Path], manifest: dict, output: Path) -
         os.replace(tmp, output)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def _drop_stale_tmp(output: Path) -> None:
+    """Remove what a bundle killed while writing ``output`` left (``.NAME.tmpPID`` of a process gone)."""
+    for stale in output.parent.glob(f".{glob.escape(output.name)}.tmp*"):
+        pid = stale.name.rsplit(".tmp", 1)[-1]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists() and stale.is_file() and not stale.is_symlink():
+            stale.unlink(missing_ok=True)
 
 
 def _checked_name(member: tarfile.TarInfo, top: str | None) -> PurePosixPath:

@@ -147,6 +147,9 @@ def bundle(run: RunRef, runs_dir: RunsDir = "runs", output: Output = None, as_js
     target = Path(output) if output else Path(folder.path.name + SUFFIX)
     if target.is_dir() or (output or "").endswith("/"):
         target = target / (folder.path.name + SUFFIX)
+    if not target.parent.is_dir():  # never a folder made where a mistyped path points
+        fail(f"--output {output}: the folder {target.parent} does not exist; create it, or pass --output FILE "
+             "in an existing folder")
     try:
         made = make_bundle(folder, target)
     except BundleError as err:
