@@ -38,7 +38,7 @@ def read_result(path: Path) -> dict | None:
     RunFolderError (one line naming the file and the fix) when it holds no result. The agent writes
     it atomically, so a bad one was damaged afterwards; the trace still holds how each attempt ended."""
     try:
-        text = path.read_text()
+        text = json_data.read_text(path)
     except FileNotFoundError:
         return None
     except (OSError, UnicodeDecodeError) as err:
@@ -209,7 +209,12 @@ class RunFolder:
 
     # -- lock ----------------------------------------------------------------------------------
     def lock(self) -> None:
-        f = open(self.path / ".lock", "a+")  # noqa: SIM115  held open: the lock lasts while the file is open
+        try:  # a FIFO or link placed as .lock must not hang or redirect us
+            fd = json_data.open_regular(self.path / ".lock", os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW)
+        except OSError as err:
+            raise RunFolderError(f"cannot lock run {self.path.name}: {self.path / '.lock'}: {err.strerror}; remove it "
+                                 "(`rm` it: a lock file holds nothing) and try again") from None
+        f = open(fd, "a+")  # noqa: SIM115  held open: the lock lasts while the file is open
         try:
             fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

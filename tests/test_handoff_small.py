@@ -2,13 +2,14 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.cli_helpers import run_cli
+from tests.cli_helpers import agent, run_cli
 
 RUN_NAME = "20260101T000000Z-enable-mtp"
 
@@ -43,3 +44,31 @@ def test_a_killed_bundles_temporary_file_is_removed_by_the_next(tmp_path):
     made = run_cli("bundle", RUN_NAME, cwd=tmp_path)
     assert made.returncode == 0, made.stderr
     assert (tmp_path / f"{RUN_NAME}.tar.gz").is_file() and not stale.exists() and live.exists()
+
+
+def _finished(run: Path) -> Path:
+    (run / "result.json").write_text(json.dumps({"status": "finished", "summary": "", "finished_at": 1.0}))
+    return run
+
+
+@pytest.mark.no_replay("hand-made run folders, listed and cleaned")
+def test_a_fifo_lock_and_a_linked_run_folder_neither_hang_nor_break_runs(tmp_path):
+    fifo_run = _finished(_fake_run(tmp_path))
+    os.mkfifo(fifo_run / ".lock")
+    outside = _finished(_fake_run(tmp_path / "elsewhere", "20260102T000000Z-enable-mtp"))
+    (tmp_path / "runs" / outside.name).symlink_to(outside)
+    listed = agent("runs", cwd=tmp_path, timeout=60)  # a real process: a hang is what this is about
+    assert listed.returncode == 0 and fifo_run.name in listed.stdout, listed.stdout + listed.stderr
+    cleaned = agent("runs", "--clean", "--older-than", "0s", cwd=tmp_path, timeout=60)
+    assert cleaned.returncode == 0 and "Traceback" not in cleaned.stderr, cleaned.stdout + cleaned.stderr
+    assert "a symbolic link (to " in cleaned.stdout and "cannot take its lock" in cleaned.stdout, cleaned.stdout
+    assert fifo_run.is_dir() and outside.is_dir() and not (outside / ".lock").exists()
+    planned = _fake_run(tmp_path, "20260104T000000Z-enable-mtp")
+    (planned / "result.json").write_text(json.dumps({"status": "planned", "summary": "", "finished_at": 1.0}))
+    os.mkfifo(planned / ".lock")
+    resumed = agent("resume", planned.name, cwd=tmp_path, timeout=60)
+    assert resumed.returncode == 2 and resumed.stderr.count("\n") == 1, resumed.stdout + resumed.stderr
+    assert "not a regular file" in resumed.stderr and "remove it" in resumed.stderr
+    for made in (_finished(_fake_run(tmp_path, "20260103T000000Z-enable-mtp")),):
+        again = agent("runs", "--clean", "--older-than", "0s", cwd=tmp_path, timeout=60)
+        assert again.returncode == 0 and not made.exists(), again.stdout + again.stderr  # the others do not stop it
