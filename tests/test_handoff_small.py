@@ -72,3 +72,15 @@ def test_a_fifo_lock_and_a_linked_run_folder_neither_hang_nor_break_runs(tmp_pat
     for made in (_finished(_fake_run(tmp_path, "20260103T000000Z-enable-mtp")),):
         again = agent("runs", "--clean", "--older-than", "0s", cwd=tmp_path, timeout=60)
         assert again.returncode == 0 and not made.exists(), again.stdout + again.stderr  # the others do not stop it
+
+
+@pytest.mark.no_replay("a hand-made run folder, reported")
+def test_a_remote_image_in_a_runs_notes_is_never_loaded_by_the_report(tmp_path):
+    run = _fake_run(tmp_path)
+    (run / "research_notes.md").write_text("# Research notes\n\n- see ![pixel](https://tracker.example/p.png?u=1)\n")
+    out = run_cli("report", str(run), cwd=tmp_path)
+    assert out.returncode == 0, out.stdout + out.stderr
+    page = (run / "report.html").read_text()
+    assert "image not shown: pixel &lt;https://tracker.example/p.png?u=1&gt;" in page
+    assert "<img" not in page  # the run has no figures: the only image there was is the remote one
+    assert "Content-Security-Policy" in page and "default-src 'none'; img-src data:" in page
