@@ -120,7 +120,7 @@ def _stop(rt: Runtime, watch: SignalWatch, why: str, hard_exit: bool) -> int:
     """Record ``interrupted`` and end the process (exit 130); a second signal skips the waiting."""
     watch.unless_stop_now(lambda: wait_for_side_effects(INSTALL_WAIT_S), False, INSTALL_WAIT_S)
     running = watch.unless_stop_now(lambda: rt.source.running_jobs(rt.executor), None, JOBS_WAIT_S)
-    note = f"; jobs still running: {', '.join(running)}" if running else (
+    note = f"; jobs still running: {', '.join(running)} (`dsv4-agent jobs {rt.run.path} --stop all` stops them)" if running else (
         "; the jobs were not listed (stopped at once): `dsv4-agent jobs RUN` lists them" if running is None else "")
     code = _finish(rt, "interrupted", f"interrupted by {why}{note}; `dsv4-agent resume {rt.run.path}` continues",
                    signal=why, signal_at=watch.first_at, jobs_running=running)
