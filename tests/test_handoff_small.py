@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import json
 import os
+import random
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -84,3 +86,36 @@ def test_a_remote_image_in_a_runs_notes_is_never_loaded_by_the_report(tmp_path):
     assert "image not shown: pixel &lt;https://tracker.example/p.png?u=1&gt;" in page
     assert "<img" not in page  # the run has no figures: the only image there was is the remote one
     assert "Content-Security-Policy" in page and "default-src 'none'; img-src data:" in page
+
+
+URL_PASSWORD_REGEX = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@'\"]*:)(?P<password>[^/\s@'\"]+)(?=@)")
+
+
+def test_url_passwords_are_redacted_as_the_regular_expression_did():
+    """The one-pass redaction (agent/secrets.py) gives what the regular expression it replaces gave, on
+    every short text of URL-ish characters (short: the expression reads long ones again from each position)."""
+    from agent.secrets import MARK, redact_text
+
+    chars = "ab1+.-:/@ '\"\n"
+    rng = random.Random(40)
+    for _ in range(20000):
+        text = "".join(rng.choice(chars) for _ in range(rng.randint(0, 16)))
+        expected = URL_PASSWORD_REGEX.sub(lambda m: m.group("head") + MARK, text)
+        assert redact_text(text) == expected, text
+    for text, expected in [("https://me:pw1@host/x", f"https://me:{MARK}@host/x"),
+                           ("x://a:b://u:p@h", f"x://a:b://u:{MARK}@h"), ("9://u:p@h", "9://u:p@h"),
+                           ("a://u:@h", "a://u:@h"), ("ssh://u:p/q@h", "ssh://u:p/q@h")]:
+        assert redact_text(text) == expected, text
+
+
+@pytest.mark.no_replay("a planned run whose goal is the redaction's crafted input")
+def test_a_goal_of_130000_scheme_characters_is_redacted(tmp_path, sglang_wheel_root):
+    """The crafted input of issue 40: a long run of scheme-like characters before a URL with a password."""
+    goal = "tune kernels " + "ab-c.d+e" * 16200 + "://me:hunter22@example.org/x"
+    out = run_cli(goal, "--model", "deepseek-ai/DeepSeek-V4-Flash", "--sglang", str(sglang_wheel_root),
+                  "--shapes", "512,1024", cwd=tmp_path, env={"PATH": "/usr/bin:/bin"})
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr
+    run = next((tmp_path / "runs").iterdir())
+    recorded = json.loads((run / "config.json").read_text())["goal"]
+    assert recorded.endswith("e://me:[redacted]@example.org/x") and len(recorded) > 129000
+    assert "hunter22" not in (run / "trace.jsonl").read_text() and "hunter22" not in out.stdout + out.stderr
