@@ -31,12 +31,29 @@ def locked_run(ref: str, runs_dir: str) -> tuple[RunFolder, dict | None, list[di
         run.lock()
     except RunFolderError as err:
         raise CampaignError(str(err)) from None
+    if copied := _copy_of_a_live_run(run):
+        run.unlock()
+        raise CampaignError(f"cannot resume {run.path.name}: it is a copy of a run whose jobs still run ({copied}); "
+                            "resume that run, or resume this copy once they have ended")
     try:
         events = read_trace(run.trace_path).events if run.trace_path.exists() else []
     except TraceError as err:
         run.unlock()
         raise CampaignError(f"cannot resume {run.path.name}: {err}") from None
     return run, result, events
+
+
+def _copy_of_a_live_run(run: RunFolder) -> str | None:
+    """The job folder a running job of this run's ledgers was started for, when that is another run's
+    (a ``cp -r`` of a live run folder): resuming the copy would run its jobs a second time."""
+    from tools.jobs import job_folder
+    from tools.jobs.ledger.files import ledger_keys
+
+    for key in ledger_keys(run.jobs_dir):
+        copied = job_folder.snapshot(str(run.jobs_dir / key)).get("copied_from")
+        if copied:
+            return copied
+    return None
 
 
 def resume_settings(run: RunFolder, recorded: dict, overrides: dict) -> Settings:

@@ -5,13 +5,14 @@ import json
 import os
 import random
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.cli_helpers import agent, run_cli
+from tests.cli_helpers import agent, run_cli, wait_for
 
 RUN_NAME = "20260101T000000Z-enable-mtp"
 
@@ -119,3 +120,31 @@ def test_a_goal_of_130000_scheme_characters_is_redacted(tmp_path, sglang_wheel_r
     recorded = json.loads((run / "config.json").read_text())["goal"]
     assert recorded.endswith("e://me:[redacted]@example.org/x") and len(recorded) > 129000
     assert "hunter22" not in (run / "trace.jsonl").read_text() and "hunter22" not in out.stdout + out.stderr
+
+
+@pytest.mark.no_replay("a hand-made run folder with a real job, copied")
+def test_a_copy_of_a_live_run_folder_never_controls_the_originals_jobs(tmp_path):
+    from tools.jobs.local import LocalExecutor
+    from tools.jobs.spec import JobSpec
+
+    original = _fake_run(tmp_path)
+    (original / "result.json").write_text(json.dumps({"status": "interrupted", "summary": "", "finished_at": 1.0}))
+    executor = LocalExecutor(original / "jobs")
+    executor.launch(JobSpec(key="bench-x", argv=[sys.executable, "-c", "import time; time.sleep(600)"], kind="bench",
+                            lane="gpu", gpus=[]))
+    try:
+        wait_for(lambda: executor.poll("bench-x").status == "running", 60, "the job to run")
+        copy = tmp_path / "runs" / "20260105T000000Z-enable-mtp"
+        shutil.copytree(original, copy)  # cp -r: the ledger, its token and pids travel with it
+        listed = run_cli("jobs", str(copy), "--json", cwd=tmp_path)
+        assert "runs for another run folder" in listed.stdout, listed.stdout + listed.stderr
+        stopped = run_cli("jobs", str(copy), "--stop", "all", cwd=tmp_path)
+        assert "a copy never controls the original's jobs" in stopped.stdout + stopped.stderr, stopped
+        assert "Traceback" not in stopped.stderr
+        assert executor.poll("bench-x").status == "running"  # the original's job was not signalled
+        resumed = run_cli("resume", str(copy), cwd=tmp_path)
+        assert resumed.returncode == 2 and resumed.stderr.count("\n") == 1, resumed.stdout + resumed.stderr
+        assert "is a copy of a run whose jobs still run" in resumed.stderr
+    finally:
+        ended = executor.stop("bench-x")
+    assert ended.status == "stopped", ended  # its own run folder still controls it
