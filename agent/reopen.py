@@ -24,6 +24,8 @@ def locked_run(ref: str, runs_dir: str) -> tuple[RunFolder, dict | None, list[di
         result = run.result
     except RunFolderError as err:
         raise CampaignError(f"cannot resume {run.path.name}: {err}") from None
+    if link := run.placed_link():  # resume writes the trace, the result, scripts: never through a link
+        raise CampaignError(f"cannot resume {run.path.name}: {link}")
     if result is not None and result.get("status") == "finished":
         raise CampaignError(f"run {run.path.name} already finished; start a new run "
                             f"or inspect it with `dsv4-agent status {run.path}`")

@@ -6,6 +6,7 @@ the kernel drops it when the holder dies, so a crashed run can be resumed at onc
 """
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
@@ -207,13 +208,25 @@ class RunFolder:
         return self.write_json("result.json", {"status": status, "summary": summary,
                                                "finished_at": time.time(), **extra})
 
+    def placed_link(self) -> str | None:
+        """Why this run folder may not be written to, when a symbolic link was placed in it (the agent
+        makes none): a command that writes here would write through it, onto any file the user can."""
+        for folder, dirs, files in os.walk(self.path):
+            for name in dirs + files:
+                path = os.path.join(folder, name)
+                if os.path.islink(path):
+                    return (f"{path} is a symbolic link (to {os.readlink(path)}), which dsv4-agent never makes in a "
+                            "run folder: nothing was written; remove it (or restore the file) and try again")
+        return None
+
     # -- lock ----------------------------------------------------------------------------------
     def lock(self) -> None:
         try:  # a FIFO or link placed as .lock must not hang or redirect us
             fd = json_data.open_regular(self.path / ".lock", os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW)
         except OSError as err:
-            raise RunFolderError(f"cannot lock run {self.path.name}: {self.path / '.lock'}: {err.strerror}; remove it "
-                                 "(`rm` it: a lock file holds nothing) and try again") from None
+            fix = ("remove it (`rm` it: a lock file holds nothing) and try again" if err.errno in (errno.EINVAL, errno.ELOOP)
+                   else "the run folder must be writable: copy it somewhere writable (`cp -r`) and use the copy")
+            raise RunFolderError(f"cannot lock run {self.path.name}: {self.path / '.lock'}: {err.strerror}; {fix}") from None
         f = open(fd, "a+")  # noqa: SIM115  held open: the lock lasts while the file is open
         try:
             fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -1,6 +1,7 @@
 """Smaller hand-off cases of issue 40: a bundle's output folder, a killed bundle's temporary file."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -15,6 +16,28 @@ import pytest
 from tests.cli_helpers import agent, run_cli, wait_for
 
 RUN_NAME = "20260101T000000Z-enable-mtp"
+
+
+@contextlib.contextmanager
+def read_only(folder: Path):
+    """``folder`` unwritable for the test's commands: a read-only bind mount of itself (root, which file
+    modes do not stop), else its modes without write bits."""
+    if os.geteuid() == 0:
+        subprocess.run(["mount", "--bind", str(folder), str(folder)], check=True)
+        try:
+            subprocess.run(["mount", "-o", "remount,bind,ro", str(folder)], check=True)
+            yield
+        finally:
+            subprocess.run(["umount", str(folder)], check=True)
+        return
+    modes = {path: path.stat().st_mode for path in [folder, *folder.rglob("*")]}
+    for path, mode in modes.items():
+        path.chmod(mode & ~0o222)
+    try:
+        yield
+    finally:
+        for path, mode in modes.items():
+            path.chmod(mode)
 
 
 def _fake_run(root: Path, name: str = RUN_NAME) -> Path:
@@ -148,3 +171,34 @@ def test_a_copy_of_a_live_run_folder_never_controls_the_originals_jobs(tmp_path)
     finally:
         ended = executor.stop("bench-x")
     assert ended.status == "stopped", ended  # its own run folder still controls it
+
+
+@pytest.mark.no_replay("a hand-made run folder with a link placed in it")
+@pytest.mark.parametrize("command", [["report"], ["replay", "--timeline"], ["resume"]])
+def test_no_command_writes_through_a_link_placed_in_a_run_folder(tmp_path, command):
+    run = _fake_run(tmp_path)
+    (run / "result.json").write_text(json.dumps({"status": "planned", "summary": "", "finished_at": 1.0}))
+    victim = tmp_path / "victim.txt"
+    victim.write_text("the user's own file\n")
+    for name in ("report.html", "trace.jsonl", "timeline.png"):
+        (run / name).unlink(missing_ok=True)
+        (run / name).symlink_to(victim)
+    out = run_cli(command[0], str(run), *command[1:], cwd=tmp_path)
+    assert out.returncode in (1, 2) and out.stderr.count("\n") == 1, out.stdout + out.stderr
+    assert "is a symbolic link (to " in out.stderr and "nothing was written" in out.stderr
+    assert victim.read_text() == "the user's own file\n"
+
+
+@pytest.mark.no_replay("a hand-made run folder on a read-only file system")
+@pytest.mark.parametrize("command", [["report"], ["resume"], ["runs", "--clean", "--older-than", "0s", "--runs-dir"]])
+def test_a_read_only_run_folder_answers_in_one_line(tmp_path, command):
+    run = _fake_run(tmp_path)
+    (run / "result.json").write_text(json.dumps({"status": "planned", "summary": "", "finished_at": 1.0}))
+    with read_only(run.parent if command[0] == "runs" else run):
+        out = run_cli(*command, str(run.parent if command[0] == "runs" else run), cwd=tmp_path)
+    if command[0] == "runs":  # the run is kept, and said why
+        assert out.returncode == 0 and "cannot take its lock" in out.stdout, out.stdout + out.stderr
+        return
+    assert out.returncode in (1, 2) and out.stderr.startswith("dsv4-agent: "), out.stdout + out.stderr
+    assert out.stderr.count("\n") == 1 and "Traceback" not in out.stderr, out.stderr
+    assert "Read-only file system" in out.stderr or "Permission denied" in out.stderr

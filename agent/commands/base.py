@@ -7,6 +7,7 @@ Commands import their heavy dependencies inside their bodies, so that ``--help``
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import re
@@ -181,6 +182,13 @@ def run_main(group_main, args, prog_name, **extra) -> NoReturn:
         said = err.describe() if isinstance(err, TooDeep) else TooDeep().describe()
         print(f"{PROG}: {printable(said)}", file=sys.stderr, flush=True)
         code = EXIT_USAGE
+    except OSError as err:
+        if err.errno not in _FILE_REFUSALS:
+            raise
+        print(f"{PROG}: {printable(str(err.filename or 'a file'))}: {err.strerror}; this command needs it as a "
+              "regular file it may write: copy the run folder somewhere writable (`cp -r RUN DIR`) and use the "
+              "copy, or remove what was placed there", file=sys.stderr, flush=True)
+        code = 1
     code = code if isinstance(code, int) else 0
     from agent.preload import still_loading
 
@@ -190,6 +198,10 @@ def run_main(group_main, args, prog_name, **extra) -> NoReturn:
         # Every finally block has run by now, so the process ends without that teardown.
         end_when_written(code)
     sys.exit(code)
+
+
+# A read-only file system, another user's file, or a FIFO/link placed in a run folder: one line, not a traceback
+_FILE_REFUSALS = (errno.EROFS, errno.EACCES, errno.EPERM, errno.ELOOP, errno.EINVAL)
 
 
 class Group(TyperGroup):

@@ -40,6 +40,8 @@ def replay(run: RunRef, timeline: Timeline = False, rerun: Rerun = False, keep: 
         folder = load_run(run, runs_dir)
     except CampaignError as err:
         fail(str(err), EXIT_USAGE)
+    if timeline and (link := folder.placed_link()):  # the timeline and the report are written here
+        fail(link, EXIT_USAGE)
     out: dict = {"run": str(folder.path)}
     drawing = timeline_process.start(folder.path) if timeline else None  # drawn beside the replay
     try:
