@@ -25,6 +25,7 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from agent.tar_bounds import TarRefused, check_headers
 from agent.runfolder import RunFolder, RunFolderError
 
 MANIFEST = "bundle.json"
@@ -160,6 +161,10 @@ def _kind(member: tarfile.TarInfo) -> str:
 def unpack_bundle(archive: Path, runs_dir: Path) -> tuple[Path, bool]:
     """The run folder ``archive`` holds, unpacked under ``runs_dir`` (True), or found there from an
     earlier unpacking of the same bundle (False). BundleError for anything that is not a sound bundle."""
+    try:
+        check_headers(archive, MAX_BYTES)  # before tarfile reads any of them whole
+    except TarRefused as err:
+        raise BundleError(f"{archive} {err}: not a bundle made by `dsv4-agent bundle`") from None
     with _open(archive) as tar:
         try:
             members = _members(tar)

@@ -6,6 +6,7 @@ archive as untrusted: every crafted archive is refused with exit 2 and leaves no
 from __future__ import annotations
 
 import fcntl
+import gzip
 import hashlib
 import io
 import json
@@ -210,3 +211,19 @@ def test_a_sound_archive_unpacks_and_another_run_of_its_name_is_left_alone(tmp_p
     clash = run_cli("resume", str(archive), cwd=tmp_path)
     assert clash.returncode == 2 and "already exists" in clash.stderr and "--runs-dir DIR" in clash.stderr
     assert (run / "plan.md").exists()  # untouched
+
+
+def test_an_archive_with_a_huge_extended_header_is_refused_before_it_is_read(tmp_path):
+    """tarfile reads a PAX header whole, whatever size it claims (a crafted one took 2.4 GB): the headers
+    are walked first, and one larger than a bundle's ever are is refused with what it claims."""
+    header = tarfile.TarInfo(f"{RUN_NAME}/pax")
+    header.type, header.size = tarfile.XHDTYPE, 2 << 20
+    archive = tmp_path / "crafted.tar.gz"
+    with gzip.open(archive, "wb") as out:
+        out.write(header.tobuf(tarfile.USTAR_FORMAT))
+        out.write(b"9 a=b\n" * ((2 << 20) // 6) + b"\n" * ((2 << 20) % 6))
+        out.write(bytes(1024))
+    refused = run_cli("resume", str(archive), cwd=tmp_path)
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stdout + refused.stderr
+    assert f"has a tar header of {2 << 20} bytes" in refused.stderr
+    assert not (tmp_path / "runs").exists() or not list((tmp_path / "runs").iterdir())
