@@ -202,3 +202,35 @@ def test_a_read_only_run_folder_answers_in_one_line(tmp_path, command):
     assert out.returncode in (1, 2) and out.stderr.startswith("dsv4-agent: "), out.stdout + out.stderr
     assert out.stderr.count("\n") == 1 and "Traceback" not in out.stderr, out.stderr
     assert "Read-only file system" in out.stderr or "Permission denied" in out.stderr
+
+
+def _variants(trace: bytes) -> list[bytes]:
+    """A recorded trace and what crashes, disks and people leave of it."""
+    lines = trace.splitlines(keepends=True)
+    cuts = [trace[:n] for n in range(0, len(trace), max(1, len(trace) // 37))]
+    middle = len(lines) // 2
+    return [trace, *cuts, b"".join(lines[:middle] + [b"not json\n"] + lines[middle:]),
+            b"".join(lines[:middle] + lines[middle + 1:]), b"".join(lines[:middle] + [lines[middle]] + lines[middle:]),
+            trace + b'{"v": 999, "seq": 0, "type": "x"}\n', trace + b"\xff\xfe\n", b"\n\n", b"[]\n" + trace]
+
+
+def test_status_counts_a_trace_line_by_line_as_the_whole_reader_does(tmp_path):
+    """``status`` streams the trace (agent/trace_read.py count_events): the same count, warning and refusal
+    as reading it whole, on a recorded trace and every damaged form of it tried."""
+    from agent.trace_read import TraceError, count_events, read_trace
+
+    recorded = next(Path(__file__).parent.glob("golden/*/trace.jsonl")).read_bytes()
+    path = tmp_path / "trace.jsonl"
+    for variant in _variants(recorded):
+        path.write_bytes(variant)
+        try:
+            whole = read_trace(path, schema=False)
+            expected: tuple = (len(whole.events), whole.warning or None)
+        except TraceError as err:
+            expected = ("refused", str(err))
+        try:
+            counted = count_events(path)
+            got: tuple = (counted.events, counted.warning)
+        except TraceError as err:
+            got = ("refused", str(err))
+        assert got == expected, variant[-200:]
