@@ -13,6 +13,7 @@ import os
 import re
 import shlex
 import shutil
+import stat
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -100,6 +101,8 @@ class RunFolder:
             candidates = runs[-1:]
         for path in candidates:
             if (path / "config.json").exists():
+                if special := _placed_special(path):  # every command reads run files: none may block it
+                    raise RunFolderError(special)
                 return cls(path)
         listing = "dsv4-agent runs" + ("" if str(runs_dir) == "runs" else f" --runs-dir {shlex.quote(str(runs_dir))}")
         raise RunFolderError(f"no run {ref!r} (looked for a folder with config.json at "
@@ -246,3 +249,18 @@ class RunFolder:
         if self._lock_file is not None:
             self._lock_file.close()
             self._lock_file = None
+
+
+def _placed_special(run: Path) -> str | None:
+    """Why the run folder cannot be read: a FIFO, device or socket placed in it (reading one blocks)."""
+    for folder, _dirs, files in os.walk(run):
+        for name in files:
+            path = os.path.join(folder, name)
+            try:
+                mode = os.lstat(path).st_mode
+            except OSError:
+                continue  # gone meanwhile
+            if stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISSOCK(mode):
+                return (f"{path} is not a regular file (a FIFO, device or socket), which dsv4-agent never makes in a "
+                        "run folder and cannot read without blocking: remove it (or restore the file) and try again")
+    return None

@@ -234,3 +234,14 @@ def test_status_counts_a_trace_line_by_line_as_the_whole_reader_does(tmp_path):
         except TraceError as err:
             got = ("refused", str(err))
         assert got == expected, variant[-200:]
+
+
+@pytest.mark.no_replay("a hand-made run folder with a FIFO placed in it")
+def test_a_fifo_anywhere_in_a_run_folder_hangs_no_command(tmp_path):
+    run = _fake_run(tmp_path)
+    (run / "result.json").write_text(json.dumps({"status": "planned", "summary": "", "finished_at": 1.0}))
+    os.mkfifo(run / "steps" / "benchmark.json")  # a reader of it would wait for a writer forever
+    for command in (["status"], ["report"], ["jobs"], ["replay"], ["resume"], ["bundle"], ["compare", str(run)]):
+        out = agent(command[0], str(run), *command[1:], cwd=tmp_path, timeout=60)  # a real process: a hang
+        assert out.returncode == 2 and out.stderr.count("\n") == 1, (command, out.stdout + out.stderr)
+        assert "steps/benchmark.json is not a regular file (a FIFO" in out.stderr, (command, out.stderr)

@@ -52,3 +52,15 @@ def read_text(path: Path | str) -> str:
     """``Path.read_text`` of a regular file only (``open_regular``)."""
     with open(open_regular(path), encoding="utf-8") as f:
         return f.read()
+
+
+# A read-only file system, another user's file, a FIFO or link placed where a file is expected
+_REFUSED = (errno.EROFS, errno.EACCES, errno.EPERM, errno.ELOOP, errno.EINVAL)
+
+
+def file_refusal(err: OSError) -> str | None:
+    """The one line a command says for an OSError on a file it was given, or None (not such a refusal)."""
+    if err.errno not in _REFUSED:
+        return None
+    return (f"{err.filename or 'a file'}: {err.strerror}; this command needs it as a regular file it may write: copy "
+            "the run folder somewhere writable (`cp -r RUN DIR`) and use the copy, or remove what was placed there")

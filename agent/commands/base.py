@@ -7,7 +7,6 @@ Commands import their heavy dependencies inside their bodies, so that ``--help``
 from __future__ import annotations
 
 import contextlib
-import errno
 import json
 import os
 import re
@@ -22,7 +21,7 @@ from agent.commands.examples import format_examples
 from agent.commands.typer_internals import ClickException, NoArgsIsHelpError, UsageError, plain_bool_flags
 from agent.secrets import redact_text
 from agent.terminal import printable
-from tools.json_data import TooDeep
+from tools.json_data import TooDeep, file_refusal
 
 PROG = "dsv4-agent"
 EXIT_FAILED = 1
@@ -183,11 +182,9 @@ def run_main(group_main, args, prog_name, **extra) -> NoReturn:
         print(f"{PROG}: {printable(said)}", file=sys.stderr, flush=True)
         code = EXIT_USAGE
     except OSError as err:
-        if err.errno not in _FILE_REFUSALS:
+        if (said := file_refusal(err)) is None:
             raise
-        print(f"{PROG}: {printable(str(err.filename or 'a file'))}: {err.strerror}; this command needs it as a "
-              "regular file it may write: copy the run folder somewhere writable (`cp -r RUN DIR`) and use the "
-              "copy, or remove what was placed there", file=sys.stderr, flush=True)
+        print(f"{PROG}: {printable(said)}", file=sys.stderr, flush=True)
         code = 1
     code = code if isinstance(code, int) else 0
     from agent.preload import still_loading
@@ -198,10 +195,6 @@ def run_main(group_main, args, prog_name, **extra) -> NoReturn:
         # Every finally block has run by now, so the process ends without that teardown.
         end_when_written(code)
     sys.exit(code)
-
-
-# A read-only file system, another user's file, or a FIFO/link placed in a run folder: one line, not a traceback
-_FILE_REFUSALS = (errno.EROFS, errno.EACCES, errno.EPERM, errno.ELOOP, errno.EINVAL)
 
 
 class Group(TyperGroup):
