@@ -9,7 +9,6 @@ import os
 import shutil
 import sys
 import traceback
-from pathlib import Path
 
 from agent.llm.budget import BudgetExhausted
 from agent.checkpoints import CheckpointError, checkpoint_to_rebuild, set_checkpoint_aside
@@ -17,13 +16,13 @@ from agent.config import Settings
 from agent.early_lane import start_early
 from agent.disk import (DISK_FULL, MIN_FREE_BYTES, free_bytes, is_disk_full, keep_reserve, no_space,
                         release_reserve, too_full)
-from agent.handoff_review import EXIT_HELD, held_changes, review_gate, review_view
+from agent.handoff_review import after_review, review_gate, review_view
 from agent.hub_check import unreachable_model
 from agent.interrupts import Interrupted, SignalWatch, invoke_responsively
 from agent.live import LiveView
 from agent.runfolder import EXIT_CODES, RunFolder, RunFolderError
 from agent.record_source import LiveSource
-from agent.recorded_settings import CampaignError, missing_host_path, ssh_options_for
+from agent.recorded_settings import CampaignError, missing_host_path, ssh_options_for, vouch_for_run
 from agent.reopen import (changed_settings, complete_finish, gpus_now_differ, locked_run, planned_target_here,
                           resume_settings, say_how_it_resumes)
 from agent.run_status import verdict_line
@@ -189,6 +188,7 @@ def start(settings: Settings, goal: str, view: LiveView | None = None) -> int:
     keep_reserve(run.path)
     config_file = settings.config_file.record() if settings.config_file else None
     run.write_json("config.json", {"goal": goal, "settings": settings.public_dump(), "config_file": config_file})
+    vouch_for_run(run.path)  # this user's own settings: a resume may take them back (agent/run_settings.py)
     try:
         rt = _open_runtime(run, settings, goal, view)
     except CampaignError:
@@ -218,7 +218,7 @@ def resume(ref: str, runs_dir: str, overrides: dict, view: LiveView | None = Non
     except CheckpointError as err:
         run.unlock()
         raise CampaignError(str(err)) from None
-    settings = resume_settings(run, recorded, overrides)
+    settings = resume_settings(run, overrides)
     missing = missing_host_path(settings, overrides) or review_gate(run, settings, accept_changes)
     if missing:
         run.unlock()
@@ -242,6 +242,7 @@ def resume(ref: str, runs_dir: str, overrides: dict, view: LiveView | None = Non
     if changed:  # config.json holds the settings in force (e.g. `jobs RUN` must find a new executor)
         history = [*recorded.get("resumed_with", []), {"attempt": thread, "changed": changed}]
         run.write_json("config.json", {**recorded, "settings": settings.public_dump(), "resumed_with": history})
+        vouch_for_run(run.path)  # settings this user gave or took back (agent/run_settings.py)
     retried = attempts_lib.retry_failed(rt.executor) if retry_failed else []
     # A new attempt on another host (a bundle, another --sglang): what its finished steps made from the
     # old host's paths (the MTP evidence, the scripts) is made again from this host's.
@@ -257,17 +258,8 @@ def resume(ref: str, runs_dir: str, overrides: dict, view: LiveView | None = Non
                   seq_gaps=[g.describe() for g in rt.trace.gaps])
     say_how_it_resumes(rt, changed, redone, damaged, regpu)
     code = _drive_and_let_go(rt, thread, result is not None or bool(damaged or regpu), view)
-    return code if reviewed is None else _after_review(rt, reviewed, code, runs_dir, overrides, view)
-
-
-def _after_review(rt: Runtime, reviewed: dict, code: int, runs_dir: str, overrides: dict, view: LiveView) -> int:
-    """A held attempt ended (agent/handoff_review.py): stop with the changes, or, with none, go on."""
-    if code != 0 or held_changes(rt, reviewed):
-        return code or EXIT_HELD
-    if overrides.get("plan_only"):
-        return code
-    rt.say("[control] nothing the jobs will do changed on this host: going on")
-    return resume(str(rt.run.path), runs_dir, overrides, view, accept_changes=True)
+    return code if reviewed is None else after_review(rt, reviewed, code, bool(overrides.get("plan_only")), lambda: resume(
+        str(run.path), runs_dir, overrides, view, accept_changes=True))
 
 
 def _drive_and_let_go(rt: Runtime, thread_id: str, fresh: bool, view: LiveView) -> int:
@@ -297,4 +289,4 @@ def load_run(ref: str, runs_dir: str) -> RunFolder:
         raise CampaignError(str(err)) from None
 
 
-__all__ = ["start", "resume", "load_run", "CampaignError", "Interrupted", "Path", "ssh_options_for"]
+__all__ = ["start", "resume", "load_run", "CampaignError", "Interrupted", "ssh_options_for"]

@@ -66,6 +66,17 @@ def held_changes(rt, reviewed: dict[str, str]) -> bool:
     return True
 
 
+def after_review(rt, reviewed: dict[str, str], code: int, plan_only: bool, go_on) -> int:
+    """A held attempt ended with ``code``: stop with the changes (EXIT_HELD), or, with none, ``go_on()``
+    (a resume that goes on at once) unless ``--plan-only`` was asked."""
+    if code != 0 or held_changes(rt, reviewed):
+        return code or EXIT_HELD
+    if plan_only:
+        return code
+    rt.say("[control] nothing the jobs will do changed on this host: going on")
+    return go_on()
+
+
 def review_gate(run, settings, accept_changes: bool) -> str | None:
     """The refusal of a resume while changes await review (None: go on); ``--accept-changes`` lifts the
     gate, ``--plan-only`` writes again and stops."""

@@ -188,6 +188,21 @@ def sglang_wheel_root() -> Path:
     return ensure_wheel_source(SGLANG_TEST_VERSION)
 
 
+# Every real checkpoint config in ../shared/checkpoints (its README says what each holds)
+CHECKPOINT_NAMES = ["DeepSeek-V3", "DeepSeek-V3.2", "DeepSeek-V4-Flash", "DeepSeek-V4-Flash_rev-60d8d707",
+                    "DeepSeek-V4-Flash-0731", "0xSero--DeepSeek-V4-Flash-0731-REAP", "DeepSeek-V4-Pro",
+                    "DeepSeek-V4-Pro-0813", "DeepSeek-V4.1-Flash"]
+
+
+def shared_checkpoints() -> Path:
+    """``shared/checkpoints`` next to the repository (CI: ../shared) or next to a folder above it."""
+    root = Path(__file__).resolve().parents[1]
+    for folder in (root, *root.parents):
+        if (folder / "shared" / "checkpoints" / "README.md").is_file():
+            return folder / "shared" / "checkpoints"
+    missing("no shared/checkpoints next to the repository (CI provides it at ../shared)")
+
+
 def missing(message: str):
     """Skip locally; under CI=true fail, since .ci/run provides what the test needs."""
     if os.environ.get("CI"):

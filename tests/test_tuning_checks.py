@@ -70,6 +70,24 @@ def test_engagement_verdicts_follow_the_evidence(sglang_wheel_root):
     assert logged.verdict == "engaged" and "server log" in logged.evidence[0]
 
 
+def test_block_32_engagement_follows_sglangs_dispatch(sglang_wheel_root):
+    """SGLang runs DeepGEMM's native block-32 GEMM on SM90 while DeepGEMM is on, Triton elsewhere."""
+    root = str(sglang_wheel_root)
+    block32 = {"block_n": 32, "block_k": 32, "sglang_root": root}
+    hopper = check_engagement(EngagementArgs(gpu_name="NVIDIA H100 80GB HBM3", **block32))
+    assert hopper.verdict == "not_engaged" and "fp8_utils.py" in hopper.evidence[-1]
+    off = check_engagement(EngagementArgs(gpu_name="NVIDIA H200", env={"SGLANG_ENABLE_JIT_DEEPGEMM": "0"}, **block32))
+    assert off.verdict == "engaged"
+    assert check_engagement(EngagementArgs(gpu_name="NVIDIA A100-SXM4-80GB", **block32)).verdict == "engaged"
+    assert check_engagement(EngagementArgs(gpu_name="NVIDIA B200", **block32)).verdict == "engaged"
+    flag = check_engagement(EngagementArgs(gpu_name="NVIDIA H200", server_args=["--fp8-gemm-backend", "triton"],
+                                           **block32))
+    assert flag.verdict == "engaged" and flag.basis == "flag"
+    assert check_engagement(EngagementArgs(**block32)).basis == "no_gpu"  # the GPU host decides
+    other = check_engagement(EngagementArgs(gpu_name="NVIDIA H200", block_n=64, block_k=64, sglang_root=root))
+    assert other.verdict == "engaged" and other.basis == "weight_block"
+
+
 def test_introspection_of_the_classic_script_reads_flags_without_running_it():
     info = introspect_script(SCRIPT_DOUBLE)
     assert info.flag("--tp-size").names == ["--tp-size", "-tp"]

@@ -45,7 +45,7 @@ def test_v3_derivation_at_tp8_matches_sglang_shipped_h200_configs(sglang_wheel_r
 def test_v4_derivation_writes_out_each_formula():
     shapes, lines = derive_from_config(V4_FLASH_LIKE, tp=4)
     assert {(s.n, s.k) for s in shapes} == {(1536, 4096), (8192, 1024), (4096, 2048), (1024, 4096), (4096, 512)}
-    assert lines[0].startswith("DeepSeek V4 family, TP=4")
+    assert lines[0].startswith("DeepSeek V4 family (DeepseekV4ForCausalLM), TP=4")
     assert any("wo_a" in line for line in lines)  # says why it is not listed
 
 

@@ -82,5 +82,6 @@ def _verified(answer, sglang_python: str, model_path: str | None, timeout: float
             + ", which only you can give; SGLang cannot resolve it without them"))
     else:
         verification = verify_flags(VerifyArgs(sglang_python=sglang_python, model_path=model_path,
-                                               flags=answer.recommended.flags, timeout_s=timeout))
+                                               flags=answer.recommended.flags, timeout_s=timeout,
+                                               checkpoint=answer.checkpoint))
     return apply_verification(answer, verification)

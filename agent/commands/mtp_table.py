@@ -6,6 +6,7 @@ from rich.table import Table
 
 from agent.terminal import text
 from tools.mtp.answer import MtpAnswer
+from tools.mtp.bearing import folded_line, split_constraints
 
 MAX_ROWS = 25
 
@@ -15,6 +16,8 @@ def print_answer(answer: MtpAnswer, console: Console | None = None) -> None:
     src = answer.source
     console.print(text(answer.model, "bold") + text(f"  architecture: {answer.architecture or 'unknown'}"))
     console.print(text(f"source: {src.kind} {src.root} (version {src.version or '?'}, commit {src.commit or '-'})"))
+    for line in answer.checkpoint.lines() if answer.checkpoint else []:
+        console.print(text(line))
     rec = answer.recommended
     if rec is None:
         console.print("[yellow]No recommendation[/yellow]: no evidence in the tree for this model.")
@@ -50,15 +53,18 @@ def print_answer(answer: MtpAnswer, console: Console | None = None) -> None:
             table.add_row(text(cand.model), text(hardware), text(written),
                           text(resolved if resolved != written else "(same)"), text(cand.origin.cite()))
         console.print(table)
-    table = Table(title=f"Constraints ({len(answer.constraints)})")
+    bearing, folded = split_constraints(answer)
+    table = Table(title=f"Constraints that bear on this setting ({len(bearing)} of {len(answer.constraints)})")
     table.add_column("rule", overflow="fold")
     table.add_column("cited", overflow="fold")
-    for constraint in answer.constraints[:MAX_ROWS]:
+    for constraint in bearing[:MAX_ROWS]:
         table.add_row(text(constraint.rule), text(constraint.origin.cite()))
     console.print(table)
-    if len(answer.constraints) > MAX_ROWS:
-        console.print(f"[cut: {len(answer.constraints) - MAX_ROWS} more constraints; limit {MAX_ROWS} rows; "
+    if len(bearing) > MAX_ROWS:
+        console.print(f"[cut: {len(bearing) - MAX_ROWS} more constraints; limit {MAX_ROWS} rows; "
                       "use --json for all]", markup=False)
+    if folded:
+        console.print(text(folded_line(folded)))
     if answer.verification is not None:
         print_verification(answer, console)
     for unknown in answer.unknowns:

@@ -13,7 +13,7 @@ tuning = sub_app("FP8 block-GEMM kernel tuning: shapes, plan, prove, uninstall."
 Force = Annotated[bool, typer.Option("--force", help="Also restore files changed since the install.")]
 SshOption = Annotated[Optional[list[str]], typer.Option(
     "--ssh-option", metavar="ARG", help="ssh argument for an install on an ssh:// host (repeat); a run folder's "
-                                        "own are never used.")]
+                                        "own only once allowed (runs you made are).")]
 
 
 @tuning.command("uninstall", cls=Command)
@@ -91,15 +91,30 @@ Shapes = Annotated[Optional[list[str]], typer.Option("--shapes", metavar="N,K", 
 Tp = Annotated[int, typer.Option("--tp", metavar="N", min=1, max=4096, help="Tensor-parallel size.")]
 
 
+Drafters = Annotated[Optional[list[str]], typer.Option(
+    "--drafter", metavar="mtp_head|dspark|none",
+    help="Drafter whose GEMMs to add (repeat) [from the config: dspark_* keys -> dspark, else an MTP head].")]
+
+
+def _drafters(values: list[str] | None) -> list | None:
+    if not values:
+        return None
+    wrong = [v for v in values if v not in ("mtp_head", "dspark", "none")]
+    if wrong:
+        fail(f"--drafter {wrong[0]!r} is not one of mtp_head, dspark, none")
+    return [v for v in dict.fromkeys(values) if v != "none"]
+
+
 @tuning.command("shapes", cls=Command)
 def shapes(model_path: ModelPath = None, log: Logs = None, shape: Shapes = None, tp: Tp = 1,
-           as_json: JsonFlag = False) -> None:
+           drafter: Drafters = None, as_json: JsonFlag = False) -> None:
     """List the FP8 block-GEMM shapes worth tuning and where each came from."""
     from tools.base import ToolError
     from tools.tuning.shapes import FindShapesArgs, find_shapes
 
     try:
-        found = find_shapes(FindShapesArgs(shapes=shape or [], log_files=log or [], model_path=model_path, tp=tp))
+        found = find_shapes(FindShapesArgs(shapes=shape or [], log_files=log or [], model_path=model_path, tp=tp,
+                                           drafters=_drafters(drafter)))
     except ToolError as err:
         fail(str(err))
     if as_json:
@@ -150,6 +165,6 @@ def _uninstall_on_host(folder, installed_by: str, force: bool, ssh_options: list
     if settings.get("executor") != installed_by:
         raise ToolError(f"the configs were installed on {installed_by} but the run's executor is now "
                         f"{settings.get('executor')!r}; its ledger no longer reaches that host")
-    executor = make_executor(installed_by, folder.jobs_dir, ssh_options=ssh_options_for(settings, ssh_options),
-                             outage=outage_wait())
+    given = ssh_options_for(folder.path, settings, ssh_options)
+    executor = make_executor(installed_by, folder.jobs_dir, ssh_options=given, outage=outage_wait())
     return uninstall_on_host(executor, folder.path, force=force)

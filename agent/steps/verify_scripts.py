@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from agent.steps.base import StepContext
+from agent.steps.infer_mtp import mtp_settings_of
 from tools.mtp.answer import Verification
 from tools.mtp.verify import VerifyArgs, resolved_flags, verify_many
 from tools.scripts import FlagChoice, MeasurePlan, ServeVariant
@@ -56,12 +57,14 @@ def verify_plan(ctx: StepContext, plan: MeasurePlan) -> tuple[MeasurePlan, list[
     """The plan with SGLang's verdict applied to each speculative variant, and one note per variant.
     All the variants are resolved by one SGLang process (its import is most of the time)."""
     speculative = {}
+    judged = mtp_settings_of(ctx.outcomes)
+    checkpoint = judged.checkpoint if judged is not None else None  # the draft layout is checked against it
     for variant in plan.variants:
         flags, rest = _split(variant, plan.port)
         if flags:
             speculative[variant.name] = VerifyArgs(
                 sglang_python=ctx.settings.sglang_python, flags=flags, model_path=_checkpoint(ctx, variant),
-                extra_argv=rest, script_dir=str(ctx.run.file(VERIFY_DIR)))
+                extra_argv=rest, script_dir=str(ctx.run.file(VERIFY_DIR)), checkpoint=checkpoint)
     verdicts = dict(zip(speculative, verify_many(list(speculative.values())), strict=True))
     kept, notes = [], []
     for variant in plan.variants:

@@ -48,7 +48,8 @@ minutes), and its /server_info lists only the fields above (the real one lists e
 
 Configuration (flags SGLang does not know are ignored, like the real parser would not):
   --model-path, --host, --port, --tp-size, --served-model-name, --speculative-algorithm, --speculative-num-steps,
-  --speculative-eagle-topk, --speculative-num-draft-tokens, --speculative-draft-model-path  (SGLang's flags)
+  --speculative-eagle-topk, --speculative-num-draft-tokens, --speculative-draft-model-path,
+  --speculative-dspark-block-size  (SGLang's flags; DSPARK takes its block from config.json when not given)
   DSV4_DOUBLE_STEP_MS        decode step time in ms (default 2)
   DSV4_DOUBLE_ACCEPT_LENGTH  tokens per step with an algorithm but no steps given (default 3)
   DSV4_DOUBLE_SPEC_P, DSV4_DOUBLE_DRAFT_COST, DSV4_DOUBLE_SPEC_PROFILE, DSV4_DOUBLE_NOISE(_SEED)
@@ -89,6 +90,16 @@ from gsm8k_answers import Gsm8kAnswers  # siblings: this file runs as a script f
 from speculative_profile import Profile, TokenClock, label, resolve
 
 
+def _checkpoint_block(model_path: str) -> int | None:
+    """The checkpoint's dspark_block_size, which SGLang reads when no flag gives the block size."""
+    try:
+        config = json.loads((Path(model_path) / "config.json").read_text())
+    except (OSError, ValueError):
+        return None
+    value = (config.get("text_config") or config).get("dspark_block_size") if isinstance(config, dict) else None
+    return value if isinstance(value, int) else None
+
+
 class State:
     def __init__(self, args: argparse.Namespace, argv: list[str]):
         self.args = args
@@ -97,9 +108,11 @@ class State:
         self.served_name = args.served_model_name or args.model_path
         self.spec = args.speculative_algorithm
         self.setting = resolve(self.spec, args.speculative_num_steps, args.speculative_eagle_topk,
-                               args.speculative_num_draft_tokens)
+                               args.speculative_num_draft_tokens, args.speculative_dspark_block_size
+                               or _checkpoint_block(args.model_path))
+        dspark = self.spec == "DSPARK"
         self.profile = Profile(self.setting, float(os.environ.get("DSV4_DOUBLE_STEP_MS", "2")),
-                               explicit=args.speculative_num_steps is not None)
+                               explicit=args.speculative_num_steps is not None or dspark, block=dspark)
         self.step_s = self.profile.step_ms / 1000.0  # prefill
         self.accept = self.profile.accept
         self.gsm8k = Gsm8kAnswers(label(self.setting))
@@ -327,6 +340,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--speculative-eagle-topk", type=int, default=None)
     parser.add_argument("--speculative-num-draft-tokens", type=int, default=None)
     parser.add_argument("--speculative-draft-model-path", default=None)
+    parser.add_argument("--speculative-dspark-block-size", type=int, default=None)
     parser.add_argument("--enable-metrics", action="store_true")
     args, unknown = parser.parse_known_args(argv)
     print(f"[double] launch_server args={argv!r} ignored={unknown!r}", flush=True)

@@ -69,11 +69,11 @@ def _name(flags: dict[str, str]) -> str:
 
 def _judge(answer: MtpAnswer, rules: list[Rule]) -> Judge:
     """The evidence engine's judge: each rule applies only where its condition holds."""
-    return Judge(rules, answer.architecture, read_fields_at(Path(answer.source.root)))
+    return Judge(rules, answer.architecture, read_fields_at(Path(answer.source.root)), answer.checkpoint)
 
 
 def _carries_over(cand: Candidate, model: str, judge: Judge) -> bool:
-    if same_model(cand.model, model):
+    if same_model(cand.model, model) or judge.own_drafter(dict(cand.flags)) is not None:
         return True
     fallback = [r for r in judge.applying(dict(cand.flags), ("draft_path_fallback",), []) if r.architectures]
     return bool(fallback) and cand.flags.get(DRAFT) in (None, cand.model)
@@ -90,6 +90,9 @@ def _from_candidate(cand: Candidate, judge: Judge) -> SpecChoice | str:
     why = [f"recipe for {cand.model} on {cand.hardware or 'unspecified hardware'} ({cand.origin.cite()})"]
     judge.resolve_alias(flags, origins, why, [])
     judge.repair(flags, origins, why, [])
+    refused = judge.drafter_problem(flags)
+    if refused:
+        return f"{setting_label(flags)} from {cand.origin.cite()} is not measured: {refused}"
     problems = judge.check(flags).problems
     if problems:
         text, rule = problems[0]
@@ -114,6 +117,29 @@ def _auto(answer: MtpAnswer, judge: Judge) -> SpecChoice | None:
     why = [f"SGLang's automatic choice for {answer.architecture} when no steps are given ({auto.cite()})"]
     return SpecChoice(name=_name(flags), flags=flags, origins={k: o.cite() for k, o in origins.items()},
                       why=why, source="hooks")
+
+
+def _other_drafters(answer: MtpAnswer, judge: Judge, chosen: list[SpecChoice]) -> list[SpecChoice]:
+    """A checkpoint carrying two drafters (an MTP head and a bundled DSpark drafter) measures both."""
+    from tools.mtp.choose import from_hooks
+    from tools.mtp.drafter_choice import from_checkpoint
+
+    facts = answer.checkpoint
+    if facts is None or answer.architecture is None:
+        return []
+    served = {id(facts.drafter_for(c.flags[ALGO])) for c in chosen if c.flags.get(ALGO)}
+    from tools.measure.client import package_dir
+
+    root = Path(answer.source.root)
+    package = package_dir(root)
+    out = []
+    for drafter in (d for d in facts.carried() if id(d) not in served):
+        rec = from_checkpoint(judge, package)[0] if drafter.algorithms else \
+            from_hooks(answer.architecture, judge, root, package)[0]
+        if rec is not None:
+            out.append(SpecChoice(name=_name(rec.flags), flags=dict(rec.flags), why=list(rec.rationale),
+                                  origins={k: o.cite() for k, o in rec.flag_origins.items()}, source="hooks"))
+    return out
 
 
 def evidence_choices(answer: MtpAnswer, rules: list[Rule], target_gpu: str | None = None,
@@ -157,6 +183,7 @@ def evidence_choices(answer: MtpAnswer, rules: list[Rule], target_gpu: str | Non
             chosen.append(auto)
         else:
             twin.why.append(auto.why[0].replace("SGLang's", "also SGLang's"))
+    chosen += _other_drafters(answer, judge, chosen)
     if cap is not None and len(chosen) > cap:
         notes.append(f"--mtp-variants {cap}: left out {', '.join(c.label for c in chosen[cap:])}")
         chosen = chosen[:cap]
@@ -178,7 +205,12 @@ def user_choices(entries: list[str], answer: MtpAnswer, rules: list[Rule],
     if not entries:
         return []  # nothing asked for: nothing to check (a tree without MTP evidence is no error then)
     judge = _judge(answer, rules)
-    algorithm = next((c.flags[ALGO] for c in known if c.flags.get(ALGO)), None)
+    stepped = [c.flags[ALGO] for c in known if c.flags.get(ALGO) and not judge.own_drafter(c.flags)]
+    algorithm = next(iter(stepped), None)
+    if algorithm is None and known:
+        refused = judge.drafter_problem({ALGO: "EAGLE"}) or "its drafter drafts a fixed block, not steps"
+        raise ToolError(f"--mtp-steps {','.join(entries)} sets the draft steps of an MTP head, but {refused}; drop "
+                        f"--mtp-steps: the campaign measures the checkpoint's own drafter ({known[0].label})")
     if algorithm is None:
         raise ToolError(f"--mtp-steps needs a speculative algorithm, and the evidence has none for {answer.model}: "
                         "see `dsv4-agent mtp` for what the tree says")
@@ -189,6 +221,10 @@ def user_choices(entries: list[str], answer: MtpAnswer, rules: list[Rule],
         origins: dict[str, Origin] = {}
         why = [f"user choice (--mtp-steps {entry.strip()})"]
         judge.repair(flags, origins, why, [])  # SGLang's own rewrites (topk 1: draft tokens = steps + 1)
+        refused = judge.drafter_problem(flags)
+        if refused:
+            raise ToolError(f"--mtp-steps {entry.strip()}: {refused}; drop --mtp-steps or point --model-path at a "
+                            "checkpoint that carries that drafter")
         problems = judge.check(flags).problems
         if problems:
             text, rule = problems[0]

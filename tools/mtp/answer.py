@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from tools.checkpoint.facts import CheckpointFacts
 from tools.source.origin import Origin
 
 
@@ -100,14 +101,25 @@ class Verification(BaseModel):
     resolved: Resolved | None = Field(None, description="What SGLang resolved")
     mismatches: list[str] = Field(default_factory=list, description="Settings where the two differ")
     seconds: float | None = Field(None, description="Wall time of the resolution")
+    filled: list[str] = Field(default_factory=list, description=(
+        "Steps/topk/draft tokens left unset (SGLang's to choose, e.g. for DSPARK) and what it chose"))
+    draft_layout: Literal["verified", "not_verified"] | None = Field(None, description=(
+        "Whether the draft SGLang would load for the resolved algorithm is in the checkpoint's tensor names "
+        "(None: no checkpoint read)"))
+    draft_note: str = Field("", description="Why, with the draft class and the tensors it needs")
 
     def line(self) -> str:
         """One line for reports: 'flags verified by SGLang 0.5.23 at <commit>' or why not."""
         where = f"SGLang {self.sglang_version or '?'} at {self.sglang_commit or 'its release (no commit recorded)'}"
+        filled = f" (SGLang chose {', '.join(self.filled)})" if self.filled else ""
+        layout = {"verified": f"; draft layout verified: {self.draft_note}",
+                  "not_verified": f"; draft layout not verified: {self.draft_note}", None: ""}[self.draft_layout]
         if self.status == "verified":
-            return f"flags verified by {where}"
+            return f"{'flags and draft layout' if self.draft_layout == 'verified' else 'flags'} verified by {where}" \
+                   f"{filled}{layout}"
         if self.status == "adjusted":
-            return f"flags resolved differently by {where}: {'; '.join(self.mismatches)}; the resolved values are used"
+            return (f"flags resolved differently by {where}: {'; '.join(self.mismatches)}; the resolved values are "
+                    f"used{layout}")
         if self.status == "rejected":
             return f"flags rejected by {where}: {self.reason}"
         return f"not verified: {self.reason}"
@@ -116,6 +128,7 @@ class Verification(BaseModel):
 class MtpAnswer(BaseModel):
     model: str
     architecture: str | None
+    checkpoint: CheckpointFacts | None = Field(None, description="The checkpoint in hand (--model-path), read as data")
     source: SourceRef
     candidates: list[Candidate]
     constraints: list[Constraint]

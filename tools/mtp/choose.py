@@ -12,7 +12,7 @@ from dataclasses import dataclass, field as dc_field
 from pathlib import Path
 
 from tools.mtp.answer import Dropped, Recommendation
-from tools.mtp.pick import ALGO, DRAFT, STEPS, Finding, InputValue, Judge, Verdict, hardware_score
+from tools.mtp.pick import ALGO, DRAFT, DSPARK_BLOCK, STEPS, Finding, InputValue, Judge, Verdict, hardware_score
 from tools.recipes import Recipe
 from tools.source.fields import FieldCatalog
 from tools.source.origin import Origin
@@ -90,6 +90,10 @@ def consider(recipe: Recipe, judge: Judge, fields: FieldCatalog, exact: bool, ar
     judge.resolve_alias(flags, origins, seen.rationale, seen.undecided)
     if not exact:
         seen.transferable = _transferable(flags, recipe, judge, seen.undecided)
+        _own_block_size(flags, origins, judge, seen.rationale)
+    problem = judge.drafter_problem(flags)
+    if problem:
+        seen.unusable.append(problem)
     judge.fill_automatic(flags, origins, seen.rationale, seen.undecided)
     judge.repair(flags, origins, seen.rationale, seen.undecided)
     seen.rewrites = seen.rationale[before:]
@@ -106,10 +110,25 @@ def consider(recipe: Recipe, judge: Judge, fields: FieldCatalog, exact: bool, ar
     return seen
 
 
+def _own_block_size(flags: dict[str, str], origins: dict[str, Origin], judge: Judge, rationale: list[str]) -> None:
+    """Another model's DSpark recipe drafts with this checkpoint's drafter, so its block size is the checkpoint's."""
+    drafter = judge.own_drafter(flags)
+    if drafter is None or drafter.block_size is None or DSPARK_BLOCK not in flags:
+        return
+    if flags[DSPARK_BLOCK] != str(drafter.block_size):
+        rationale.append(f"{DSPARK_BLOCK} {flags[DSPARK_BLOCK]} of the recipe replaced by the checkpoint's own "
+                         f"{drafter.block_size} ({drafter.cites[0] if drafter.cites else 'config.json'})")
+    flags[DSPARK_BLOCK] = str(drafter.block_size)
+    origins.pop(DSPARK_BLOCK, None)
+
+
 def _transferable(flags: dict[str, str], recipe: Recipe, judge: Judge, undecided: list[Finding]) -> bool:
-    """A recipe of another model with the same architecture carries over only when it is MTP: an
-    algorithm whose draft the hooks take from the target checkpoint, and no draft path of its own
-    (copying another model's separate draft, or its DSPARK head, would be the classic mistake)."""
+    """A recipe of another model with the same architecture carries over only when its draft is the
+    target checkpoint's own: MTP (the hooks take the draft from the target checkpoint) or the drafter the
+    checkpoint in hand bundles (DSPARK), with no draft path of its own (copying another model's
+    separate draft would be the classic mistake)."""
+    if judge.own_drafter(flags) is not None:
+        return True
     fallback = [r for r in judge.applying(flags, ("draft_path_fallback",), undecided) if r.architectures]
     return bool(fallback) and flags.get(DRAFT) in (None, recipe.model)
 
@@ -185,12 +204,19 @@ def from_hooks(arch: str, judge: Judge, root: Path | None = None,
                     if r.literal and r.field == "speculative_algorithm"), None)
     family = fallback[0].algorithms or []
     options = [a for a in (allowed or family) if a in family and a != "None"] if family else (allowed or [])
+    refused = {a: judge.drafter_problem({ALGO: a}) for a in options}
+    if options and all(refused.values()):
+        return None, undecided, f"{has}, but {refused[options[0]]}"
+    options = [a for a in options if not refused[a]]
     if not options:
         return None, undecided, f"{has}, but no algorithm it covers is allowed for {arch}"
     flags: dict[str, str] = {ALGO: options[0]}
     origins: dict[str, Origin] = {ALGO: fallback[0].origin}
     rationale = [f"no usable launch recipe for this model or architecture in the tree; {arch} keeps its MTP draft "
                  f"in the checkpoint ({fallback[0].origin.cite()}), so {options[0]} needs no {DRAFT}"]
+    drafter = judge.checkpoint.drafter_for(options[0]) if judge.checkpoint else None
+    if drafter is not None:
+        rationale.append(f"the checkpoint in hand {'presumably ' if drafter.presumed else ''}carries it: {drafter.how}")
     judge.fill_automatic(flags, origins, rationale, undecided)
     if STEPS not in flags:
         missing = missing_helper(fallback[0].origin, root, package_dir) if root and package_dir else None

@@ -19,8 +19,12 @@ from tools.defaults import SGLANG_PYTHON, SGLANG_VERSION
 from tools.constraints.extract import ExtractConstraintsArgs, extract_constraints
 from tools.mtp.answer import (Candidate, Constraint, Dropped, MtpAnswer, Recommendation, SourceRef,
                               Verification)
-from tools.mtp.arch import from_config, from_mentions, from_tree
+from tools.checkpoint.config import config_path
+from tools.checkpoint.facts import CheckpointFacts
+from tools.checkpoint.read import ReadCheckpointArgs, read_checkpoint
+from tools.mtp.arch import from_mentions, from_tree
 from tools.mtp.choose import Considered, best, consider, from_hooks, recommendation
+from tools.mtp.drafter_choice import from_checkpoint, why_this_drafter
 from tools.mtp.env import EnvVetter, redacted
 from tools.mtp.misses import explain as explain_misses
 from tools.mtp.pick import Judge
@@ -47,14 +51,27 @@ class InferMtpArgs(BaseModel):
     sglang_python: str = Field(SGLANG_PYTHON, description="Interpreter that has SGLang installed")
     version: str = Field(SGLANG_VERSION, description="PyPI version used when the source must be downloaded")
     lookup_timeout_s: float = Field(10, gt=0, description="How long --sglang-python may take to say where sglang is")
+    checkpoint: CheckpointFacts | None = Field(None, description="The checkpoint's facts when already read "
+                                                                 "(else read here from model_path)")
 
 
-def _architecture(args: InferMtpArgs, info: SourceInfo, notes: list[str]) -> str | None:
-    if args.model_path:
-        found = from_config(args.model_path)
-        if found:
-            notes.append(f"architecture {found[0]} read from {found[1]}")
-            return found[0]
+def _checkpoint(args: InferMtpArgs, info: SourceInfo) -> CheckpointFacts | None:
+    """The checkpoint in hand, when --model-path holds a config.json (ToolError when it is unreadable)."""
+    if args.checkpoint is not None:
+        return args.checkpoint
+    if not args.model_path or not config_path(args.model_path).exists():
+        return None
+    return read_checkpoint(ReadCheckpointArgs(model_path=args.model_path, package_dir=info.package_dir))
+
+
+def _architecture(args: InferMtpArgs, info: SourceInfo, notes: list[str],
+                  checkpoint: CheckpointFacts | None) -> str | None:
+    if checkpoint is not None and checkpoint.architecture:
+        served = checkpoint.written_architecture != checkpoint.architecture
+        notes.append(f"architecture {checkpoint.architecture} read from {checkpoint.config}"
+                     + (f" (written {checkpoint.written_architecture}; SGLang serves it as {checkpoint.architecture})"
+                        if served else ""))
+        return checkpoint.architecture
     if args.arch:
         notes.append(f"architecture {args.arch} given with --arch")
         return args.arch
@@ -119,6 +136,15 @@ def _fields(info: SourceInfo, unknowns: list[str]) -> FieldCatalog:
     return fields
 
 
+def _assumed(args: InferMtpArgs, recommended: Recommendation) -> list[str]:
+    """Without a checkpoint the answer rests on one: say which, and where it is checked."""
+    if args.model_path and config_path(args.model_path).exists():
+        return []
+    return [f"checkpoint not read (no --model-path with a config.json): assumed {args.model} carries the drafter "
+            f"{recommended.flags.get('--speculative-algorithm', 'this setting')} loads; the GPU host reads the "
+            "checkpoint on `dsv4-agent resume RUN --model-path DIR` and refuses a drafter it lacks"]
+
+
 def infer_mtp(args: InferMtpArgs) -> MtpAnswer:
     with gc_paused():  # parse-heavy: see tools/source/pysource.py
         return _infer_mtp(args)
@@ -138,10 +164,11 @@ def _infer_mtp(args: InferMtpArgs) -> MtpAnswer:
     recipes = extract_recipes(ExtractRecipesArgs(root=info.root, package_dir=info.package_dir,
                                                  speculative_only=True, max_recipes=5000), scope)
     unknowns += recipes.warnings
-    arch = _architecture(args, info, notes)
+    checkpoint = _checkpoint(args, info)
+    arch = _architecture(args, info, notes, checkpoint)
     exact = [r for r in recipes.recipes if same_model(r.model, args.model)]
     pool = exact or (_same_architecture(recipes.recipes, arch, info) if arch else [])
-    judge = Judge(rules, arch, fields)
+    judge = Judge(rules, arch, fields, checkpoint)
     considered = [consider(r, judge, fields, bool(exact), arch) for r in pool]
     vetter = EnvVetter(Path(info.package_dir), Path(info.root), {n for r in pool for n in r.env} if exact else set())
     vetted = [_candidate(c, vetter, bool(exact)) for c in considered]
@@ -161,9 +188,13 @@ def _infer_mtp(args: InferMtpArgs) -> MtpAnswer:
             recommended.dropped += env_dropped
         else:
             recommended, findings, no_hooks = from_hooks(arch, judge, Path(info.root), Path(info.package_dir))
+            if recommended is None:
+                recommended, why_not = from_checkpoint(judge, Path(info.package_dir))
+                no_hooks = f"{no_hooks}; {why_not}" if why_not else no_hooks
     unknowns += list(dict.fromkeys(f.note() for f in findings))
     if recommended is not None:
-        recommended.rationale = notes + recommended.rationale
+        why = why_this_drafter(judge, recommended.flags.get("--speculative-algorithm", ""))
+        recommended.rationale = notes + ([why] if why else []) + recommended.rationale + _assumed(args, recommended)
     elif arch is not None:
         rejected = [c for c in considered if c.verdict.problems]
         unknowns.append(f"no evidence for a speculative configuration of {args.model} ({arch}): "
@@ -172,7 +203,7 @@ def _infer_mtp(args: InferMtpArgs) -> MtpAnswer:
                            f"no usable recipe in the tree, and {no_hooks}"))
     unknowns += explain_misses(args.model, Path(info.root), Path(info.package_dir), [c for c, _ in vetted],
                                recipes.warnings, scope)
-    return MtpAnswer(model=args.model, architecture=arch,
+    return MtpAnswer(model=args.model, architecture=arch, checkpoint=checkpoint,
                      source=SourceRef(kind=info.kind, root=info.root, version=info.version, commit=info.commit),
                      candidates=[c for c, _ in vetted], constraints=constraints,
                      recommended=recommended, unknowns=unknowns)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field as dc_field
 
+from tools.checkpoint.facts import CheckpointFacts, Drafter
 from tools.constraints.condition import GIVEN, Facts, decide, typed_value
 from tools.constraints.rules import Rule
 from tools.source.fields import FieldCatalog, field_flag, flag_field
@@ -20,6 +21,7 @@ from tools.source.origin import Origin
 ALGO, STEPS, TOPK, TOKENS, DRAFT = ("--speculative-algorithm", "--speculative-num-steps",
                                     "--speculative-eagle-topk", "--speculative-num-draft-tokens",
                                     "--speculative-draft-model-path")
+DSPARK_BLOCK = "--speculative-dspark-block-size"
 TRIO = (STEPS, TOPK, TOKENS)
 CHECKS = ("allowed_algorithms", "requires", "forbids", "all_or_none")
 
@@ -58,8 +60,9 @@ class Verdict:
 
 
 class Judge:
-    def __init__(self, rules: list[Rule], architecture: str | None, fields: FieldCatalog | None = None):
-        self.rules, self.architecture = rules, architecture
+    def __init__(self, rules: list[Rule], architecture: str | None, fields: FieldCatalog | None = None,
+                 checkpoint: CheckpointFacts | None = None):
+        self.rules, self.architecture, self.checkpoint = rules, architecture, checkpoint
         self.fields = fields.by_name() if fields is not None else {}
         self.flags_to_fields = {f: d.name for f, d in fields.by_flag().items()} if fields is not None else {}
 
@@ -89,6 +92,22 @@ class Judge:
             elif holds is None:
                 undecided.append(Finding(rule, f"its condition `{rule.condition}` cannot be decided statically"))
         return found
+
+    # ---- the checkpoint in hand ------------------------------------------------------------------
+    def drafter_problem(self, flags: dict[str, str]) -> str | None:
+        """Why the checkpoint cannot serve these flags' draft (None: it can, or the draft is a separate model)."""
+        algorithm = flags.get(ALGO)
+        if self.checkpoint is None or not algorithm or flags.get(DRAFT) not in (None, self.checkpoint.folder):
+            return None
+        return self.checkpoint.refusal(algorithm)
+
+    def own_drafter(self, flags: dict[str, str]) -> Drafter | None:
+        """The drafter the checkpoint carries that these flags name by algorithm (DSPARK's bundled drafter)."""
+        algorithm = flags.get(ALGO)
+        if self.checkpoint is None or not algorithm or DRAFT in flags:
+            return None
+        drafter = self.checkpoint.drafter_for(algorithm)
+        return drafter if drafter is not None and drafter.carried and algorithm in drafter.algorithms else None
 
     # ---- rewrites SGLang applies ---------------------------------------------------------------
     def resolve_alias(self, flags: dict[str, str], origins: dict[str, Origin], rationale: list[str],

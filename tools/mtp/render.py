@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from tools.markdown import Markdown, markdown_table, md_code
 from tools.mtp.answer import MtpAnswer
+from tools.mtp.bearing import folded_line, split_constraints
 
 
 def evidence_markdown(answer: MtpAnswer, max_constraints: int = 40) -> str:
@@ -10,6 +11,8 @@ def evidence_markdown(answer: MtpAnswer, max_constraints: int = 40) -> str:
     out = [f"# Speculative decoding evidence for {answer.model}", "",
            f"- architecture: {answer.architecture or 'unknown'}",
            f"- source: {src.kind} at {src.root} (version {src.version or '?'}, commit {src.commit or '-'})", ""]
+    if answer.checkpoint is not None:
+        out += ["## The checkpoint in hand", "", *[f"- {line}" for line in answer.checkpoint.lines()], ""]
     rec = answer.recommended
     out += ["## Recommended", ""]
     if rec is None:
@@ -35,11 +38,14 @@ def evidence_markdown(answer: MtpAnswer, max_constraints: int = 40) -> str:
     for cand in answer.candidates:
         flags = " ".join(f"{k} {v}".strip() for k, v in cand.flags.items())
         out.append(f"- {cand.model} on {cand.hardware or 'unspecified hardware'}: `{flags}` ({cand.origin.cite()})")
-    shown = answer.constraints[:max_constraints]
-    out += ["", f"## Constraints ({len(answer.constraints)})", ""]
+    bearing, folded = split_constraints(answer)
+    shown = bearing[:max_constraints]
+    out += ["", f"## Constraints that bear on this setting ({len(bearing)} of {len(answer.constraints)})", ""]
     out += [f"- {c.rule} ({c.origin.cite()})" for c in shown]
-    if len(answer.constraints) > len(shown):
-        out.append(f"- [cut: {len(answer.constraints) - len(shown)} more; limit {max_constraints}; see mtp.json]")
+    if len(bearing) > len(shown):
+        out.append(f"- [cut: {len(bearing) - len(shown)} more; limit {max_constraints}; see mtp.json]")
+    if folded:
+        out.append(f"- {folded_line(folded).replace('--json lists', 'mtp.json lists')}")
     if answer.unknowns:
         out += ["", "## Unknowns", "", *[f"- {u}" for u in answer.unknowns]]
     return "\n".join(out) + "\n"

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from tools.checkpoint.facts import CheckpointFacts
 from tools.child_env import child_env
 from tools.constraints.extract import ExtractConstraintsArgs, Rule, extract_constraints
 from tools.defaults import SGLANG_PYTHON, SGLANG_VERSION
@@ -34,6 +35,7 @@ class MtpSettingsArgs(BaseModel):
     tp: int | None = Field(None, description="Tensor-parallel size of the servers")
     mtp_steps: list[str] = Field(default_factory=list, description="--mtp-steps entries: S or S/K/D")
     mtp_variants: int | None = Field(None, description="--mtp-variants: how many evidence settings to keep")
+    checkpoint: CheckpointFacts | None = Field(None, description="The checkpoint's facts, when already read")
 
 
 class MtpSettings(BaseModel):
@@ -43,6 +45,7 @@ class MtpSettings(BaseModel):
     inputs: MtpSettingsArgs
     source: SourceRef
     architecture: str | None
+    checkpoint: CheckpointFacts | None = Field(None, description="The checkpoint in hand, as the evidence read it")
     recommended: Recommendation | None = Field(description="The evidence's recommendation (variant 'mtp')")
     choices: list[SpecChoice] = Field(description="Settings to measure: recommended first, then evidence, hooks, user")
     left_out: list[str] = Field(default_factory=list, description="Evidence settings not measured, and why")
@@ -79,12 +82,12 @@ def mtp_settings(args: MtpSettingsArgs) -> MtpSettings:
         parse_user_setting(entry)  # a malformed entry is refused before the tree is read
     answer = infer_mtp(InferMtpArgs(sglang=args.sglang, model=args.model, arch=args.arch, model_path=args.model_path,
                                     gpu=args.gpu, gpus=args.gpus, sglang_python=args.sglang_python,
-                                    version=args.version))
+                                    version=args.version, checkpoint=args.checkpoint))
     rules = hook_rules(answer.source.root)
     choices, left_out = evidence_choices(answer, rules, args.gpu, args.gpus, cap=args.mtp_variants)
     choices += user_choices(args.mtp_steps, answer, rules, choices)
     missing = no_mtp_evidence(answer, args) if answer.recommended is None else None
-    return MtpSettings(inputs=args, source=answer.source, architecture=answer.architecture,
+    return MtpSettings(inputs=args, source=answer.source, architecture=answer.architecture, checkpoint=answer.checkpoint,
                        recommended=answer.recommended, choices=choices, left_out=left_out, no_evidence=missing,
                        answer=answer, rules=rules)
 
@@ -101,6 +104,10 @@ def no_mtp_evidence(answer: MtpAnswer, args: MtpSettingsArgs) -> str:
                "matches its name)")
         fix = ("pass --arch CLASS (e.g. DeepseekV4ForCausalLM) or --model-path DIR holding its config.json, "
                "or run a goal without MTP (e.g. \"tune kernels\" or \"benchmark\")")
+    elif answer.checkpoint is not None and answer.checkpoint.drafters and not answer.checkpoint.carried():
+        why = "the checkpoint carries no drafter SGLang can load: " + "; ".join(answer.checkpoint.lines()[1:])
+        fix = ("point --model-path at a checkpoint with an MTP head or a bundled DSpark drafter, or run a goal "
+               "without MTP (e.g. \"tune kernels\" or \"benchmark\")")
     else:
         rejected = [c for c in answer.candidates if c.rejected]
         why = (f"every recipe for {answer.architecture} breaks a rule of the hooks ({len(rejected)} rejected)"

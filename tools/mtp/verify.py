@@ -19,13 +19,16 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from tools.checkpoint.facts import CheckpointFacts
 from tools.mtp.answer import MtpAnswer, Resolved, Verification
+from tools.mtp.draft_layout import with_draft_layout
 from tools.mtp.pick import ALGO, DRAFT, STEPS, TOKENS, TOPK
 from tools.source.group_run import run_grouped
 from tools.child_env import child_env
 
 SCRIPT = Path(__file__).with_name("verify_flags.py")
 MARKER = "DSV4_VERIFY "
+TRIO_FIELDS = ("speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens")
 FLAG_OF = {"speculative_algorithm": ALGO, "speculative_num_steps": STEPS, "speculative_eagle_topk": TOPK,
            "speculative_num_draft_tokens": TOKENS, "speculative_draft_model_path": DRAFT}
 # offline: resolution reads the local config.json; nothing may reach out to a model hub
@@ -41,6 +44,7 @@ class VerifyArgs(BaseModel):
     extra_argv: list[str] = Field(default_factory=list, description="More of the serve argv, as written")
     script_dir: str | None = Field(None, description="Where to keep the script and its output (run folder)")
     timeout_s: float = Field(600, gt=0, description="How long resolution may take")
+    checkpoint: CheckpointFacts | None = Field(None, description="The checkpoint's facts, to check the draft layout")
 
 
 def static_of(flags: dict[str, str]) -> Resolved:
@@ -104,7 +108,7 @@ def verify_many(requests: list[VerifyArgs]) -> list[Verification]:
     for at, args in enumerate(requests):
         verdicts[at] = _refusal(args)
         if verdicts[at] is None:
-            argv = argv_of(str(Path(args.model_path).expanduser()), args.flags, args.extra_argv)
+            argv = argv_of(str(Path(args.model_path).expanduser().resolve()), args.flags, args.extra_argv)
             batches.setdefault((args.sglang_python, args.script_dir, args.timeout_s), []).append((at, argv))
     for (python, script_dir, timeout), items in batches.items():
         with tempfile.TemporaryDirectory(prefix="dsv4-verify-") as scratch:
@@ -115,7 +119,8 @@ def verify_many(requests: list[VerifyArgs]) -> list[Verification]:
             results = _run(python, script, [argv for _, argv in items], timeout, folder)
         for (at, argv), result in zip(items, results, strict=True):
             verdicts[at] = (_not_verified(result, python, argv) if isinstance(result, str)
-                            else _compare(result, requests[at].flags, argv, python))
+                            else with_draft_layout(_compare(result, requests[at].flags, argv, python),
+                                                   requests[at].checkpoint))
     return [v for v in verdicts if v is not None]  # every one is set by now
 
 
@@ -164,15 +169,19 @@ def _compare(result: dict, flags: dict[str, str], argv: list[str], python: str) 
     static = static_of(flags)
     resolved = Resolved.model_validate(result.get("resolved") or {})
     model_path = argv[argv.index("--model-path") + 1] if "--model-path" in argv else None
-    mismatches = []
+    mismatches, filled = [], []
+    left_to_sglang = all(getattr(static, n) is None for n in TRIO_FIELDS)  # DSPARK: SGLang sets them itself
     for name in FLAG_OF:
         ours, theirs = getattr(static, name), getattr(resolved, name)
         if name == "speculative_draft_model_path" and ours is None and theirs in (None, model_path):
             continue  # no draft path given: SGLang falls back to the target checkpoint, as the hooks say
+        if left_to_sglang and name in TRIO_FIELDS:
+            filled += [f"{FLAG_OF[name]} {theirs}"] if theirs is not None else []
+            continue
         if ours != theirs:
             mismatches.append(f"{FLAG_OF[name]}: {ours if ours is not None else '(unset)'} -> {theirs}")
     return Verification(status="adjusted" if mismatches else "verified", static=static, resolved=resolved,
-                        mismatches=mismatches, **common)
+                        mismatches=mismatches, filled=filled, **common)
 
 
 def resolved_flags(flags: dict[str, str], verification: Verification) -> dict[str, str]:

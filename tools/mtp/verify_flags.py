@@ -8,7 +8,8 @@ Run by dsv4-agent in the interpreter that has SGLang (--sglang-python), never in
 For each argv it builds SGLang's ServerArgs from exactly that argv (``prepare_server_args``), runs
 every argument hook once (``resolve_once``), and reads the resolved values (``resolved_view``).
 Nothing is served and no weights are loaded; SGLang reads the model folder's config.json. Without a
-visible GPU it adds ``--device cpu`` (SGLang refuses to resolve otherwise). Several argvs share one
+visible GPU it adds ``--device cpu`` (SGLang refuses to resolve otherwise), and ``--device cuda`` where
+SGLang refuses the settings on cpu alone (DSPARK's hook): resolving reads no device. Several argvs share one
 import of SGLang (most of the time: torch); each is resolved from a fresh record, with the
 environment put back as it was before the next one. Per argv, one line of output is a JSON object
 after the marker ``DSV4_VERIFY``: its index, the status ("resolved", "rejected": SGLang refused the
@@ -68,6 +69,13 @@ def _device(argv, result, has_gpu):
     return [*argv, "--device", "cpu"]
 
 
+def _refused_cpu(result):
+    """SGLang refused the settings only because of the cpu device this script added."""
+    reason = result.get("reason", "").lower()
+    return (result.get("status") == "rejected" and str(result.get("device", "")).startswith("cpu")
+            and "device" in reason and ("cuda" in reason or "gpu" in reason))
+
+
 def _resolve(argv, result, prepare_server_args, resolved_view):
     usage = io.StringIO()
     environment = dict(os.environ)  # a hook may export settings; the next argv starts from the same
@@ -111,6 +119,11 @@ def main():
         result = {"index": index, "status": "not_verified", "reason": "", **common}
         result["argv"] = _device(argv, result, has_gpu)
         _resolve(result["argv"], result, prepare_server_args, resolved_view)
+        if _refused_cpu(result):  # e.g. DSPARK's hook takes only CUDA/NPU/XPU; resolving touches no device
+            result = {"index": index, "status": "not_verified", "reason": "", **common,
+                      "device": "cuda, named without a GPU (SGLang refused cpu for these settings: "
+                                + result["reason"] + ")", "argv": [*argv, "--device", "cuda"]}
+            _resolve(result["argv"], result, prepare_server_args, resolved_view)
         result["seconds"] = round(time.monotonic() - start, 2)  # the first one carries SGLang's import
         start = time.monotonic()
         _emit(result)

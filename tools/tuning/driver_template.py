@@ -3,7 +3,8 @@
 It imports SGLang's own tuning script (never edits it), calls its ``tune()`` for each assigned
 (N, K, M) unit and saves each finished unit at once into this process's own save path, in
 SGLang's file format. Units already in that file are skipped, so a retried or re-attached job
-never redoes finished work. Rendered with jinja2 (strict), checked by ``python -m py_compile``.
+never redoes finished work. Its search space keeps a candidate for every weight block SGLang serves
+with Triton, block 32 included (the script's own filter leaves none there). Rendered with jinja2 (strict), checked by ``python -m py_compile``.
 """
 
 DRIVER_TEMPLATE = '''\
@@ -33,10 +34,32 @@ def load_script(path):
 
 
 def device_name(module):
-    if hasattr(module, "get_device_name"):
-        return module.get_device_name().replace(" ", "_")
-    import torch
-    return torch.cuda.get_device_name().replace(" ", "_")
+    """SGLang's own name with spaces to underscores, as its kernel looks files up (never shortened:
+    a Max-Q and a Server card of one family must not share a table)."""
+    getter = getattr(module, "get_device_name", None)
+    if getter is None:
+        try:
+            from sglang.srt.utils import get_device_name as getter
+        except ImportError:
+            import torch
+            getter = torch.cuda.get_device_name
+    return getter().replace(" ", "_")
+
+
+def search_space(module, block_k):
+    """The script's candidates whose BLOCK_SIZE_K divides block_k (SGLang's kernel steps the weight
+    scales every block_k // BLOCK_SIZE_K tiles). The script offers BLOCK_SIZE_K 64 and 128 only, so at
+    block_k 32 none fits: then its grid with BLOCK_SIZE_K = block_k, the value SGLang's own default
+    config takes for a block (kernels/ops/gemm/fp8_kernel.py)."""
+    space = module.get_configs_compute_bound()
+    fitting = [c for c in space if block_k % c["BLOCK_SIZE_K"] == 0]
+    if fitting:
+        return fitting
+    narrowed = {}
+    for config in space:
+        config = dict(config, BLOCK_SIZE_K=block_k)
+        narrowed.setdefault(tuple(sorted(config.items())), config)
+    return list(narrowed.values())
 
 
 def file_name(n, k, device, block_n, block_k, input_type):
@@ -101,7 +124,8 @@ def main():
             continue
         block_k = unit["block_k"]
         if block_k not in spaces:
-            spaces[block_k] = [c for c in module.get_configs_compute_bound() if block_k % c["BLOCK_SIZE_K"] == 0]
+            spaces[block_k] = search_space(module, block_k)
+            print("[dsv4-agent] block_k {}: {} candidate configs".format(block_k, len(spaces[block_k])), flush=True)
         print("[dsv4-agent] tuning N={} K={} M={}".format(unit["n"], unit["k"], unit["m"]), flush=True)
         best = call_tune(module, unit, spaces[block_k], out_dtype, args.input_type)
         saved = read_saved(path)

@@ -79,6 +79,7 @@ class EngagementArgs(BaseModel):
     gpu_name: str = Field("", description="GPU name from nvidia-smi; empty when there is no GPU here")
     sglang_root: str | None = Field(None, description="SGLang source root, to read the DeepGEMM switch")
     block_k: int = Field(128, description="Weight block size along K of the model's FP8 weights")
+    block_n: int = Field(128, description="Weight block size along N of the model's FP8 weights")
 
 
 # What decided the verdict. "log", "weight_block" and "flag" hold wherever the server runs; "gpu"
@@ -91,6 +92,26 @@ class EngagementResult(BaseModel):
     verdict: Verdict
     evidence: list[str]
     basis: Basis = Field("gpu", description="Which evidence decided: log | weight_block | flag | gpu | no_gpu")
+
+
+# SGLang 0.5.23's dispatch of the block-FP8 linear by weight block, GPU and backend.
+_DISPATCH = "srt/layers/quantization/fp8_utils.py:704 dispatch_w8a8_block_fp8_linear"
+
+
+def _block32_verdict(sm: int, deepgemm_on: bool, backend: str | None, evidence: list[str]) -> EngagementResult:
+    """[32, 32] blocks: DeepGEMM natively on SM90 (auto or deep_gemm backend, DeepGEMM on); on SM100
+    only on request with UE8M0 activation scales; Triton everywhere else."""
+    if sm == 90 and deepgemm_on:
+        return EngagementResult(verdict="not_engaged", evidence=evidence + [
+            f"[32, 32] weight blocks on SM90 with DeepGEMM on: SGLang runs DeepGEMM's native block-32 GEMM ({_DISPATCH}); "
+            "the Triton configs would be read only where it falls back: --fp8-gemm-backend triton to use them, "
+            "or --force-tune"])
+    if sm >= 100 and backend == "deep_gemm":
+        return EngagementResult(verdict="unknown", evidence=evidence + [
+            f"[32, 32] weight blocks on SM100+ with --fp8-gemm-backend deep_gemm: DeepGEMM with UE8M0 activation "
+            f"scales, else Triton ({_DISPATCH}); read the server log"])
+    return EngagementResult(verdict="engaged", evidence=evidence + [
+        f"[32, 32] weight blocks on SM{sm}{'' if deepgemm_on else ' with DeepGEMM off'}: Triton ({_DISPATCH})"])
 
 
 def check_engagement(args: EngagementArgs) -> EngagementResult:
@@ -106,12 +127,16 @@ def check_engagement(args: EngagementArgs) -> EngagementResult:
     if args.log_text.strip():
         evidence.append("server log given but it has no W8A8 Block FP8 config line: the Triton path did not "
                         "look up a config while the log was written")
-    if args.block_k != 128:
+    block32 = (args.block_n, args.block_k) == (32, 32)
+    if args.block_k != 128 and not block32:
         return EngagementResult(verdict="engaged", evidence=evidence + [
-            f"weight block K = {args.block_k}: SGLang serves non-128 blocks with Triton (DeepGEMM takes [128,128] "
-            "and, on SM90, [32,32])"], basis="weight_block")
+            f"weight block [{args.block_n}, {args.block_k}]: SGLang serves blocks other than [128, 128] and [32, 32] "
+            f"with Triton ({_DISPATCH})"], basis="weight_block")
     backend = _flag_value(args.server_args, "--fp8-gemm-backend")
-    if backend is not None and backend != "auto":
+    if block32 and backend is not None and backend not in ("auto", "deep_gemm"):
+        return EngagementResult(verdict="engaged", evidence=evidence + [
+            f"server flag --fp8-gemm-backend {backend} with [32, 32] weight blocks: Triton ({_DISPATCH})"], basis="flag")
+    if backend is not None and backend != "auto" and not block32:
         verdict: Verdict = "engaged" if backend == "triton" else "not_engaged"
         return EngagementResult(verdict=verdict, evidence=evidence + [f"server flag --fp8-gemm-backend {backend}"],
                                  basis="flag")
@@ -133,6 +158,8 @@ def check_engagement(args: EngagementArgs) -> EngagementResult:
         return EngagementResult(verdict="unknown", evidence=evidence + [
             f"GPU {args.gpu_name!r}: architecture not known here; boot the server once and read its log"])
     evidence.append(f"GPU {args.gpu_name} -> SM{sm}")
+    if block32:
+        return _block32_verdict(sm, deepgemm_on, backend, evidence)
     if sm < 90:
         return EngagementResult(verdict="engaged", evidence=evidence + ["DeepGEMM needs SM90+: auto dispatch uses Triton"])
     if not deepgemm_on:

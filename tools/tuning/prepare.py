@@ -54,10 +54,10 @@ def prepare_tuning(args: PrepareTuningArgs) -> TuningPreparation:
                                        tp=args.tp))
     device = args.device_name or found.device_name
     log_text = "\n".join(Path(p).read_text(errors="replace") for p in args.log_files if Path(p).exists())
-    block_k = found.shapes[0].block_k if found.shapes else 128
+    block_n, block_k = (found.shapes[0].block_n, found.shapes[0].block_k) if found.shapes else (128, 128)
     engagement = check_engagement(EngagementArgs(log_text=log_text, server_args=args.server_args, env=args.env,
                                                  gpu_name=device.replace("_", " "), sglang_root=args.sglang_root,
-                                                 block_k=block_k))
+                                                 block_k=block_k, block_n=block_n))
     config_dir: Path | None = None
     notes = []
     if args.sglang_root:

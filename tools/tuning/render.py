@@ -89,6 +89,12 @@ def _direct_groups(work: GpuWork, info: ScriptInfo, device: str, out_dtype: str,
     return rendered
 
 
+def script_takes_block(info: ScriptInfo, block_k: int) -> bool:
+    """Whether the script's own filter (``block_k % BLOCK_SIZE_K == 0``) leaves a candidate at this
+    block; when it does not (block 32: it offers 64 and 128), the driver, whose search space does, runs it."""
+    return info.block_k_options is None or any(block_k % option == 0 for option in info.block_k_options)
+
+
 def render_tuning(out_dir: Path, per_gpu: list[GpuWork], info: ScriptInfo, python: str, device_name: str,
                   out_dtype: str = "bfloat16", input_type: str = "fp8") -> RenderedTuning:
     """Write ``out_dir/tune_gpu<i>.sh`` (+ driver and unit lists) and return what was written.
@@ -99,7 +105,8 @@ def render_tuning(out_dir: Path, per_gpu: list[GpuWork], info: ScriptInfo, pytho
     if not info.save_flag and not info.drivable:
         raise ToolError(f"{info.path} has neither a --save-path flag nor a tune() the driver can call; "
                         "this version cannot be driven: use a newer SGLang checkout")
-    direct = info.accepts_shapes and info.batch_list_flag is not None and info.save_flag is not None
+    direct = info.accepts_shapes and info.batch_list_flag is not None and info.save_flag is not None \
+        and all(script_takes_block(info, unit.block_k) for work in per_gpu for unit in work.units)
     mode = "direct" if direct else "driver"
     if mode == "driver" and not info.drivable:
         raise ToolError(f"{info.path} cannot take custom shapes and its tune() cannot be driven "

@@ -36,6 +36,8 @@ class ScriptInfo(BaseModel):
     batch_flag: str | None = Field(description="Flag taking one batch size, if any")
     save_flag: str | None
     drivable: bool = Field(description="tune() and its parameters are ones the driver can fill")
+    block_k_options: list[int] | None = Field(None, description="BLOCK_SIZE_K values of the script's CUDA search "
+                                                                "grid (None: not readable)")
     notes: list[str] = Field(default_factory=list)
 
     def flag(self, *names: str) -> ScriptFlag | None:
@@ -69,6 +71,25 @@ def _literal(node: ast.AST | None) -> str | None:
         return ast.unparse(node)
 
 
+def block_k_options(tree: ast.Module) -> list[int] | None:
+    """The BLOCK_SIZE_K values ``get_configs_compute_bound`` loops over (its CUDA grid), read from the
+    loop that feeds the ``"BLOCK_SIZE_K"`` key; None when the script does not say it literally."""
+    func = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "get_configs_compute_bound"), None)
+    if func is None:
+        return None
+    names = {value.id for node in ast.walk(func) if isinstance(node, ast.Dict)
+             for key, value in zip(node.keys, node.values, strict=True)
+             if isinstance(key, ast.Constant) and key.value == "BLOCK_SIZE_K" and isinstance(value, ast.Name)}
+    for node in ast.walk(func):
+        if isinstance(node, ast.For) and isinstance(node.target, ast.Name) and node.target.id in names:
+            try:
+                values = ast.literal_eval(node.iter)
+            except (ValueError, TypeError, SyntaxError):
+                return None
+            return sorted(v for v in values if isinstance(v, int) and not isinstance(v, bool) and v > 0)
+    return None
+
+
 def introspect_source(text: str, path: str = "<script>") -> ScriptInfo:
     try:
         tree = ast.parse(text)
@@ -97,7 +118,8 @@ def introspect_source(text: str, path: str = "<script>") -> ScriptInfo:
                                 nargs=_literal(kw.get("nargs")), required=_literal(kw.get("required")) == "True",
                                 choices=choices))
     info = ScriptInfo(path=path, flags=flags, functions=functions, accepts_shapes=False,
-                      batch_list_flag=None, batch_flag=None, save_flag=None, drivable=False)
+                      batch_list_flag=None, batch_flag=None, save_flag=None, drivable=False,
+                      block_k_options=block_k_options(tree))
     n_flag, k_flag = info.flag("--N", "--n"), info.flag("--K", "--k")
     info.accepts_shapes = n_flag is not None and k_flag is not None
     for flag in flags:
