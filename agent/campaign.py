@@ -10,6 +10,7 @@ import shutil
 import sys
 import traceback
 
+from agent.secrets import redact_text
 from agent.llm.budget import BudgetExhausted
 from agent.checkpoints import CheckpointError, checkpoint_to_rebuild, set_checkpoint_aside
 from agent.config import Settings
@@ -64,8 +65,10 @@ def _open_runtime(run: RunFolder, settings: Settings, goal: str, view: LiveView,
         trace.close()
         run.unlock()
         raise CampaignError(str(err)) from None
-    return Runtime(settings=settings, run=run, trace=trace, executor=executor, goal=goal, say=view.say, view=view,
-                   source=LiveSource(gpus_checked=checked), mtp_settings=mtp)
+    # The goal is data that travels into the plan's words and the graph's checkpoint.sqlite: redacted here,
+    # as config.json and the trace record it, so a URL password in it is written nowhere.
+    return Runtime(settings=settings, run=run, trace=trace, executor=executor, goal=redact_text(goal), say=view.say,
+                   view=view, source=LiveSource(gpus_checked=checked), mtp_settings=mtp)
 
 
 def _drive(rt: Runtime, thread_id: str, fresh: bool, watch: SignalWatch | None = None, hard_exit: bool = True) -> int:
