@@ -176,7 +176,8 @@ def test_server_that_never_gets_ready_is_stopped_and_its_log_shown(tmp_path):
 def test_server_crash_at_start_reports_the_log_tail(tmp_path):
     ex = LocalExecutor(tmp_path / "jobs")
     variant = ServeVariant(name="crash", model_path="/m", env=[EnvChoice(name="DSV4_DOUBLE_EXIT_AT_START", value="2")])
-    with pytest.raises(ToolError, match=r"exited before it was ready \(failed: exit code 2\)(.|\n)*CUDA out of memory"):
+    with pytest.raises(ToolError, match=r"exited before it was ready \(failed: exit code 2: \[double\] RuntimeError: CUDA out "
+                       r"of memory[^)]*\)(.|\n)*Log tail(.|\n)*CUDA out of memory"):
         launch_server(ex, variant, SGLANG_PYTHON, ready_timeout_s=20)
 
 
