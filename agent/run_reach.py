@@ -29,6 +29,7 @@ def reach_of_run(run: Path, executor: str | None, ssh_options: list[str] | None,
     chosen = validated(run, {"executor": where, "ssh_options": known.get("ssh_options") or [], **given})
     if chosen.executor.kind == "local":
         return chosen.executor, []
-    what = user_only_fields()
-    refuse_strangers(run, raw, chosen, user_now(given, environ), given, {name: what[name] for name in REACH})
-    return chosen.executor, list(chosen.ssh_options)
+    what, ssh = user_only_fields(), chosen.executor.kind == "ssh"  # Slurm takes no ssh options
+    refuse_strangers(run, raw, chosen, user_now(given, environ), given,
+                     {name: what[name] for name in (REACH if ssh else REACH[:1])})
+    return chosen.executor, list(chosen.ssh_options) if ssh else []

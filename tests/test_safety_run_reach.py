@@ -66,6 +66,8 @@ def test_a_slurm_run_folder_is_refused_unless_the_user_uses_that_slurm(tmp_path)
     _refused(run_cli("jobs", str(run), cwd=tmp_path), "executor", "--executor=slurm:gpu")
     _refused(run_cli("jobs", str(run), cwd=tmp_path, env={"DSV4_EXECUTOR": "slurm"}), "executor",
              "--executor=slurm:gpu")  # another partition is another choice
+    mine = run_cli("jobs", str(run), cwd=tmp_path, env={"DSV4_EXECUTOR": "slurm:gpu"})  # the user's own Slurm
+    assert "setting " not in mine.stderr and "Traceback" not in mine.stderr, mine.stderr  # its ssh options unused
 
 
 def test_the_host_the_user_gives_now_or_an_allowed_folder_is_reached(tmp_path):
