@@ -76,8 +76,10 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def make_bundle(run: RunFolder, output: Path) -> Bundle:
-    """Write ``output`` (atomically) holding ``run``; BundleError when the run cannot travel."""
+def make_bundle(run: RunFolder, output: Path, extra: dict[str, bytes] | None = None) -> Bundle:
+    """Write ``output`` (atomically) holding ``run`` and the ``extra`` files (run-relative name: bytes, in the
+    archive only); BundleError when the run cannot travel."""
+    extra = extra or {}
     jobs = _jobs_of(run.path)
     if jobs:
         finished = (run.result or {}).get("status") == "finished"
@@ -91,14 +93,15 @@ def make_bundle(run: RunFolder, output: Path) -> Bundle:
     except RunFolderError as err:
         raise BundleError(str(err)) from None
     try:
-        files = _files_of(run.path)
+        files = [p for p in _files_of(run.path) if p.relative_to(run.path).as_posix() not in extra]
         listed = {p.relative_to(run.path).as_posix(): {"size": p.stat().st_size, "sha256": _sha256(p)} for p in files}
+        listed |= {name: {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()} for name, data in extra.items()}
         manifest = {"format": FORMAT, "run": run.path.name, "made_at": time.time(), "made_on": socket.gethostname(),
                     "made_from": str(run.path.resolve()), "files": listed}
-        _write_archive(run.path, files, manifest, output)
+        _write_archive(run.path, files, manifest, output, extra)
     finally:
         run.unlock()
-    return Bundle(path=output, run=run.path.name, files=len(files), bytes=output.stat().st_size)
+    return Bundle(path=output, run=run.path.name, files=len(listed), bytes=output.stat().st_size)
 
 
 def _member(name: str, size: int, mode: int, mtime: float) -> tarfile.TarInfo:
@@ -109,7 +112,7 @@ def _member(name: str, size: int, mode: int, mtime: float) -> tarfile.TarInfo:
     return info
 
 
-def _write_archive(run: Path, files: list[Path], manifest: dict, output: Path) -> None:
+def _write_archive(run: Path, files: list[Path], manifest: dict, output: Path, extra: dict[str, bytes]) -> None:
     _drop_stale_tmp(output)
     tmp = output.with_name(f".{output.name}.tmp{os.getpid()}")
     try:
@@ -125,6 +128,8 @@ def _write_archive(run: Path, files: list[Path], manifest: dict, output: Path) -
                 with open(path, "rb") as f:
                     tar.addfile(_member(f"{run.name}/{path.relative_to(run).as_posix()}", st.st_size, mode,
                                         st.st_mtime), f)
+            for name, data in extra.items():
+                tar.addfile(_member(f"{run.name}/{name}", len(data), 0o644, time.time()), io.BytesIO(data))
         os.replace(tmp, output)
     finally:
         tmp.unlink(missing_ok=True)

@@ -23,7 +23,7 @@ from agent.interrupts import Interrupted, SignalWatch, invoke_responsively
 from agent.live import LiveView
 from agent.runfolder import EXIT_CODES, RunFolder, RunFolderError
 from agent.record_source import LiveSource
-from agent.recorded_settings import CampaignError, missing_host_path, ssh_options_for, vouch_for_run
+from agent.recorded_settings import CampaignError, missing_host_path, vouch_for_run
 from agent.reopen import (changed_settings, complete_finish, gpus_now_differ, locked_run, planned_target_here,
                           resume_settings, say_how_it_resumes)
 from agent.run_status import verdict_line
@@ -292,4 +292,4 @@ def load_run(ref: str, runs_dir: str) -> RunFolder:
         raise CampaignError(str(err)) from None
 
 
-__all__ = ["start", "resume", "load_run", "CampaignError", "Interrupted", "ssh_options_for"]
+__all__ = ["start", "resume", "load_run", "CampaignError", "Interrupted"]

@@ -33,7 +33,7 @@ def plan(rt: Runtime, state: CampaignState) -> dict:
     rt.run.write_json("plan.json", [s.model_dump(mode="json") for s in steps])
     rt.run.write_text("plan.md", plan_md)
     rt.trace.emit("artifact_written", "control", path="plan.md", bytes=len(plan_md.encode()))
-    planner.say_gate(rt, steps)
+    planner.say_gate(rt, steps, Preflight.of(state))
     for line in will_not:
         rt.say(f"[control] note: {line}")
     if rt.early_gpu_lane is None:  # an early GPU lane was announced before it started

@@ -13,7 +13,7 @@ from tools.measure.accuracy import AccuracyPlan, gate_status, offline_skip_reaso
 
 
 def render_plan_md(goal: str, steps: list[PlanStep], ignored: list[str], preflight: Preflight, planner: str,
-                   settings: Settings, will_not: list[str] | tuple[str, ...] = ()) -> str:
+                   settings: Settings, will_not: list[str] | tuple[str, ...] = (), run_name: str = "") -> str:
     """plan.md; the goal and an LLM planner's reasons are data, so every cell and line is escaped."""
     has_gpu = bool(preflight.gpus)
     lines = [f"# Plan: {md_text(goal)}", "", f"Planner: {planner}.", ""]
@@ -27,6 +27,8 @@ def render_plan_md(goal: str, steps: list[PlanStep], ignored: list[str], preflig
     lines += _server_additions(settings)
     gate = gate_line(steps, settings)
     lines += ["", md_text(gate)] if gate else []
+    in_place = configs_line(steps, preflight, run_name)
+    lines += ["", "## Kernel configs in place", "", md_text(in_place)] if in_place else []
     if will_not:  # agent/tuning_caveats.py: said now, not found out on the GPU host
         lines += ["", "## What will not happen", "", *[f"- {md_text(line)}" for line in will_not]]
     if preflight.notes:
@@ -48,10 +50,24 @@ def gate_line(steps: list[PlanStep], settings: Settings) -> str | None:
                                     skip_reason=skip))
 
 
-def say_gate(rt: Runtime, steps: list[PlanStep]) -> None:
-    gate = gate_line(steps, rt.settings)
-    if gate:
-        rt.say(f"[control] {gate}")
+def say_gate(rt: Runtime, steps: list[PlanStep], preflight: Preflight) -> None:
+    """The accuracy gate and the kernel configs the baseline will read, on the console."""
+    for line in (gate_line(steps, rt.settings), configs_line(steps, preflight, rt.run.path.name)):
+        if line:
+            rt.say(f"[control] {line}")
+
+
+def configs_line(steps: list[PlanStep], preflight: Preflight, run_name: str) -> str | None:
+    """Kernel configs another run installed where this run's servers read them (tools/tuning/in_place.py):
+    its baseline is then not SGLang's defaults. None without a benchmark step or such configs."""
+    found = preflight.kernel_configs.by_others(run_name) if preflight.kernel_configs else []
+    if not found or not any(step.kind == "benchmark" for step in steps):
+        return None
+    runs = sorted({c.run for c in found})
+    listed = "; ".join(f"{c.name} (by {c.run})" for c in found)
+    return (f"the baseline will run with {len(found)} kernel config(s) that earlier runs installed into "
+            f"{preflight.kernel_configs.config_dir}, not SGLang's defaults: {listed}. For the defaults, first "
+            + " and ".join(f"`dsv4-agent tuning uninstall {r}`" for r in runs))
 
 
 def _server_additions(settings: Settings) -> list[str]:
@@ -77,4 +93,4 @@ def make_plan(rt: Runtime, goal: str, preflight: Preflight) -> tuple[list[PlanSt
     steps, ignored = plan_goal(goal, pull=rt.settings.pull, measure=rt.settings.measure_params())
     will_not = will_not_happen(steps, preflight)
     return steps, render_plan_md(goal, steps, ignored, preflight, "deterministic playbook", rt.settings,
-                                 will_not), will_not
+                                 will_not, rt.run.path.name), will_not

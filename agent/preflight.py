@@ -22,6 +22,7 @@ from tools.gpu_choice import GpuChoice, GpuPlan, choose_gpus
 from tools.gpus import GpuInfo
 from tools.jobs import Executor
 from tools.source.resolve import ResolveSourceArgs, SourceInfo, resolve_source
+from tools.tuning.in_place import InPlaceArgs, InPlaceResult, configs_in_place
 
 
 class ModelConfigFile(BaseModel):
@@ -45,6 +46,8 @@ class Preflight(BaseModel):
     notes: list[str] = Field(default_factory=list, description="What is missing, for the user and the plan")
     tuning_caveats: list[str] = Field(default_factory=list, description="Why kernel tuning would not run or not "
                                       "change the server here, with the fix (agent/tuning_caveats.py)")
+    kernel_configs: InPlaceResult | None = Field(None, description="Kernel configs our runs installed in the folder "
+                                                 "the server reads, as preflight found them (None: jobs elsewhere)")
 
     @classmethod
     def of(cls, state: dict) -> "Preflight":
@@ -144,8 +147,10 @@ def run_preflight(settings: Settings, executor: Executor, checked: GpuChoice | N
     checkpoint = _checkpoint(settings, source, notes) if model_file else None
     # the source is read here: jobs elsewhere (SSH) tune from their host's tree, which preflight does not read
     caveats = [] if remote else tuning_caveats(settings, gpus[0].name if gpus else "", source.root if source else None)
+    in_place = None if remote else configs_in_place(InPlaceArgs(sglang_python=settings.sglang_python,
+                                                                sglang_root=source.root if source else None))
     return Preflight(gpus=gpus, sglang_root=source.root if source else None, sglang_source=source,
                      sglang_python=python, model_file=model_file, checkpoint=checkpoint, arch=settings.arch,
-                     executor=str(settings.executor), notes=notes, tuning_caveats=caveats,
+                     executor=str(settings.executor), notes=notes, tuning_caveats=caveats, kernel_configs=in_place,
                      gpu_plan=GpuPlan(gpus=choice.planned, tp=choice.tp,
                                       notes=[n for n in choice.notes if n.startswith("assumed TP")]))

@@ -160,7 +160,7 @@ def _runs(_pos: list[str], opts: dict) -> None:
 
 
 def _jobs(pos: list[str], opts: dict) -> None:
-    from agent.recorded_settings import CampaignError, ssh_options_for
+    from agent.recorded_settings import CampaignError
     from agent.run_status import jobs_data, render_jobs
     from agent.terminal import echo
     from tools.base import ToolError
@@ -168,17 +168,17 @@ def _jobs(pos: list[str], opts: dict) -> None:
     folder = _find(pos[0], opts.get("--runs-dir", "runs"))
     recorded = folder.read_json("config.json")["settings"]
     try:
-        given = ssh_options_for(folder.path, recorded, opts.get("--ssh-option"))
-        if _local_ledger(recorded, folder.jobs_dir):
+        if _local_ledger(recorded, folder.jobs_dir) and opts.get("--executor") is None:
             from tools.jobs.ledger.listing import local_jobs
 
             found = local_jobs(folder.jobs_dir)
-        else:
+        else:  # a host or controller is contacted: resume's rule for the folder's (agent/run_reach.py)
+            from agent.run_reach import reach_of_run
             from agent.terminal import outage_wait
             from tools.jobs.factory import make_executor
 
-            found = make_executor(recorded.get("executor", "local"), folder.jobs_dir, ssh_options=given,
-                                  outage=outage_wait()).jobs()
+            executor, options = reach_of_run(folder.path, opts.get("--executor"), opts.get("--ssh-option"))
+            found = make_executor(executor, folder.jobs_dir, ssh_options=options, outage=outage_wait()).jobs()
     except (ToolError, CampaignError) as err:
         raise Refused(str(err)) from None
     if opts.get("--json"):
@@ -198,7 +198,7 @@ def _local_ledger(recorded: dict, jobs_root) -> bool:
 READERS = {
     "status": ({"--json"}, {"--runs-dir"}, set(), 1, _status),
     "runs": ({"--json"}, {"--runs-dir"}, set(), 0, _runs),
-    "jobs": ({"--json"}, {"--runs-dir"}, {"--ssh-option"}, 1, _jobs),
+    "jobs": ({"--json"}, {"--runs-dir", "--executor"}, {"--ssh-option"}, 1, _jobs),
 }
 
 

@@ -12,7 +12,6 @@ import contextlib
 import hashlib
 import json
 import os
-import shlex
 import shutil
 import time
 from pathlib import Path
@@ -61,26 +60,6 @@ def run_allowed(config_bytes: bytes) -> bool:
         return _allow_record(hashlib.sha256(config_bytes).hexdigest()).is_file()
     except ToolError:
         return False
-
-
-def ssh_options_for(run: Path, recorded: dict, given: list[str] | None) -> list[str]:
-    """The ssh options for reaching a run's jobs (``jobs``, ``tuning uninstall``): what the user gives
-    now, else the folder's own where the user allowed it.
-
-    An option such as ``-oProxyCommand=...`` runs a command on this machine, and a run folder is data
-    anyone may have written: a stranger's folder recorded with options needs them passed again.
-    """
-    if given is not None:
-        return list(given)
-    kept = list(recorded.get("ssh_options") or [])
-    if kept and str(recorded.get("executor", "")).startswith("ssh://"):
-        if run_allowed((run / "config.json").read_bytes()):
-            return kept
-        shown = " ".join(f"--ssh-option={shlex.quote(o)}" for o in kept)
-        raise CampaignError(f"this run was made with ssh options {kept}; options are never taken from a run folder "
-                            f"you did not allow (they can run commands here). If they are yours, pass them again: "
-                            f"{shown}; or allow the folder: `dsv4-agent config allow {shlex.quote(str(run))}`")
-    return []
 
 
 def endpoint_with_credentials(recorded: dict) -> dict:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from agent.config import Settings
 from agent.recorded_settings import CampaignError
+from agent.bundle_data import bundled_data
 from agent.run_settings import settings_of_run
 from agent.runfolder import RunFolder, RunFolderError
 from agent.trace import TraceError, read_trace
@@ -58,8 +59,8 @@ def _copy_of_a_live_run(run: RunFolder) -> str | None:
 def resume_settings(run: RunFolder, overrides: dict) -> Settings:
     """The recorded settings as this user may take them back (agent/run_settings.py), with what this
     resume changes."""
-    try:
-        return settings_of_run(run.path, overrides, "continue").settings
+    try:  # a bundle's GSM8K copy, where the user gives no data now (agent/bundle_data.py)
+        return settings_of_run(run.path, bundled_data(run.path, overrides), "continue").settings
     except CampaignError:
         run.unlock()
         raise

@@ -59,7 +59,7 @@ def _refusal(run: Path, name: str, what: str, recorded: Any, now: Any) -> str:
             f"{_option(name, recorded)}; or allow the folder: `dsv4-agent config allow {shlex.quote(str(run))}`")
 
 
-def _validated(run: Path, values: dict[str, Any]) -> Settings:
+def validated(run: Path, values: dict[str, Any]) -> Settings:
     try:
         return Settings.model_validate(values)
     except ValidationError as err:
@@ -73,7 +73,7 @@ def _public(value: Any) -> Any:
     return value if isinstance(value, (str, int, float, bool, list, type(None))) else str(value)
 
 
-def _user_now(given: Mapping[str, Any], environ: Mapping[str, str] | None) -> Settings:
+def user_now(given: Mapping[str, Any], environ: Mapping[str, str] | None) -> Settings:
     from agent.config_layers import load_settings
 
     try:
@@ -91,23 +91,37 @@ def settings_of_run(run: Path, given: Mapping[str, Any], purpose: Purpose,
     theirs), ``plan_only`` is off.
     ``replay``: nothing runs, so the record's values stand; no key, jobs local."""
     raw = (run / "config.json").read_bytes()
+    known, dropped = known_settings(recorded_settings(run, raw))
+    if purpose == "replay":  # given: the values an earlier resume replaced, None included
+        return RunSettings(validated(run, {**known, **given, "llm_api_key": None, "executor": "local"}), dropped)
+    given = {k: v for k, v in given.items() if v is not None}  # an option left out gives nothing
+    now = user_now(given, environ)
+    key = now.llm_api_key.get_secret_value() if now.llm_api_key else None  # the user's, never the record's
+    fixed = {"plan_only": False, "llm_api_key": key, **endpoint_with_credentials(known)}
+    settings = validated(run, {**known, **fixed, **given})
+    refuse_strangers(run, raw, settings, now, given, user_only_fields())
+    settings.remember_secrets()
+    return RunSettings(settings, dropped)
+
+
+def refuse_strangers(run: Path, raw: bytes, chosen: Settings, now: Settings, given: Mapping[str, Any],
+                     names: Mapping[str, str]) -> None:
+    """Refuse the first of ``names`` (setting: what it names) that ``chosen`` takes from the folder
+    (not ``given`` now) unequal to the user's own ``now``, unless the user allowed the folder (``raw``:
+    its config.json)."""
+    if run_allowed(raw):
+        return
+    for name, what in names.items():
+        theirs, mine = getattr(chosen, name), getattr(now, name)
+        # None or no entries asks for nothing (no endpoint, no options): a folder may choose less
+        if name not in given and theirs not in (None, []) and theirs != mine:
+            raise CampaignError(_refusal(run, name, what, _public(theirs), _public(mine)))
+
+
+def recorded_settings(run: Path, raw: bytes) -> dict[str, Any]:
+    """The settings ``config.json`` (``raw``) records, as a mapping; one line where it holds none."""
     try:
         recorded = json.loads(raw)["settings"]
     except (ValueError, KeyError, TypeError):
         raise CampaignError(f"{run / 'config.json'} holds no settings: not a dsv4-agent run folder") from None
-    known, dropped = known_settings(recorded if isinstance(recorded, dict) else {})
-    if purpose == "replay":  # given: the values an earlier resume replaced, None included
-        return RunSettings(_validated(run, {**known, **given, "llm_api_key": None, "executor": "local"}), dropped)
-    given = {k: v for k, v in given.items() if v is not None}  # an option left out gives nothing
-    now = _user_now(given, environ)
-    key = now.llm_api_key.get_secret_value() if now.llm_api_key else None  # the user's, never the record's
-    fixed = {"plan_only": False, "llm_api_key": key, **endpoint_with_credentials(known)}
-    settings = _validated(run, {**known, **fixed, **given})
-    if not run_allowed(raw):
-        for name, what in user_only_fields().items():
-            theirs, mine = getattr(settings, name), getattr(now, name)
-            # None or no entries asks for nothing (no endpoint, no options): a folder may choose less
-            if name not in given and theirs not in (None, []) and theirs != mine:
-                raise CampaignError(_refusal(run, name, what, _public(theirs), _public(mine)))
-    settings.remember_secrets()
-    return RunSettings(settings, dropped)
+    return recorded if isinstance(recorded, dict) else {}

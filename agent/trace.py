@@ -44,7 +44,7 @@ class TraceWriter:
             if result.tail is not None:
                 with open(self.path, "r+b") as f:
                     f.truncate(result.good_size)
-            elif self.path.stat().st_size and not self.path.read_bytes().endswith(b"\n"):
+            elif self.path.stat().st_size and not _ends_with_newline(self.path):
                 with open(self.path, "ab") as f:
                     f.write(b"\n")  # the last event was whole, only its newline was lost
             self._seq = result.next_seq
@@ -97,6 +97,12 @@ class TraceWriter:
     def close(self) -> None:
         with self._lock:
             self._file.close()
+
+
+def _ends_with_newline(path: Path) -> bool:
+    with open(path, "rb") as f:
+        f.seek(-1, os.SEEK_END)
+        return f.read(1) == b"\n"
 
 
 def iter_events(path: Path | str, type: str | None = None) -> Iterator[dict]:

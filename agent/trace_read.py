@@ -1,23 +1,26 @@
 """Reading ``trace.jsonl`` as bytes, whatever a crash or a disk left in it.
 
-Lines are decoded one by one (a kill can cut one anywhere, even inside a UTF-8 character), so no
-bytes make a reader crash. Found: the good events; the *tail* of bad lines after the last good one
-(``resume`` cuts it off and says so); ``seq`` *gaps* (events lost or written twice); and a bad line
-followed by good events, corruption that ``read_trace`` (resume) refuses and ``read_events``
-(replay, timeline) stops at. ``status`` counts with ``count_events``: line by line (a trace of any
-size, none of its events kept), only the envelope checked, pydantic never imported.
+Lines are read and decoded one by one (a kill can cut one anywhere, even inside a UTF-8 character),
+so no bytes make a reader crash and no reader holds more of the file than one line: a line over
+``MAX_LINE_BYTES`` is refused, naming the file. Found: the good events; the *tail* of bad lines after
+the last good one (``resume`` cuts it off and says so); ``seq`` *gaps* (events lost or written
+twice); and a bad line followed by good events, corruption that ``read_trace`` (resume) refuses and
+``read_events`` (replay, timeline) stops at, reading no further. ``status`` counts with
+``count_events``: the same walk keeping no event, only the envelope checked, pydantic never imported.
 """
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from itertools import pairwise
+from collections.abc import Iterator
+from itertools import count
 from pathlib import Path
 
 from tools import json_data
 
 
 VERSION = "of another format: "
+MAX_LINE_BYTES = 16 << 20  # events are far smaller (LLM exchanges are files of their own): a longer line is no event
 TORN = "torn (the agent died while writing it)"
 
 
@@ -122,56 +125,74 @@ def _parse(raw: bytes, terminated: bool, schema: bool = True) -> tuple[dict | No
     return event, None
 
 
-def _lines(data: bytes, schema: bool = True) -> list[_Line]:
-    out: list[_Line] = []
-    start = 0
-    number = 0
-    while start < len(data):
-        stop = data.find(b"\n", start)
-        terminated = stop != -1
-        end = stop + 1 if terminated else len(data)
-        raw = data[start:stop if terminated else len(data)]
-        number += 1
-        if raw.strip():
-            event, problem = _parse(raw, terminated, schema)
-            out.append(_Line(number, end, event, problem))
-        start = end
-    return out
+def trace_lines(path: Path | str, schema: bool = True) -> Iterator[_Line]:
+    """The trace's non-blank lines, parsed, read from the file one at a time as they are asked for."""
+    size = 0
+    with open(json_data.open_regular(path), "rb") as f:
+        for number in count(1):
+            raw = f.readline(MAX_LINE_BYTES + 1)
+            if not raw:
+                return
+            terminated = raw.endswith(b"\n")
+            if not terminated and len(raw) > MAX_LINE_BYTES:
+                raise TraceError(f"{path}: line {number} is over {MAX_LINE_BYTES >> 20} MiB, longer than any event "
+                                 "this agent writes: not a trace it can read; move it aside")
+            size += len(raw)
+            if raw.strip():
+                event, problem = _parse(raw[:-1] if terminated else raw, terminated, schema)
+                yield _Line(number, size, event, problem)
 
 
-def scan(path: Path | str, schema: bool = True) -> tuple[TraceReadResult, list[_Line]]:
-    """The trace read leniently (every good event, the bad tail, the gaps) and all its parsed lines."""
-    data = Path(path).read_bytes()
-    lines = _lines(data, schema)
-    last_good = max((i for i, line in enumerate(lines) if line.event is not None), default=-1)
-    events = [line.event for line in lines[:last_good + 1] if line.event is not None]
-    good_size = lines[last_good].end if last_good >= 0 else 0
-    bad_tail = lines[last_good + 1:]
-    tail = TraceTail(size=len(data) - good_size, lines=len(bad_tail),
-                     why=f"line {bad_tail[0].number}: {bad_tail[0].problem}") if bad_tail else None
-    gaps = [SeqGap(a["seq"], b["seq"]) for a, b in pairwise(events) if b["seq"] != a["seq"] + 1]
-    if events and events[0]["seq"] != 0:
-        gaps.insert(0, SeqGap(-1, events[0]["seq"]))
-    return TraceReadResult(events, tail, gaps, good_size), lines
+@dataclass
+class _Walk:
+    """One pass over a trace: what ``read_trace`` and ``count_events`` say, events kept only when asked."""
+
+    events: list[dict] = field(default_factory=list)
+    count: int = 0
+    last_seq: int | None = None
+    gaps: list[SeqGap] = field(default_factory=list)
+    good_size: int = 0
+    bad: list[_Line] = field(default_factory=list)  # the bad lines since the last good event
+    newer: _Line | None = None
+    middle: _Line | None = None
+
+    def take(self, line: _Line, keep: bool) -> None:
+        if line.event is None:
+            self.newer = self.newer or (line if line.problem.startswith(VERSION) else None)
+            self.bad.append(line)
+            return
+        self.middle = self.middle or (self.bad[0] if self.bad else None)
+        seq = line.event["seq"]
+        if (self.last_seq is None and seq != 0) or (self.last_seq is not None and seq != self.last_seq + 1):
+            self.gaps.append(SeqGap(-1 if self.last_seq is None else self.last_seq, seq))
+        if keep:
+            self.events.append(line.event)
+        self.count, self.last_seq, self.good_size, self.bad = self.count + 1, seq, line.end, []
+
+
+def _walk(path: Path | str, schema: bool, keep: bool) -> tuple[_Walk, TraceTail | None]:
+    """The whole trace walked line by line; refused (TraceError) where it is no record to continue."""
+    walk = _Walk()
+    for line in trace_lines(path, schema):
+        walk.take(line, keep)
+    tail = TraceTail(size=Path(path).stat().st_size - walk.good_size, lines=len(walk.bad),
+                     why=f"line {walk.bad[0].number}: {walk.bad[0].problem}") if walk.bad else None
+    if walk.newer is not None:  # never cut off, never resumed on: a record of a format this build does not read
+        raise TraceError(f"{path}: line {walk.newer.number}: {walk.newer.problem[len(VERSION):]}")
+    if not walk.count and tail is not None and not (tail.lines == 1 and "torn" in tail.why):
+        raise TraceError(f"{path} holds no trace event ({tail.why}): it is not a record this agent can "
+                         "continue; move it aside to start the run over")
+    if walk.middle is not None:
+        raise TraceError(f"{path}: line {walk.middle.number} is {walk.middle.problem}, and good events follow it: "
+                         "the trace is corrupt in the middle; replay reads it up to there (dsv4-agent replay RUN)")
+    return walk, tail
 
 
 def read_trace(path: Path | str, schema: bool = True) -> TraceReadResult:
     """Every event, refusing corruption in the middle; a bad tail and sequence gaps are reported.
     ``schema=False``: each event's envelope is checked, not its type's fields (see above)."""
-    result, lines = scan(path, schema)
-    newer = next((line for line in lines if (line.problem or "").startswith(VERSION)), None)
-    if newer is not None:  # never cut off, never resumed on: a record of a format this build does not read
-        raise TraceError(f"{path}: line {newer.number}: {newer.problem[len(VERSION):]}")
-    tail_from = lines[-result.tail.lines].number if result.tail else None
-    middle = next((line for line in lines if line.event is None and (tail_from is None or line.number < tail_from)),
-                  None)
-    if not result.events and result.tail is not None and not (result.tail.lines == 1 and "torn" in result.tail.why):
-        raise TraceError(f"{path} holds no trace event ({result.tail.why}): it is not a record this agent can "
-                         "continue; move it aside to start the run over")
-    if middle is not None:
-        raise TraceError(f"{path}: line {middle.number} is {middle.problem}, and good events follow it: the "
-                         "trace is corrupt in the middle; replay reads it up to there (dsv4-agent replay RUN)")
-    return result
+    walk, tail = _walk(path, schema, keep=True)
+    return TraceReadResult(walk.events, tail, walk.gaps, walk.good_size)
 
 
 def _last(events: list[dict]) -> str:
@@ -182,11 +203,11 @@ def read_events(path: Path) -> tuple[list[dict], str | None]:
     """Events up to the first bad line or sequence gap, and why reading stopped there (None: whole).
 
     Unlike ``read_trace`` (which refuses a corrupt trace, since a run must not be resumed on one),
-    this keeps every event before the first problem: replay and the timeline read what is there.
+    this keeps every event before the first problem, and reads the file no further: replay and the
+    timeline read what is there.
     """
-    _result, lines = scan(path)
     events: list[dict] = []
-    for line in lines:
+    for line in trace_lines(path):
         if line.event is None:
             problem = line.problem.removeprefix(VERSION)
             return events, f"line {line.number} is {problem}; the record ends after event {_last(events)}"
@@ -208,34 +229,5 @@ class TraceCount:
 
 def count_events(path: Path | str) -> TraceCount:
     """``read_trace(path, schema=False)``'s count and warning, or its TraceError, without keeping events."""
-    count, last_seq, gaps, size, good_size = 0, None, [], 0, 0
-    bad: list[_Line] = []  # the bad lines since the last good event
-    newer = middle = None
-    with open(json_data.open_regular(path), "rb") as f:
-        for number, raw in enumerate(f, start=1):
-            size += len(raw)
-            if not raw.strip():
-                continue
-            terminated = raw.endswith(b"\n")
-            event, problem = _parse(raw[:-1] if terminated else raw, terminated, schema=False)
-            if event is None:
-                newer = newer or (_Line(number, size, None, problem) if problem.startswith(VERSION) else None)
-                bad.append(_Line(number, size, None, problem))
-                continue
-            middle = middle or (bad[0] if bad else None)
-            if last_seq is None and event["seq"] != 0:
-                gaps.append(SeqGap(-1, event["seq"]))
-            elif last_seq is not None and event["seq"] != last_seq + 1:
-                gaps.append(SeqGap(last_seq, event["seq"]))
-            count, last_seq, good_size, bad = count + 1, event["seq"], size, []
-    tail = TraceTail(size=size - good_size, lines=len(bad), why=f"line {bad[0].number}: {bad[0].problem}") \
-        if bad else None
-    if newer is not None:
-        raise TraceError(f"{path}: line {newer.number}: {newer.problem[len(VERSION):]}")
-    if not count and tail is not None and not (tail.lines == 1 and "torn" in tail.why):
-        raise TraceError(f"{path} holds no trace event ({tail.why}): it is not a record this agent can "
-                         "continue; move it aside to start the run over")
-    if middle is not None:
-        raise TraceError(f"{path}: line {middle.number} is {middle.problem}, and good events follow it: the "
-                         "trace is corrupt in the middle; replay reads it up to there (dsv4-agent replay RUN)")
-    return TraceCount(count, "; ".join(_problems(tail, gaps, count)) or None)
+    walk, tail = _walk(path, schema=False, keep=False)
+    return TraceCount(walk.count, "; ".join(_problems(tail, walk.gaps, walk.count)) or None)

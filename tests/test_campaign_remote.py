@@ -101,9 +101,13 @@ def test_tune_kernels_campaign_through_ssh(gpu_host, tmp_path, sglang_wheel_root
     own = run_cli("jobs", "latest", cwd=tmp_path, env=LOCAL_ENV)
     assert own.returncode == 0 and "tune-gpu0" in own.stdout, own.stderr
     assert run_cli("config", "deny", str(run), cwd=tmp_path, env=LOCAL_ENV).returncode == 0
-    refused = run_cli("jobs", "latest", cwd=tmp_path, env=LOCAL_ENV)
+    refused = run_cli("jobs", "latest", cwd=tmp_path, env=LOCAL_ENV)  # the host is judged first, then its options
+    assert refused.returncode == 2 and "setting executor =" in refused.stderr, refused.stderr
+    assert "--executor=ssh://dsv4-test" in refused.stderr, refused.stderr
+    refused = run_cli("jobs", "latest", "--executor", "ssh://dsv4-test", cwd=tmp_path, env=LOCAL_ENV)
     assert refused.returncode == 2 and f"--ssh-option={config}" in refused.stderr, refused.stderr
-    listed = run_cli("jobs", "latest", "--ssh-option=-F", f"--ssh-option={config}", cwd=tmp_path, env=LOCAL_ENV)
+    listed = run_cli("jobs", "latest", "--executor", "ssh://dsv4-test", "--ssh-option=-F", f"--ssh-option={config}",
+                     cwd=tmp_path, env=LOCAL_ENV)
     assert listed.returncode == 0, listed.stderr
     assert "tune-gpu0" in listed.stdout and "succeeded" in listed.stdout
     shutil.rmtree(remote_run)  # the host's copy of the run (under this user's ~/.dsv4-agent)

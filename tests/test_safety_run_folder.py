@@ -27,12 +27,13 @@ def _ssh_run(tmp_path: Path, marker: Path) -> Path:
 def test_jobs_never_runs_ssh_options_read_from_the_run_folder(tmp_path):
     marker = tmp_path / "proxy-command-ran"
     run = _ssh_run(tmp_path, marker)
-    out = run_cli("jobs", str(run), cwd=tmp_path)
+    out = run_cli("jobs", str(run), "--executor", "ssh://gpu-box.invalid", cwd=tmp_path)
     assert out.returncode == 2, out.stdout + out.stderr
     assert "never taken from a run folder" in out.stderr and "--ssh-option=" in out.stderr
     assert not marker.exists()
     # Options the user gives are used instead (here: nothing reaches the host, and nothing runs here).
-    given = run_cli("jobs", str(run), "--ssh-option=-oConnectTimeout=2", cwd=tmp_path)
+    given = run_cli("jobs", str(run), "--executor", "ssh://gpu-box.invalid", "--ssh-option=-oConnectTimeout=2",
+                    cwd=tmp_path)
     assert given.returncode == 2 and "ssh to ssh://gpu-box.invalid failed" in given.stderr, given.stderr
     assert not marker.exists()
 

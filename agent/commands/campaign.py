@@ -128,6 +128,10 @@ def _unpack(archive: str, runs_dir: str):
 
 Output = Annotated[Optional[str], typer.Option("--output", "-o", metavar="FILE",
                                                help="Where to write the bundle: a file, or a folder for <run name>.tar.gz [./<run name>.tar.gz].")]
+AccuracyData = Annotated[Optional[str], typer.Option(
+    "--accuracy-data", metavar="URL_OR_FILE",
+    help="GSM8K test.jsonl to carry for the accuracy gate: an http(s) URL is fetched now, a file copied "
+         "[your accuracy-data setting; never the run's].")]
 BUNDLE_HELP = (
     "Pack a planned run into one .tar.gz (scripts, plan, evidence, trace, checkpoint) for a GPU host that "
     "this machine cannot reach. There: dsv4-agent resume BUNDLE.tar.gz --sglang-python PATH (and its own "
@@ -135,15 +139,20 @@ BUNDLE_HELP = (
     "stays where its jobs are. Example: dsv4-agent bundle latest -o /media/usb/plan.tar.gz")
 
 
-def bundle(run: RunRef, runs_dir: RunsDir = "runs", output: Output = None, as_json: JsonFlag = False) -> None:
+def bundle(run: RunRef, runs_dir: RunsDir = "runs", output: Output = None, accuracy_data: AccuracyData = None,
+           as_json: JsonFlag = False) -> None:
     from agent.bundle import SUFFIX, BundleError, make_bundle
+    from agent.bundle_data import BUNDLED_GSM8K, DataError, fetch_accuracy_data, users_source
     from agent.commands.base import print_json
+    from agent.config import SettingsError
     from agent.runfolder import RunFolder, RunFolderError
     from agent.terminal import echo
 
     try:
         folder = RunFolder.find(run, runs_dir)
-    except RunFolderError as err:
+        source = users_source(accuracy_data)  # the user's, never the run folder's
+        data = fetch_accuracy_data(source) if source else None
+    except (RunFolderError, SettingsError, DataError) as err:
         fail(str(err))
     target = Path(output) if output else Path(folder.path.name + SUFFIX)
     if target.is_dir() or (output or "").endswith("/"):
@@ -152,17 +161,21 @@ def bundle(run: RunRef, runs_dir: RunsDir = "runs", output: Output = None, as_js
         fail(f"--output {output}: the folder {target.parent} does not exist; create it, or pass --output FILE "
              "in an existing folder")
     try:
-        made = make_bundle(folder, target)
+        made = make_bundle(folder, target, {BUNDLED_GSM8K: data.data} if data else None)
     except BundleError as err:
         fail(str(err))
     except OSError as err:
         fail(f"cannot write {target}: {err.strerror}; pass --output FILE in a writable folder")
     then = f"dsv4-agent resume {shlex.quote(target.name)} {_host_options(folder)}".rstrip()
     if as_json:
+        carried = {"source": data.source, "questions": data.questions, "file": BUNDLED_GSM8K} if data else None
         print_json({"bundle": str(made.path), "run": made.run, "files": made.files, "bytes": made.bytes,
-                    "next": then})
+                    "next": then, "accuracy_data": carried})
         return
     echo(f"wrote {made.path} ({made.files} files, {made.bytes / 1024:.0f} KiB) holding run {made.run}")
+    if data:
+        echo(f"with GSM8K data for the accuracy gate ({data.questions} questions from {data.source}) as "
+             f"{BUNDLED_GSM8K}: resume uses it offline")
     echo(f"copy it to the GPU host, then there: {then}")
 
 

@@ -41,26 +41,30 @@ Retry = Annotated[Optional[str], typer.Option("--retry", metavar="JOB",
 SshOption = Annotated[Optional[list[str]], typer.Option(
     "--ssh-option", metavar="ARG", help="ssh argument for a run on an ssh:// executor (repeat); a run folder's "
                                         "own only once allowed (runs you made are).")]
+ExecutorOption = Annotated[Optional[str], typer.Option(
+    "--executor", metavar="WHERE", help="Where the run's jobs ran (local | ssh://user@host[:port] | slurm[:partition]); "
+                                        "a run folder's own only once allowed (runs you made are).")]
 
 
 def jobs(run: RunRef, logs: Logs = None, stop: Stop = None, retry: Retry = None, lines: Lines = 40,
-         runs_dir: RunsDir = "runs", ssh_option: SshOption = None, as_json: JsonFlag = False) -> None:
+         runs_dir: RunsDir = "runs", executor_given: ExecutorOption = None, ssh_option: SshOption = None,
+         as_json: JsonFlag = False) -> None:
     """List a run's jobs; --logs JOB prints a log tail; --stop JOB (or all) stops jobs; --retry JOB
     lets `resume` run a stopped or failed job again as a new attempt.
 
     Only jobs in this run's ledger can be stopped, and only through the process identity it recorded.
     """
-    from agent.campaign import CampaignError, ssh_options_for
+    from agent.recorded_settings import CampaignError
+    from agent.run_reach import reach_of_run
     from agent.run_status import jobs_data, render_jobs
     from agent.terminal import outage_wait
     from tools.base import ToolError
     from tools.jobs.factory import make_executor
 
     folder = _find(run, runs_dir)
-    recorded = folder.read_json("config.json")["settings"]
     try:
-        executor = make_executor(recorded.get("executor", "local"), folder.jobs_dir,
-                                 ssh_options=ssh_options_for(folder.path, recorded, ssh_option), outage=outage_wait())
+        where, options = reach_of_run(folder.path, executor_given, ssh_option)
+        executor = make_executor(where, folder.jobs_dir, ssh_options=options, outage=outage_wait())
         if logs:
             executor.poll(logs)
             text = executor.read_log(logs, max_chars=200_000)

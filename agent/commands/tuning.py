@@ -14,11 +14,14 @@ Force = Annotated[bool, typer.Option("--force", help="Also restore files changed
 SshOption = Annotated[Optional[list[str]], typer.Option(
     "--ssh-option", metavar="ARG", help="ssh argument for an install on an ssh:// host (repeat); a run folder's "
                                         "own only once allowed (runs you made are).")]
+ExecutorOption = Annotated[Optional[str], typer.Option(
+    "--executor", metavar="WHERE", help="The ssh:// host the run installed on; a run folder's own only once "
+                                        "allowed (runs you made are).")]
 
 
 @tuning.command("uninstall", cls=Command)
-def uninstall(run: RunRef, runs_dir: RunsDir = "runs", force: Force = False, ssh_option: SshOption = None,
-              as_json: JsonFlag = False) -> None:
+def uninstall(run: RunRef, runs_dir: RunsDir = "runs", force: Force = False, executor_given: ExecutorOption = None,
+              ssh_option: SshOption = None, as_json: JsonFlag = False) -> None:
     """Restore SGLang's config folder exactly as it was before RUN installed tuned configs.
 
     On the GPU host when the run installed them there through its SSH executor. Runs that installed
@@ -38,7 +41,7 @@ def uninstall(run: RunRef, runs_dir: RunsDir = "runs", force: Force = False, ssh
         if installed_by == "local":
             result = uninstall_configs(folder.path, force=force)
         else:
-            result = _uninstall_on_host(folder, installed_by, force, ssh_option)
+            result = _uninstall_on_host(folder, installed_by, force, executor_given, ssh_option)
     except CampaignError as err:
         fail(str(err))
     except ToolError as err:
@@ -157,18 +160,18 @@ def plan(shape: RequiredShapes, gpu_count: GpuCount = ASSUMED_TARGET_GPUS, batch
         echo(f"GPU {work.gpu}: {len(work.units)} units, est. cost {work.est_cost:.1f}")
 
 
-def _uninstall_on_host(folder, installed_by: str, force: bool, ssh_options: list[str] | None):
+def _uninstall_on_host(folder, installed_by: str, force: bool, executor_given: str | None,
+                       ssh_options: list[str] | None):
     """Undo through the executor that installed (with the ssh options the user gives now)."""
-    from agent.campaign import ssh_options_for
+    from agent.run_reach import reach_of_run
     from agent.terminal import outage_wait
     from tools.base import ToolError
     from tools.jobs.factory import make_executor
     from tools.tuning.remote_install import uninstall_on_host
 
-    settings = folder.read_json("config.json").get("settings", {})
-    if settings.get("executor") != installed_by:
+    where, options = reach_of_run(folder.path, executor_given, ssh_options)  # the host only by resume's rule
+    if str(where) != installed_by:
         raise ToolError(f"the configs were installed on {installed_by} but the run's executor is now "
-                        f"{settings.get('executor')!r}; its ledger no longer reaches that host")
-    given = ssh_options_for(folder.path, settings, ssh_options)
-    executor = make_executor(installed_by, folder.jobs_dir, ssh_options=given, outage=outage_wait())
+                        f"{str(where)!r}; its ledger no longer reaches that host")
+    executor = make_executor(where, folder.jobs_dir, ssh_options=options, outage=outage_wait())
     return uninstall_on_host(executor, folder.path, force=force)

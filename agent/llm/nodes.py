@@ -155,12 +155,13 @@ def llm_plan(rt: Runtime, state: CampaignState) -> dict:
     model = (rt.llm.model if rt.llm else None) or rt.settings.llm_model or "replay"
     who = f"LLM ({model} at {redact_text(rt.settings.llm_base_url or 'replay')})"
     will_not = will_not_happen(steps, preflight)
-    plan_md = render_plan_md(state["goal"], steps, [], preflight, who, rt.settings, will_not) + "\n" + sections
+    plan_md = render_plan_md(state["goal"], steps, [], preflight, who, rt.settings, will_not,
+                             rt.run.path.name) + "\n" + sections
     dumps = [s.model_dump(mode="json") for s in steps]
     rt.run.write_json("plan.json", dumps)
     rt.run.write_text("plan.md", plan_md)
     rt.trace.emit("artifact_written", "control", path="plan.md", bytes=len(plan_md.encode()))
-    say_gate(rt, steps)
+    say_gate(rt, steps, preflight)
     for line in will_not:
         rt.say(f"[control] note: {line}")
     announce(rt, steps, preflight)

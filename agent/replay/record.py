@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from tools import json_data
+from agent.trace import TraceError
 from agent.trace import read_events as read_good_events
 
 VOLATILE = frozenset({"v", "seq", "t", "mono", "pid", "ms", "seconds", "run", "argv", "bytes", "traceback",
@@ -118,7 +119,10 @@ def read_events(path: Path) -> tuple[list[dict], str | None]:
     """The trace's good events and why reading stopped early (agent.trace.read_events), for replay."""
     if not path.exists():
         raise RecordError(f"{path} does not exist: this run has no trace to replay (was it made by dsv4-agent?)")
-    return read_good_events(path)
+    try:
+        return read_good_events(path)
+    except TraceError as err:  # a line no event could be (over the cap): one line, naming the file
+        raise RecordError(str(err)) from None
 
 
 def _optional_json(path: Path) -> Any:

@@ -20,6 +20,7 @@ from agent.report.measurement import (
 )
 from agent.report.page import render
 from agent.report import sections as parts
+from agent.report.configs_in_place import configs_in_place_section
 from tools.measure.accuracy import load_results as load_accuracy
 from tools.measure.decision import bench_records, decide_folder, gates_of
 from tools.measure.results import BenchRecord
@@ -157,6 +158,7 @@ def build_report(run_dir: Path | str, extra_sections: Iterable[Section] = (),
     measured, written = _measurement(run_dir, plan, labels, verdict, draw_plots)
     proof = prove_run(run_dir)
     sections = [*measured]
+    sections += [s for s in (configs_in_place_section(run_dir),) if s]
     sections += [s for s in (parts.evidence_section(run_dir), parts.flag_review_section(run_dir),
                              parts.research_notes_section(run_dir)) if s]
     if proof is not None:

@@ -227,3 +227,29 @@ def forget_install(entry, run):
             del layers[i]
             break
     _save_layers(entry["target"], layers)
+
+
+def installs_in(folder):
+    """The installs of ours whose file is in place in ``folder`` now: for each target there whose content is
+    its top layer's, that layer (a dict: target, run, installed_at). A file changed since is nobody's."""
+    found = []
+    folder = os.path.realpath(folder)
+    for name in sorted(os.listdir(_records())):
+        target = _record_target(os.path.join(_records(), name))
+        layers = _layers(target) if target and os.path.dirname(target) == folder else []
+        if layers and os.path.isfile(target) and _file_sha(target) == layers[-1].get("sha256"):
+            found.append({"target": target, "run": str(layers[-1].get("run")),
+                          "installed_at": layers[-1].get("installed_at")})
+    return found
+
+
+def _record_target(path):
+    """The target a record file names (None: not a record)."""
+    if not path.endswith(".json"):
+        return None
+    try:
+        with open(path) as f:
+            target = json.load(f).get("target")
+    except (OSError, ValueError, RecursionError, AttributeError):
+        return None
+    return target if isinstance(target, str) else None

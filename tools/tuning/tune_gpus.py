@@ -9,8 +9,7 @@ from typing import Any, Callable
 
 from tools.base import ToolError
 from tools.jobs import Executor
-from tools.source.resolve import cache_dir
-from tools.tuning.configs import find_config_dir, installed_package_parent
+from tools.tuning.in_place import is_our_corpus, server_config_dir
 from tools.tuning.fanout import FanoutJob, run_fanout
 from tools.tuning.install import MANIFEST, Manifest, install_configs, load_manifest
 from tools.tuning.merge import merge_outputs
@@ -22,22 +21,11 @@ from tools.tuning.render import RenderedTuning
 from tools.tuning.rounds import round_key
 
 
-def _is_our_corpus(root: str | None) -> bool:
-    """Our cached wheel corpus is read for evidence but is never what a server runs."""
-    return root is not None and Path(root).resolve().is_relative_to(cache_dir().resolve())
-
-
 def _install_target(args: TuneKernelsArgs) -> Path:
-    """The config folder of the SGLang the *server* runs (never our cached wheel corpus)."""
+    """The config folder of the SGLang the *server* runs (tools/tuning/in_place.py's rule)."""
     if args.config_dir:
         return Path(args.config_dir)
-    parent = installed_package_parent(args.sglang_python)
-    if parent is not None:
-        return find_config_dir(parent)
-    if args.sglang_root is not None and not _is_our_corpus(args.sglang_root):
-        return find_config_dir(Path(args.sglang_root))
-    raise ToolError(f"{args.sglang_python} has no sglang, so the folder the server reads configs from is "
-                    "unknown; pass --sglang-python to the interpreter that runs the server")
+    return server_config_dir(args.sglang_python, str(args.sglang_root) if args.sglang_root else None)
 
 
 def _install_target_meanwhile(args: TuneKernelsArgs, executor: Executor,
@@ -65,7 +53,7 @@ def _install(args: TuneKernelsArgs, executor: Executor, run_dir: Path, rec: Reco
     if not executor.capabilities.remote_host:
         return install_configs(merged, (target or (lambda: _install_target(args)))(), run_dir)
     root = args.sglang_root
-    source = args.sglang_src or (root if not _is_our_corpus(root) else None)
+    source = args.sglang_src or (root if not is_our_corpus(root) else None)
     rec.emit("progress", message=f"tuning: installing {len(merged)} configs on the GPU host ({HOST_SCRIPT} as a job there)")
     return install_on_host(executor, merged, run_dir, sglang_python=args.sglang_python,
                            sglang_src=source, config_dir=args.config_dir)
