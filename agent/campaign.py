@@ -13,7 +13,7 @@ from pathlib import Path
 
 from agent.llm.budget import BudgetExhausted
 from agent.checkpoints import CheckpointError, checkpoint_to_rebuild, set_checkpoint_aside
-from agent.config import Settings
+from agent.settings.model import Settings
 from agent.early_lane import start_early
 from agent.disk import (DISK_FULL, MIN_FREE_BYTES, free_bytes, is_disk_full, keep_reserve, no_space,
                         release_reserve, too_full)
@@ -21,7 +21,7 @@ from agent.interrupts import Interrupted, SignalWatch, invoke_responsively
 from agent.live import LiveView
 from agent.runfolder import EXIT_CODES, RunFolder, RunFolderError
 from agent.record_source import LiveSource
-from agent.recorded_settings import CampaignError, missing_host_path, ssh_options_for
+from agent.settings.recorded import CampaignError, missing_host_path, ssh_options_for
 from agent.reopen import complete_finish, gpus_now_differ, locked_run, planned_target_here, resume_settings
 from agent.run_status import verdict_line
 from agent.runtime import Runtime

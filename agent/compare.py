@@ -70,7 +70,7 @@ class Side:
 
 
 def _settings(a: Side, b: Side) -> list[dict]:
-    from agent.config import Settings
+    from agent.settings.model import Settings
 
     defaults = Settings().public_dump()  # a setting a run's build did not know yet had its default then
     sa, sb = a.config.get("settings", {}), b.config.get("settings", {})

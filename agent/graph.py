@@ -17,7 +17,7 @@ from langgraph.graph import END, START, StateGraph
 
 from agent import nodes
 from agent.llm import nodes as llm
-from agent.config import Settings
+from agent.settings.model import Settings
 from agent.runtime import Runtime
 from agent.state import CampaignState
 from agent.steps.table import node_lane

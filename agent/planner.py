@@ -4,7 +4,7 @@ from __future__ import annotations
 from agent.playbook import plan_goal
 from agent.preflight import Preflight
 from agent.report.table import Table, md_text
-from agent.config import Settings
+from agent.settings.model import Settings
 from agent.runtime import Runtime
 from agent.steps.base import PlanStep
 

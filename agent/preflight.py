@@ -13,7 +13,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from tools import json_data
-from agent.config import Settings
+from agent.settings.model import Settings
 from tools.base import ToolError
 from tools.gpu_choice import GpuChoice, GpuPlan, choose_gpus
 from tools.gpus import GpuInfo

@@ -151,7 +151,7 @@ def _runs(_pos: list[str], opts: dict) -> None:
 
 
 def _jobs(pos: list[str], opts: dict) -> None:
-    from agent.recorded_settings import CampaignError, ssh_options_for
+    from agent.settings.recorded import CampaignError, ssh_options_for
     from agent.run_status import jobs_data, render_jobs
     from agent.terminal import echo
     from tools.base import ToolError

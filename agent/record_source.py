@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Protocol
 
-from agent.config import Settings
+from agent.settings.model import Settings
 from agent.preflight import Preflight, run_preflight
 from agent.steps.base import PlanStep, StepOutcome
 from tools.jobs import Executor, JobState

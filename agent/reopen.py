@@ -8,8 +8,8 @@ import os
 
 from pydantic import ValidationError
 
-from agent.config import Settings
-from agent.recorded_settings import CampaignError, endpoint_with_credentials, ssh_options_for
+from agent.settings.model import Settings
+from agent.settings.recorded import CampaignError, endpoint_with_credentials, ssh_options_for
 from agent.runfolder import RunFolder, RunFolderError
 from agent.trace import TraceError, read_trace
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Protocol
 
-from agent.config import Settings
+from agent.settings.model import Settings
 from agent.record_source import LiveSource, RecordSource
 from agent.runfolder import RunFolder
 from agent.trace import TraceWriter

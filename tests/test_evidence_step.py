@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from agent.config_layers import load_settings
+from agent.settings.layers import load_settings
 from agent.runfolder import RunFolder
 from agent.steps.base import PlanStep, StepContext
 from agent.steps.infer_mtp import run

@@ -15,7 +15,7 @@ import pytest
 from rich.console import Console
 
 from agent.commands.mtp_table import print_answer
-from agent.config_layers import load_settings
+from agent.settings.layers import load_settings
 from agent.runfolder import RunFolder
 from agent.steps import verify_scripts
 from agent.steps.base import PlanStep, StepContext

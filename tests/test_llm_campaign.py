@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from agent.campaign import start
-from agent.config import Settings
+from agent.settings.model import Settings
 from agent.trace import read_trace
 from tests.cli_helpers import run_cli
 from tests.doubles.openai_server import Reply, ScriptedOpenAI, ToolCall

@@ -5,7 +5,7 @@ import socket
 
 import pytest
 
-from agent.config import Settings
+from agent.settings.model import Settings
 from agent.llm.client import LLMClient, LLMError, RetryPolicy
 from agent.trace import TraceWriter, read_trace
 from tests.doubles.openai_server import Fail, Reply, ScriptedOpenAI, ToolCall

@@ -14,7 +14,7 @@ import pytest
 
 from agent.llm import nodes as llm_nodes
 from agent.campaign import start
-from agent.config import Settings
+from agent.settings.model import Settings
 from agent.llm.conversation import CONVERSATION_FILE, Conversation
 from agent.runfolder import RunFolder
 from agent.runtime import Runtime

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from agent.campaign import start
-from agent.config import Settings
+from agent.settings.model import Settings
 from agent.llm.conversation import Conversation
 from agent.llm.research import OUTCOME_FILE, RESEARCH_FILE
 from agent.replay.driver import EXIT_REPRODUCED, replay_run

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from agent.config_layers import load_settings
+from agent.settings.layers import load_settings
 from agent.report.blocks import Para, Section
 from agent.report.build import build_report
 from agent.runfolder import RunFolder

@@ -69,7 +69,7 @@ def test_a_pull_campaign_judges_the_tree_before_and_after_and_the_step_takes_the
 def test_the_step_judges_again_when_its_gpus_differ_from_the_syncs(tmp_path: Path, sglang_wheel_root: Path,
                                                                     monkeypatch: pytest.MonkeyPatch):
     """A resume on a host with GPUs reuses the sync recorded without them: the step's inputs differ."""
-    from agent.config import Settings
+    from agent.settings.model import Settings
     from agent.runfolder import RunFolder
     from agent.steps.base import PlanStep, StepContext
     from agent.steps.infer_mtp import run as run_infer_step

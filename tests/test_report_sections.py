@@ -36,7 +36,7 @@ def test_a_playbook_run_has_no_llm_sections(tmp_path: Path):
 
 
 def test_plan_md_escapes_an_llm_planners_reasons(tmp_path: Path):
-    from agent.config import Settings
+    from agent.settings.model import Settings
     from agent.planner import render_plan_md
     from agent.preflight import Preflight
     from agent.steps.base import PlanStep

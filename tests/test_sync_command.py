@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.config import Settings
+from agent.settings.model import Settings
 from agent.runfolder import RunFolder
 from agent.steps.base import PlanStep, StepContext
 from agent.steps.sync import previous_answer, run as run_sync_step

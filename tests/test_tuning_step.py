@@ -10,7 +10,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from agent.config_layers import load_settings
+from agent.settings.layers import load_settings
 from agent.runfolder import RunFolder
 from agent.steps.base import PlanStep, StepContext
 from agent.steps.tune_kernels import run

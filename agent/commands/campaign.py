@@ -43,7 +43,7 @@ def run(goal: Goal, config: ConfigFile = None, as_json: JsonFlag = False, **sett
     # LangGraph is not preloaded here: a fresh campaign's first GPU job starts before it is imported
     # (agent/early_lane.py)
     from agent.campaign import CampaignError, start
-    from agent.config_layers import SettingsError, load_settings
+    from agent.settings.layers import SettingsError, load_settings
     from agent.live import LiveView
     from agent.playbook import GoalError, plan_goal
     from agent.runfolder import RunFolderError

@@ -25,8 +25,8 @@ def allow(file: File = "dsv4-agent.toml") -> None:
     """
     from pathlib import Path
 
-    from agent.config import Settings
-    from agent.config_file import ConfigFileError, allow as record_allowed
+    from agent.settings.model import Settings
+    from agent.settings.config_file import ConfigFileError, allow as record_allowed
 
     try:
         found, keys = record_allowed(Path(file), set(Settings.model_fields))
@@ -43,7 +43,7 @@ def deny(file: File = "dsv4-agent.toml") -> None:
     """Forget that FILE was allowed: campaigns started in its folder refuse it again."""
     from pathlib import Path
 
-    from agent.config_file import ConfigFileError, deny as forget
+    from agent.settings.config_file import ConfigFileError, deny as forget
 
     try:
         forgotten = forget(Path(file))

@@ -31,7 +31,7 @@ def sync(previous: Previous = None, fetch_timeout: FetchTimeout = 120.0, config:
     resets, stashes, rebases or forces; a dirty or diverged checkout is refused with what to do.
     Exit 0 synced, 1 refused or failed, 2 bad settings.
     """
-    from agent.config_layers import SettingsError, load_settings
+    from agent.settings.layers import SettingsError, load_settings
     from tools.base import ToolError
     from tools.sync.markdown import render_markdown
     from tools.sync.upstream import SyncArgs, sync_upstream

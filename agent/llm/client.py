@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from agent.config import Settings
+from agent.settings.model import Settings
 from agent.trace import TraceWriter
 from agent.secrets import redact_text
 

@@ -15,7 +15,7 @@ from typing import Callable
 
 from tools import json_data
 from agent.checkpoints import set_checkpoint_aside
-from agent.config import Settings
+from agent.settings.model import Settings
 from agent.disk import DiskFull
 from agent.early_lane import wait_for_early_lanes
 from agent.interrupts import SignalWatch

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from tools import json_data
-from agent.config import Settings
+from agent.settings.model import Settings
 from agent.replay.record import RecordError
 
 MAX_DIFF_LINES = 80

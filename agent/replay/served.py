@@ -20,7 +20,7 @@ from agent.llm.client import LLMError, new_input
 from agent.replay.checker import Divergence, ReplayDivergence, ReplayStop
 from agent.replay.frontier import Frontier
 from agent.replay.record import Recording, classify, step_results
-from agent.config import Settings
+from agent.settings.model import Settings
 from agent.preflight import Preflight
 from agent.runfolder import RunFolder
 from agent.steps.base import PlanStep, StepOutcome

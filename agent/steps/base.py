@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from agent.config import Settings
+from agent.settings.model import Settings
 from agent.runfolder import RunFolder
 from agent.trace import Lane, TraceWriter
 from tools.gpus import GpuInfo

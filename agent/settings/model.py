@@ -3,7 +3,7 @@
 Add a setting here, as a field made with ``setting(...)``; the command-line option is built from
 the field (``agent/commands/options.py``, through the generated ``option_table.py``), its help
 shows the field's default, and the config file and ``DSV4_*`` environment take it by its name.
-Where the values come from and in which order: ``agent/config_layers.py``. ``Settings(...)``
+Where the values come from and in which order: ``agent/settings/layers.py``. ``Settings(...)``
 alone reads nothing but its arguments. Secrets (the LLM key) are held as ``SecretStr`` and never
 written: ``public_dump`` redacts them for ``config.json``.
 """
@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, PrivateAttr, SecretStr, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
 
-from agent.config_file import ConfigFile
+from agent.settings.config_file import ConfigFile
 from agent.secrets import redact, remember, url_password
 from tools.defaults import ASSUMED_TARGET_GPUS, DEFAULT_MODEL, SGLANG_PYTHON, SGLANG_VERSION
 from tools.jobs.executor_spec import ExecutorSetting, ExecutorSpec

@@ -3,7 +3,7 @@
 ``load_settings(cli_values)`` is the only place the layers meet. Each layer is a pydantic-settings
 source (the environment and the TOML file parse values the way the library does); they are merged
 here in order so that an error can name the layer a bad value came from. ``Settings(...)`` alone
-(agent/config.py) reads nothing but its arguments, so a recorded run (resume, replay) is never
+(agent/settings/model.py) reads nothing but its arguments, so a recorded run (resume, replay) is never
 changed by the environment of whoever replays it.
 """
 from __future__ import annotations
@@ -17,8 +17,8 @@ from pydantic import ValidationError
 from pydantic_settings import EnvSettingsSource, InitSettingsSource
 from pydantic_settings.exceptions import SettingsError as PydanticSettingsError
 
-from agent.config import ENV_PREFIX, Settings, SettingsError
-from agent.config_file import CONFIG_ENV, WORKING_FOLDER, ConfigFile, ConfigFileError, check_allowed, config_path, \
+from agent.settings.model import ENV_PREFIX, Settings, SettingsError
+from agent.settings.config_file import CONFIG_ENV, WORKING_FOLDER, ConfigFile, ConfigFileError, check_allowed, config_path, \
     parsed, read_config
 
 __all__ = ["load_settings", "SettingsError"]
