@@ -18,7 +18,7 @@ from agent.early_lane import start_early
 from agent.disk import (DISK_FULL, MIN_FREE_BYTES, free_bytes, is_disk_full, keep_reserve, no_space,
                         release_reserve, too_full)
 from agent.interrupts import Interrupted, SignalWatch, invoke_responsively
-from agent.live import LiveView
+from agent.terminal.live import LiveView
 from agent.runfolder import EXIT_CODES, RunFolder, RunFolderError
 from agent.record_source import LiveSource
 from agent.settings.recorded import CampaignError, missing_host_path, ssh_options_for

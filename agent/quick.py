@@ -50,7 +50,7 @@ def answer(argv: list[str]) -> int | None:
         return 0
     except Refused as err:
         from agent.secrets import redact_text
-        from agent.terminal import printable
+        from agent.terminal.printable import printable
 
         print(f"{PROG}: {printable(redact_text(str(err)))}", file=sys.stderr, flush=True)
         return err.code
@@ -68,7 +68,7 @@ def answer(argv: list[str]) -> int | None:
 
         if not isinstance(err, TooDeep):
             raise
-        from agent.terminal import printable
+        from agent.terminal.printable import printable
 
         print(f"{PROG}: {printable(err.describe())}", file=sys.stderr, flush=True)
         return EXIT_USAGE
@@ -124,7 +124,7 @@ def _find(run: str, runs_dir: str):
 
 def _status(pos: list[str], opts: dict) -> None:
     from agent.run_status import render_status, status_data
-    from agent.terminal import echo
+    from agent.terminal.printable import echo
 
     folder = _find(pos[0], opts.get("--runs-dir", "runs"))
     if opts.get("--json"):
@@ -138,7 +138,7 @@ def _runs(_pos: list[str], opts: dict) -> None:
 
     from agent.run_list import list_runs
     from agent.run_status import render_runs
-    from agent.terminal import echo
+    from agent.terminal.printable import echo
 
     folder = Path(opts.get("--runs-dir", "runs"))
     if not folder.is_dir():
@@ -153,7 +153,7 @@ def _runs(_pos: list[str], opts: dict) -> None:
 def _jobs(pos: list[str], opts: dict) -> None:
     from agent.settings.recorded import CampaignError, ssh_options_for
     from agent.run_status import jobs_data, render_jobs
-    from agent.terminal import echo
+    from agent.terminal.printable import echo
     from tools.base import ToolError
 
     folder = _find(pos[0], opts.get("--runs-dir", "runs"))
@@ -165,7 +165,7 @@ def _jobs(pos: list[str], opts: dict) -> None:
 
             found = local_jobs(folder.jobs_dir)
         else:
-            from agent.terminal import outage_wait
+            from agent.terminal.printable import outage_wait
             from tools.jobs.factory import make_executor
 
             found = make_executor(recorded.get("executor", "local"), folder.jobs_dir, ssh_options=given,
@@ -200,7 +200,8 @@ HELP_PATHS = frozenset({(), ("run",), ("resume",), ("bundle",), ("status",), ("j
                         ("config", "allow"), ("config", "deny")})
 # What else a help is rendered from, beside agent/cli.py and agent/commands/ (tests/test_quick.py checks
 # that rendering every help imports nothing else of agent/ or tools/)
-HELP_SOURCES = ("secrets.py", "terminal.py", "preload.py", "../tools/json_data.py", "../tools/defaults.py")
+HELP_SOURCES = ("secrets.py", "terminal/__init__.py", "terminal/printable.py", "preload.py", "../tools/json_data.py",
+                "../tools/defaults.py")
 
 
 def tool_help(path: tuple[str, ...] = ()) -> str:

@@ -12,13 +12,13 @@ from typing import TYPE_CHECKING
 
 from tools import json_data
 from agent.runfolder import RunFolder, RunFolderError
-from agent.terminal import gpu_list, one_line
+from agent.terminal.printable import gpu_list, one_line
 from agent.trace_read import TraceError, read_trace
 
 if TYPE_CHECKING:
     from tools.jobs import JobState  # status reads no job: pydantic stays unimported
 
-printable = one_line  # one line of terminal-safe text (agent/terminal.py)
+printable = one_line  # one line of terminal-safe text (agent/terminal/printable.py)
 
 
 def _table(rows: list[list[str]], header: list[str], wrap_last: bool = False) -> str:

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from tools import json_data
 from agent.secrets import redact_text
-from agent.terminal import printable
+from agent.terminal.printable import printable
 
 ExitStatus = Literal["finished", "planned", "failed", "interrupted", "budget_exhausted"]
 EXIT_STATUSES: tuple[str, ...] = ("finished", "planned", "failed", "interrupted", "budget_exhausted")
@@ -115,7 +115,7 @@ class RunFolder:
     def write_text(self, relative: str, text: str, mode: int | None = None) -> Path:
         """Write a run file atomically, with every known secret redacted (``agent/secrets.py``); in the
         files a person reads with ``cat`` (``.md``, ``.txt``, ``.html``) control characters are written
-        escaped (``\\x1b``), as the terminal shows them (``agent/terminal.py``)."""
+        escaped (``\\x1b``), as the terminal shows them (``agent/terminal/printable.py``)."""
         text = redact_text(text)
         if relative.endswith(READ_IN_A_TERMINAL):
             text = printable(text)

@@ -12,7 +12,7 @@ from tools.jobs import Executor
 
 if TYPE_CHECKING:
     from agent.early_lane import EarlyLane
-    from agent.live import LiveView
+    from agent.terminal.live import LiveView
     from agent.preflight import Preflight
     from agent.llm.registry import Registry
     from tools.mtp.settings import MtpSettings

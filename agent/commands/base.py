@@ -20,7 +20,7 @@ from typer.core import TyperCommand, TyperGroup
 from agent.commands.examples import format_examples
 from agent.commands.typer_internals import ClickException, NoArgsIsHelpError, UsageError, plain_bool_flags
 from agent.secrets import redact_text
-from agent.terminal import printable
+from agent.terminal.printable import printable
 from tools.json_data import TooDeep
 
 PROG = "dsv4-agent"

@@ -44,7 +44,7 @@ def run(goal: Goal, config: ConfigFile = None, as_json: JsonFlag = False, **sett
     # (agent/early_lane.py)
     from agent.campaign import CampaignError, start
     from agent.settings.layers import SettingsError, load_settings
-    from agent.live import LiveView
+    from agent.terminal.live import LiveView
     from agent.playbook import GoalError, plan_goal
     from agent.runfolder import RunFolderError
     from tools.base import ToolError
@@ -92,7 +92,7 @@ def resume(run: RunRef, runs_dir: RunsDir = "runs", retry_failed: RetryFailed = 
 
     preload_graph_libraries()
     from agent.campaign import CampaignError, resume as resume_run
-    from agent.live import LiveView
+    from agent.terminal.live import LiveView
 
     view = LiveView(to_stderr=as_json)
     unpacked = _unpack(run, runs_dir) if run.endswith(".tar.gz") and Path(run).is_file() else None
@@ -129,7 +129,7 @@ def bundle(run: RunRef, runs_dir: RunsDir = "runs", output: Output = None, as_js
     from agent.bundle import SUFFIX, BundleError, make_bundle
     from agent.commands.base import print_json
     from agent.runfolder import RunFolder, RunFolderError
-    from agent.terminal import echo
+    from agent.terminal.printable import echo
 
     try:
         folder = RunFolder.find(run, runs_dir)

@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 import typer
 
 from agent.commands.base import EXIT_USAGE, JsonFlag, RunRef, fail, print_json
-from agent.terminal import echo
+from agent.terminal.printable import echo
 
 Timeline = Annotated[bool, typer.Option("--timeline", help="Show lanes, overlap, GPU idle, critical path.")]
 Rerun = Annotated[bool, typer.Option("--rerun", help="Execute the recorded plan again in a new run folder.")]

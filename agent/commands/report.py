@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 import typer
 
 from agent.commands.base import JsonFlag, RunRef, RunsDir, fail, print_json
-from agent.terminal import echo
+from agent.terminal.printable import echo
 
 CompareWith = Annotated[Optional[str], typer.Option(
     "--compare", metavar="RUN", help="Add a section setting this run beside another (its settings, evidence, flags "

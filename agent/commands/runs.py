@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 import typer
 
 from agent.commands.base import JsonFlag, RunRef, RunsDir, fail, print_json
-from agent.terminal import echo
+from agent.terminal.printable import echo
 
 STOP_ALL = "all"
 
@@ -52,7 +52,7 @@ def jobs(run: RunRef, logs: Logs = None, stop: Stop = None, retry: Retry = None,
     """
     from agent.campaign import CampaignError, ssh_options_for
     from agent.run_status import jobs_data, render_jobs
-    from agent.terminal import outage_wait
+    from agent.terminal.printable import outage_wait
     from tools.base import ToolError
     from tools.jobs.factory import make_executor
 

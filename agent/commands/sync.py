@@ -8,7 +8,7 @@ import typer
 from agent.commands.base import EXIT_FAILED, JsonFlag, fail
 from agent.commands.campaign import ConfigFile
 from agent.commands.options import flag_names, pick, with_options
-from agent.terminal import echo
+from agent.terminal.printable import echo
 
 SYNC_OPTIONS = pick("sglang_src", "remote", "branch", "allow_dirty", "model", "model_path", "sglang_python",
                     sglang_src="SGLang git checkout [setting sglang_src].",

@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 import typer
 
 from agent.commands.base import EXIT_FAILED, Command, JsonFlag, RunRef, RunsDir, fail, sub_app
-from agent.terminal import echo
+from agent.terminal.printable import echo
 from tools.defaults import ASSUMED_TARGET_GPUS
 
 tuning = sub_app("FP8 block-GEMM kernel tuning: shapes, plan, prove, uninstall.")
@@ -156,7 +156,7 @@ def plan(shape: RequiredShapes, gpu_count: GpuCount = ASSUMED_TARGET_GPUS, batch
 def _uninstall_on_host(folder, installed_by: str, force: bool, ssh_options: list[str] | None):
     """Undo through the executor that installed (with the ssh options the user gives now)."""
     from agent.campaign import ssh_options_for
-    from agent.terminal import outage_wait
+    from agent.terminal.printable import outage_wait
     from tools.base import ToolError
     from tools.jobs.factory import make_executor
     from tools.tuning.remote_install import uninstall_on_host

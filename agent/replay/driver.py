@@ -19,7 +19,7 @@ from agent.settings.model import Settings
 from agent.disk import DiskFull
 from agent.early_lane import wait_for_early_lanes
 from agent.interrupts import SignalWatch
-from agent.live import LiveView
+from agent.terminal.live import LiveView
 from agent.replay.checker import DecisionChecker, Divergence, ReplayDivergence, ReplayStop
 from agent.replay.frontier import Frontier, ReplayCut
 from agent.replay.record import Attempt, Recording, RecordError, load_recording

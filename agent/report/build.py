@@ -28,7 +28,7 @@ from tools.measure.verdict import PointStats, Slo, Verdict, point_stats
 from tools.scripts.models import MeasurePlan
 from tools.tuning.prove import prove_run
 from agent.secrets import redact_text
-from agent.terminal import printable
+from agent.terminal.printable import printable
 
 
 def _json(path: Path) -> dict | None:

@@ -1,7 +1,7 @@
 """The terminal view of a campaign: an overall clock with the campaign's ETA, the lanes, and its jobs.
 
 On a terminal, a rich ``Live`` view with the campaign's lines printed above it: elapsed time and the
-ETA of the GPU work left (agent/live_eta.py), each lane's doing, and a row per job (a variant's bench
+ETA of the GPU work left (agent/terminal/live_eta.py), each lane's doing, and a row per job (a variant's bench
 points share one) with GPUs, status, progress and ETA; it stays on screen when the campaign ends.
 Elsewhere (CI, pipes) plain lines: launches, finishes, errors, progress by quarters. A closed pipe or
 terminal (SIGHUP, then EIO) silences the output and the campaign goes on. Colour honours ``NO_COLOR``.
@@ -15,9 +15,9 @@ import time
 
 from typing import TYPE_CHECKING
 
-from agent.live_eta import CampaignEta
+from agent.terminal.live_eta import CampaignEta
 from agent.secrets import redact_text
-from agent.terminal import gpu_list, printable, text
+from agent.terminal.printable import gpu_list, printable, text
 
 if TYPE_CHECKING:
     from rich.console import Console, Group
