@@ -1,7 +1,7 @@
 """Start and resume campaigns: run folder, lock, trace, executor, graph, result.json.
 
 ``result.json`` is written last, once, by ``_finish``; its status comes from a closed set (see
-``agent.runfolder.EXIT_STATUSES``), each produced by one path here or in the graph's report node.
+``agent.run.folder.EXIT_STATUSES``), each produced by one path here or in the graph's report node.
 """
 from __future__ import annotations
 
@@ -15,18 +15,18 @@ from agent.llm.budget import BudgetExhausted
 from agent.checkpoints import CheckpointError, checkpoint_to_rebuild, set_checkpoint_aside
 from agent.settings.model import Settings
 from agent.early_lane import start_early
-from agent.disk import (DISK_FULL, MIN_FREE_BYTES, free_bytes, is_disk_full, keep_reserve, no_space,
+from agent.run.disk import (DISK_FULL, MIN_FREE_BYTES, free_bytes, is_disk_full, keep_reserve, no_space,
                         release_reserve, too_full)
 from agent.interrupts import Interrupted, SignalWatch, invoke_responsively
 from agent.terminal.live import LiveView
-from agent.runfolder import EXIT_CODES, RunFolder, RunFolderError
+from agent.run.folder import EXIT_CODES, RunFolder, RunFolderError
 from agent.record_source import LiveSource
 from agent.settings.recorded import CampaignError, missing_host_path, ssh_options_for
 from agent.reopen import complete_finish, gpus_now_differ, locked_run, planned_target_here, resume_settings
-from agent.run_status import verdict_line
+from agent.run.status import verdict_line
 from agent.runtime import Runtime
 from agent.steps.table import redone_by
-from agent.trace import TraceWriter
+from agent.run.trace import TraceWriter
 from tools.base import ToolError
 from tools.jobs import attempts as attempts_lib
 from tools.stop import wait_for_side_effects
@@ -132,7 +132,7 @@ def _summary(rt: Runtime, final: dict) -> str:
 
 
 def _disk_full(rt: Runtime) -> int:
-    """End the attempt ``failed`` (reason ``disk_full``) in the room its reserve leaves (agent/disk.py)."""
+    """End the attempt ``failed`` (reason ``disk_full``) in the room its reserve leaves (agent/run/disk.py)."""
     release_reserve(rt.run.path)
     summary = f"{no_space(rt.run.path)}, then `dsv4-agent resume {rt.run.path}`"  # no figure: a replay says it too
     disk = {"free_bytes": free_bytes(rt.run.path), "needed_bytes": MIN_FREE_BYTES}

@@ -16,7 +16,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agent.runfolder import RunFolder
+from agent.run.folder import RunFolder
 
 if TYPE_CHECKING:
     from agent.runtime import Runtime
@@ -69,7 +69,7 @@ def checkpoint_words(rt: "Runtime") -> tuple:
 
 def follow_the_trace(conn: sqlite3.Connection, trace_path: Path, thread: str) -> list[str]:
     """Before resuming ``thread``: drop what the trace does not record of it (see ``forget_untraced``)."""
-    from agent.trace import read_trace
+    from agent.run.trace import read_trace
 
     traced = traced_checkpoints(read_trace(trace_path).events, thread)
     return [] if traced is None else forget_untraced(conn, thread, traced)

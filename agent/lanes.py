@@ -13,7 +13,7 @@ import threading
 import time
 
 from agent.preflight import Preflight
-from agent.runfolder import REUSABLE_STATUSES as REUSABLE
+from agent.run.folder import REUSABLE_STATUSES as REUSABLE
 from agent.runtime import Runtime
 from agent.steps.base import PlanStep, StepContext, StepOutcome
 from agent.steps.table import BY_KIND, kinds_at

@@ -114,7 +114,7 @@ def _print_json(data) -> None:
 
 
 def _find(run: str, runs_dir: str):
-    from agent.runfolder import RunFolder, RunFolderError
+    from agent.run.folder import RunFolder, RunFolderError
 
     try:
         return RunFolder.find(run, runs_dir)
@@ -123,7 +123,7 @@ def _find(run: str, runs_dir: str):
 
 
 def _status(pos: list[str], opts: dict) -> None:
-    from agent.run_status import render_status, status_data
+    from agent.run.status import render_status, status_data
     from agent.terminal.printable import echo
 
     folder = _find(pos[0], opts.get("--runs-dir", "runs"))
@@ -136,8 +136,8 @@ def _status(pos: list[str], opts: dict) -> None:
 def _runs(_pos: list[str], opts: dict) -> None:
     from pathlib import Path
 
-    from agent.run_list import list_runs
-    from agent.run_status import render_runs
+    from agent.run.listing import list_runs
+    from agent.run.status import render_runs
     from agent.terminal.printable import echo
 
     folder = Path(opts.get("--runs-dir", "runs"))
@@ -152,7 +152,7 @@ def _runs(_pos: list[str], opts: dict) -> None:
 
 def _jobs(pos: list[str], opts: dict) -> None:
     from agent.settings.recorded import CampaignError, ssh_options_for
-    from agent.run_status import jobs_data, render_jobs
+    from agent.run.status import jobs_data, render_jobs
     from agent.terminal.printable import echo
     from tools.base import ToolError
 

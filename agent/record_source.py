@@ -15,7 +15,7 @@ from agent.steps.base import PlanStep, StepOutcome
 from tools.jobs import Executor, JobState
 
 if TYPE_CHECKING:
-    from agent.runfolder import RunFolder
+    from agent.run.folder import RunFolder
     from tools.gpu_choice import GpuChoice
 
 

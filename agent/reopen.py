@@ -10,8 +10,8 @@ from pydantic import ValidationError
 
 from agent.settings.model import Settings
 from agent.settings.recorded import CampaignError, endpoint_with_credentials, ssh_options_for
-from agent.runfolder import RunFolder, RunFolderError
-from agent.trace import TraceError, read_trace
+from agent.run.folder import RunFolder, RunFolderError
+from agent.run.trace import TraceError, read_trace
 
 
 def locked_run(ref: str, runs_dir: str) -> tuple[RunFolder, dict | None, list[dict]]:

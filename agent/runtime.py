@@ -6,8 +6,8 @@ from typing import TYPE_CHECKING, Callable, Protocol
 
 from agent.settings.model import Settings
 from agent.record_source import LiveSource, RecordSource
-from agent.runfolder import RunFolder
-from agent.trace import TraceWriter
+from agent.run.folder import RunFolder
+from agent.run.trace import TraceWriter
 from tools.jobs import Executor
 
 if TYPE_CHECKING:

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from agent.replay.driver import EXIT_REPRODUCED, replay_run
-from agent.trace import read_trace
+from agent.run.trace import read_trace
 from tests.campaign_fixtures import campaign_args, campaign_env
 from tests.cli_helpers import clean_env, only_run
 from tests.slowdown import limit

@@ -114,8 +114,8 @@ def circles(edges: dict[str, set[str]]) -> list[list[str]]:
 def test_the_graph_is_read():
     edges = graph()
     assert "tools.recipes.values" in edges["tools.recipes.calls"]
-    assert "agent.trace_read" in edges["agent.trace"]
-    assert "agent.trace_schema" in edges["agent.trace_read"]  # a deferred import inside a function counts
+    assert "agent.run.trace_read" in edges["agent.run.trace"]
+    assert "agent.run.trace_schema" in edges["agent.run.trace_read"]  # a deferred import inside a function counts
 
 
 def test_the_circle_finder_finds_a_circle():

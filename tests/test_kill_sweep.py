@@ -26,7 +26,7 @@ from tests.slowdown import limit
 REPO = Path(__file__).resolve().parents[1]
 INJECTOR = REPO / "tests" / "fault_injector.py"
 SAVE = "agent.traced_saver:TracedSaver.put"
-EVENT = "agent.trace:TraceWriter._append"
+EVENT = "agent.run.trace:TraceWriter._append"
 KILL_POINTS = ([f"{SAVE}:{n}:{when}" for n in range(1, 10) for when in ("before", "after")]
                + [f"{EVENT}:{n}:{when}" for n in (1, 2, 5, 12, 20, 28, 36) for when in ("before", "after")])
 

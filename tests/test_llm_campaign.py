@@ -12,7 +12,7 @@ import pytest
 
 from agent.campaign import start
 from agent.settings.model import Settings
-from agent.trace import read_trace
+from agent.run.trace import read_trace
 from tests.cli_helpers import run_cli
 from tests.doubles.openai_server import Reply, ScriptedOpenAI, ToolCall
 

@@ -7,7 +7,7 @@ import pytest
 
 from agent.settings.model import Settings
 from agent.llm.client import LLMClient, LLMError, RetryPolicy
-from agent.trace import TraceWriter, read_trace
+from agent.run.trace import TraceWriter, read_trace
 from tests.doubles.openai_server import Fail, Reply, ScriptedOpenAI, ToolCall
 
 SECRET = "sk-test-SECRET-0123456789abcdef"

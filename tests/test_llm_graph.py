@@ -16,9 +16,9 @@ from agent.llm import nodes as llm_nodes
 from agent.campaign import start
 from agent.settings.model import Settings
 from agent.llm.conversation import CONVERSATION_FILE, Conversation
-from agent.runfolder import RunFolder
+from agent.run.folder import RunFolder
 from agent.runtime import Runtime
-from agent.trace import TraceWriter, read_trace
+from agent.run.trace import TraceWriter, read_trace
 from tests.cli_helpers import run_cli, start_agent, wait_for
 from tests.doubles.openai_server import Reply, ScriptedOpenAI, ToolCall
 from tests.test_llm_campaign import poisoned_source  # noqa: F401  (fixture: wheel flag definitions + poisoned README)

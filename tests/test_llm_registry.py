@@ -8,7 +8,7 @@ from pydantic import BaseModel, Field
 
 from agent.llm.dispatch import dispatch
 from agent.llm.registry import WITHHELD, RegistryError, build_registry
-from agent.trace import TraceWriter, read_trace
+from agent.run.trace import TraceWriter, read_trace
 from tools.base import Tool, ToolError
 
 

@@ -19,7 +19,7 @@ from agent.settings.model import Settings
 from agent.llm.conversation import Conversation
 from agent.llm.research import OUTCOME_FILE, RESEARCH_FILE
 from agent.replay.driver import EXIT_REPRODUCED, replay_run
-from agent.trace import read_trace
+from agent.run.trace import read_trace
 from tests import shared_trees
 from tests.cli_helpers import run_cli, start_agent, wait_for
 from tests.doubles.openai_server import Reply, ScriptedOpenAI, ToolCall

@@ -17,11 +17,11 @@ from typer.testing import CliRunner
 from agent.settings.layers import load_settings
 from agent.report.blocks import Para, Section
 from agent.report.build import build_report
-from agent.runfolder import RunFolder
+from agent.run.folder import RunFolder
 from agent.steps import benchmark as benchmark_step
 from agent.steps import write_scripts as write_scripts_step
 from agent.steps.base import PlanStep, StepContext, StepOutcome
-from agent.trace import TraceWriter, iter_events
+from agent.run.trace import TraceWriter, iter_events
 from tests.conftest import require_binary
 from tests.doubles.tokenizer import build_tokenizer
 from tests.slowdown import limit

@@ -70,11 +70,11 @@ def test_the_step_judges_again_when_its_gpus_differ_from_the_syncs(tmp_path: Pat
                                                                     monkeypatch: pytest.MonkeyPatch):
     """A resume on a host with GPUs reuses the sync recorded without them: the step's inputs differ."""
     from agent.settings.model import Settings
-    from agent.runfolder import RunFolder
+    from agent.run.folder import RunFolder
     from agent.steps.base import PlanStep, StepContext
     from agent.steps.infer_mtp import run as run_infer_step
     from agent.steps.sync import run as run_sync_step
-    from agent.trace import TraceWriter
+    from agent.run.trace import TraceWriter
     from tools.gpus import GpuInfo
     from tools.jobs.local import LocalExecutor
 

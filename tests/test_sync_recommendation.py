@@ -112,10 +112,10 @@ def test_hook_change_changes_the_recommendation(sglang_wheel_root: Path, hook_te
 def test_campaign_step_diffs_against_the_previous_runs_mtp_json(sglang_wheel_root: Path, hook_text: str,
                                                                  tmp_path: Path):
     from agent.settings.model import Settings
-    from agent.runfolder import RunFolder
+    from agent.run.folder import RunFolder
     from agent.steps.base import PlanStep, StepContext
     from agent.steps.sync import run as run_sync_step
-    from agent.trace import TraceWriter
+    from agent.run.trace import TraceWriter
     from tools.jobs.local import LocalExecutor
     from tools.mtp.infer import InferMtpArgs, infer_mtp
 

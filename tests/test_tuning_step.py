@@ -11,10 +11,10 @@ import textwrap
 from pathlib import Path
 
 from agent.settings.layers import load_settings
-from agent.runfolder import RunFolder
+from agent.run.folder import RunFolder
 from agent.steps.base import PlanStep, StepContext
 from agent.steps.tune_kernels import run
-from agent.trace import iter_events, TraceWriter
+from agent.run.trace import iter_events, TraceWriter
 from tests.tuning_fixtures import NVIDIA_SMI_DOUBLE, config_dir, make_checkout, triton_config
 from tests.campaign_fixtures import hold_tuning
 from tests.slowdown import wait_for

@@ -46,7 +46,7 @@ def run(goal: Goal, config: ConfigFile = None, as_json: JsonFlag = False, **sett
     from agent.settings.layers import SettingsError, load_settings
     from agent.terminal.live import LiveView
     from agent.playbook import GoalError, plan_goal
-    from agent.runfolder import RunFolderError
+    from agent.run.folder import RunFolderError
     from tools.base import ToolError
 
     view = LiveView(to_stderr=as_json)
@@ -108,7 +108,7 @@ def resume(run: RunRef, runs_dir: RunsDir = "runs", retry_failed: RetryFailed = 
 
 
 def _unpack(archive: str, runs_dir: str):
-    from agent.bundle import BundleError, unpack_bundle
+    from agent.run.bundle import BundleError, unpack_bundle
 
     try:
         return unpack_bundle(Path(archive), Path(runs_dir))
@@ -126,9 +126,9 @@ BUNDLE_HELP = (
 
 
 def bundle(run: RunRef, runs_dir: RunsDir = "runs", output: Output = None, as_json: JsonFlag = False) -> None:
-    from agent.bundle import SUFFIX, BundleError, make_bundle
+    from agent.run.bundle import SUFFIX, BundleError, make_bundle
     from agent.commands.base import print_json
-    from agent.runfolder import RunFolder, RunFolderError
+    from agent.run.folder import RunFolder, RunFolderError
     from agent.terminal.printable import echo
 
     try:
@@ -192,6 +192,6 @@ def _print_result(view, as_json: bool) -> None:
     """With --json, stdout holds only the run's result.json (docs/cli-json.schema.json, `$defs/result`)."""
     if as_json and view.run_path is not None:
         from agent.commands.base import print_json
-        from agent.runfolder import RunFolder
+        from agent.run.folder import RunFolder
 
         print_json(RunFolder(view.run_path).result)

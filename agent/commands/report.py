@@ -14,7 +14,7 @@ CompareWith = Annotated[Optional[str], typer.Option(
 
 
 def _find(run: str, runs_dir: str):
-    from agent.runfolder import RunFolder, RunFolderError
+    from agent.run.folder import RunFolder, RunFolderError
 
     try:
         return RunFolder.find(run, runs_dir)
@@ -28,7 +28,7 @@ def report(run: RunRef, runs_dir: RunsDir = "runs", compare: CompareWith = None,
     Example: dsv4-agent report latest --compare runs/20260101T000000Z-enable-mtp"""
     from agent.report.build import build_report
     from agent.report.timeline_view import timeline_sections
-    from agent.runfolder import RunFolderError
+    from agent.run.folder import RunFolderError
 
     folder = _find(run, runs_dir)
     other = _find(compare, runs_dir) if compare else None

@@ -25,7 +25,7 @@ def uninstall(run: RunRef, runs_dir: RunsDir = "runs", force: Force = False, ssh
     file changed since the install was left alone.
     """
     from agent.campaign import CampaignError
-    from agent.runfolder import RunFolder, RunFolderError
+    from agent.run.folder import RunFolder, RunFolderError
     from tools.base import ToolError
     from tools.tuning.install import MANIFEST, load_manifest, uninstall_configs
 
@@ -63,7 +63,7 @@ def prove(run: RunRef, runs_dir: RunsDir = "runs", as_json: JsonFlag = False) ->
 
     Exit 0 when all were loaded (or none were installed), 1 otherwise.
     """
-    from agent.runfolder import RunFolder, RunFolderError
+    from agent.run.folder import RunFolder, RunFolderError
     from tools.base import ToolError
     from agent.report.sections import proof_section
     from tools.tuning.prove import prove_run

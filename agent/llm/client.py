@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from agent.settings.model import Settings
-from agent.trace import TraceWriter
+from agent.run.trace import TraceWriter
 from agent.secrets import redact_text
 
 PLACEHOLDER_KEY = "unused"  # SGLang/vLLM servers ignore the key, but the client wants one

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ValidationError
 
 from agent.llm.prompts import quote_untrusted
 from agent.llm.registry import Registry
-from agent.trace import TraceWriter
+from agent.run.trace import TraceWriter
 from tools.base import ToolError, cap_lines
 
 MAX_LINES = 400

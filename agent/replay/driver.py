@@ -16,7 +16,7 @@ from typing import Callable
 from tools import json_data
 from agent.checkpoints import set_checkpoint_aside
 from agent.settings.model import Settings
-from agent.disk import DiskFull
+from agent.run.disk import DiskFull
 from agent.early_lane import wait_for_early_lanes
 from agent.interrupts import SignalWatch
 from agent.terminal.live import LiveView
@@ -24,9 +24,9 @@ from agent.replay.checker import DecisionChecker, Divergence, ReplayDivergence, 
 from agent.replay.frontier import Frontier, ReplayCut
 from agent.replay.record import Attempt, Recording, RecordError, load_recording
 from agent.replay.served import ReplayLLM, ReplaySource
-from agent.runfolder import RunFolder
+from agent.run.folder import RunFolder
 from agent.runtime import Runtime
-from agent.trace import TraceWriter
+from agent.run.trace import TraceWriter
 from tools.jobs.local import LocalExecutor
 from tools.stop import reset as reset_stop_gate
 

@@ -22,9 +22,9 @@ from agent.replay.frontier import Frontier
 from agent.replay.record import Recording, classify, step_results
 from agent.settings.model import Settings
 from agent.preflight import Preflight
-from agent.runfolder import RunFolder
+from agent.run.folder import RunFolder
 from agent.steps.base import PlanStep, StepOutcome
-from agent.trace import TraceWriter, redact
+from agent.run.trace import TraceWriter, redact
 from tools.jobs import Executor
 
 

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, Field
 
 from agent.settings.model import Settings
-from agent.runfolder import RunFolder
-from agent.trace import Lane, TraceWriter
+from agent.run.folder import RunFolder
+from agent.run.trace import Lane, TraceWriter
 from tools.gpus import GpuInfo
 from tools.jobs import Executor
 from tools.tuning.prepare import TuningReason

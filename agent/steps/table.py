@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Literal
 
 from agent.steps.base import PlanStep, StepContext, StepKind, StepOutcome
-from agent.trace import Lane
+from agent.run.trace import Lane
 
 Node = Literal["sync", "gpu_lane", "research_lane", "measure"]
 

@@ -4,7 +4,7 @@ Every line of ``trace.jsonl`` is one event: an envelope (``v``, ``seq``, ``t``, 
 ``lane``, ``type``) plus the fields of its type. Types name the fields they always carry; any
 other field is allowed (steps attach small facts to ``progress`` and ``artifact_written``), so
 models are ``extra="allow"``. ``docs/trace.schema.json`` is generated from these models
-(``python -m agent.trace_schema > docs/trace.schema.json``) and a test keeps it in step.
+(``python -m agent.run.trace_schema > docs/trace.schema.json``) and a test keeps it in step.
 
 Versions: readers accept ``SUPPORTED_VERSIONS``; anything else is refused with a message that
 says which version it is and what to do (see ``version_problem``).
@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from agent.trace_versions import SCHEMA_VERSION, SUPPORTED_VERSIONS, version_problem  # noqa: F401 - the format this code writes (docs/trace.md)
+from agent.run.trace_versions import SCHEMA_VERSION, SUPPORTED_VERSIONS, version_problem  # noqa: F401 - the format this code writes (docs/trace.md)
 
 
 

@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from tools import json_data
-from agent.runfolder import RunFolderError, read_result
+from agent.run.folder import RunFolderError, read_result
 
 UNREADABLE = "unreadable"  # the status of a run whose result.json is damaged
 _AGE = re.compile(r"^(\d+(?:\.\d+)?)([smhdw])$")

@@ -3,7 +3,7 @@
 Every event has the envelope of docs/trace.md (``mono`` is comparable only within the process that
 ``pid`` names), is checked against its model and redacted (agent/secrets.py) before it is written.
 The two lanes' threads share one lock. A resumed run cuts off a bad tail and continues the sequence
-after the last good event (reading: agent/trace_read.py).
+after the last good event (reading: agent/run/trace_read.py).
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Iterator, Literal
 
 from agent.secrets import redact
-from agent.trace_read import SeqGap, TraceError, TraceReadResult, TraceTail, read_events, read_trace
+from agent.run.trace_read import SeqGap, TraceError, TraceReadResult, TraceTail, read_events, read_trace
 
 __all__ = ["EVENT_TYPES", "Lane", "TraceWriter", "TraceError", "TraceReadResult", "TraceTail",
            "SeqGap", "read_trace", "read_events", "iter_events", "redact"]
@@ -54,12 +54,12 @@ class TraceWriter:
         self.gates: list = []  # callables taking each event (no envelope yet) before it is written; may raise
 
     def emit(self, type: str, lane: Lane = "control", **data: Any) -> dict | None:
-        """Write one event; it must match its model (agent/trace_schema.py), else ``EventError``.
+        """Write one event; it must match its model (agent/run/trace_schema.py), else ``EventError``.
 
         ``run_finished`` is an attempt's last event: a lane still winding down after it (an interrupt
         records the end while a GPU lane reports its jobs' progress) is not recorded, and None is
         returned. The next attempt (``run_started``/``run_resumed``) opens the trace again."""
-        from agent.trace_schema import SCHEMA_VERSION, validate_event  # pydantic: only once events are written
+        from agent.run.trace_schema import SCHEMA_VERSION, validate_event  # pydantic: only once events are written
 
         if type not in EVENT_TYPES:
             raise ValueError(f"unknown trace event type {type!r}")

@@ -11,9 +11,9 @@ import time
 from typing import TYPE_CHECKING
 
 from tools import json_data
-from agent.runfolder import RunFolder, RunFolderError
+from agent.run.folder import RunFolder, RunFolderError
 from agent.terminal.printable import gpu_list, one_line
-from agent.trace_read import TraceError, read_trace
+from agent.run.trace_read import TraceError, read_trace
 
 if TYPE_CHECKING:
     from tools.jobs import JobState  # status reads no job: pydantic stays unimported
@@ -67,7 +67,7 @@ def render_jobs(jobs: list[JobState] | list[dict]) -> str:
 
 
 def render_runs(entries: list) -> str:
-    """``runs``: one line per run (agent/run_list.py's entries, newest last) under a header."""
+    """``runs``: one line per run (agent/run/listing.py's entries, newest last) under a header."""
     rows = [[e.name, e.status, e.goal or ""] for e in entries]
     return _table(rows, ["run", "status", "goal"], wrap_last=True)
 

@@ -24,7 +24,7 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from agent.runfolder import RunFolder, RunFolderError
+from agent.run.folder import RunFolder, RunFolderError
 
 MANIFEST = "bundle.json"
 FORMAT = 1

@@ -1,5 +1,5 @@
 """Which trace format versions this build reads, and what to say about any other (no pydantic here:
-``status`` reads traces without the schema, agent/trace_read.py)."""
+``status`` reads traces without the schema, agent/run/trace_read.py)."""
 from __future__ import annotations
 
 from typing import Any

@@ -95,9 +95,9 @@ def _envelope_problem(event: object) -> str | None:
 
 def _parse(raw: bytes, terminated: bool, schema: bool = True) -> tuple[dict | None, str | None]:
     if schema:
-        from agent.trace_schema import EventError, validate_event, version_problem  # pydantic: only once a trace is read
+        from agent.run.trace_schema import EventError, validate_event, version_problem  # pydantic: only once a trace is read
     else:
-        from agent.trace_versions import version_problem
+        from agent.run.trace_versions import version_problem
 
     try:
         text = raw.decode("utf-8")
