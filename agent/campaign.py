@@ -25,7 +25,7 @@ from agent.settings.recorded import CampaignError, missing_host_path, ssh_option
 from agent.reopen import complete_finish, gpus_now_differ, locked_run, planned_target_here, resume_settings
 from agent.run.status import verdict_line
 from agent.runtime import Runtime
-from agent.steps.table import redone_by
+from agent.steps.step_table import redone_by
 from agent.run.trace import TraceWriter
 from tools.base import ToolError
 from tools.jobs import attempts as attempts_lib

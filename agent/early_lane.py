@@ -24,7 +24,7 @@ from agent.playbook import plan_goal
 from agent.preflight import Preflight
 from agent.runtime import Runtime
 from agent.steps.base import PlanStep
-from agent.steps.table import kinds_at, node_lane
+from agent.steps.step_table import kinds_at, node_lane
 
 FIRST_JOB_WAIT_S = 30.0  # the graph waits at most this long for the lane's first launch (an SSH one, say)
 _STARTED: list["EarlyLane"] = []

@@ -20,7 +20,7 @@ from agent.llm import nodes as llm
 from agent.settings.model import Settings
 from agent.runtime import Runtime
 from agent.state import CampaignState
-from agent.steps.table import node_lane
+from agent.steps.step_table import node_lane
 
 
 def traced(rt: Runtime, name: str, lane: str, fn: Callable[[Runtime, CampaignState], dict]):
@@ -61,7 +61,7 @@ def build_graph(rt: Runtime, checkpointer):
     g.add_node("llm_turn", traced(rt, "llm_turn", "llm", llm.llm_turn))
     g.add_node("dispatch_tools", traced(rt, "dispatch_tools", "llm", llm.dispatch_tools))
     g.add_node("llm_plan", traced(rt, "llm_plan", "control", llm.llm_plan))
-    # the nodes that run steps work in their steps' lane (agent/steps/table.py)
+    # the nodes that run steps work in their steps' lane (agent/steps/step_table.py)
     g.add_node("sync", traced(rt, "sync", node_lane("sync"), nodes.sync))
     g.add_node("gpu_lane", gpu_lane_node(rt))
     g.add_node("research_lane", traced(rt, "research_lane", node_lane("research_lane"), nodes.research_lane))

@@ -16,7 +16,7 @@ from agent.preflight import Preflight
 from agent.run.folder import REUSABLE_STATUSES as REUSABLE
 from agent.runtime import Runtime
 from agent.steps.base import PlanStep, StepContext, StepOutcome
-from agent.steps.table import BY_KIND, kinds_at
+from agent.steps.step_table import BY_KIND, kinds_at
 from tools.base import ToolError
 
 

@@ -11,7 +11,7 @@ from agent.preflight import Preflight
 from agent.runtime import Runtime
 from agent.state import CampaignState
 from agent.steps.base import PlanStep
-from agent.steps.table import Node, kinds_at
+from agent.steps.step_table import Node, kinds_at
 
 
 def _steps(state: CampaignState) -> list[PlanStep]:

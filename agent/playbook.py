@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from agent.steps.base import PlanStep
-from agent.steps.table import plan_step
+from agent.steps.step_table import plan_step
 
 # capability → the words that ask for it (lower case, matched as whole words or prefixes)
 CAPABILITIES: dict[str, tuple[str, ...]] = {

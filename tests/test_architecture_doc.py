@@ -11,7 +11,7 @@ ARCHITECTURE = (ROOT / "docs" / "architecture.md").read_text()
 README = (ROOT / "README.md").read_text()
 README_MAX_BYTES = 12_288
 
-# `agent/steps/table.py`, `tools/jobs/{local,ssh,slurm}`, `agent/run/trace.py:TraceWriter`, `agent/report/`
+# `agent/steps/step_table.py`, `tools/jobs/{local,ssh,slurm}`, `agent/run/trace.py:TraceWriter`, `agent/report/`
 CITED = re.compile(r"\b((?:agent|tools|tests|prompts|docs)/[\w/.*<>-]*(?:\{[\w,]+\}[\w/.*<>-]*)?)(?::(\w+))?")
 
 

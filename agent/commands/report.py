@@ -38,7 +38,7 @@ def report(run: RunRef, runs_dir: RunsDir = "runs", compare: CompareWith = None,
         echo(f"note: {err}", err=True)
     extra = timeline_sections(folder.path)
     if other is not None:
-        from agent.compare import compare_section
+        from agent.report.compare import compare_section
 
         extra = [compare_section(other.path, folder.path), *extra]
     written = [str(p) for p in build_report(folder.path, extra_sections=extra)]
@@ -59,7 +59,7 @@ def compare(run_a: RunA, run_b: RunB, runs_dir: RunsDir = "runs", as_json: JsonF
     and concurrency, with the spread of the repeats) and the two verdicts.
 
     Example: dsv4-agent compare runs/<before-the-pull> latest"""
-    from agent.compare import compare_runs, render_text
+    from agent.report.compare import compare_runs, render_text
 
     a, b = _find(run_a, runs_dir), _find(run_b, runs_dir)
     data = compare_runs(a.path, b.path)

@@ -22,7 +22,7 @@ from agent.llm.prompts import quote_untrusted, render
 from agent.secrets import redact_text
 from agent.runtime import Runtime
 from agent.steps.base import PlanStep
-from agent.steps.table import STEP_ORDER
+from agent.steps.step_table import STEP_ORDER
 from agent.state import CampaignState
 from agent.llm.registry import Registry
 

@@ -15,7 +15,7 @@ from agent.llm.run_tools import make_run_tools
 from agent.preflight import Preflight
 from agent.runtime import Runtime
 from agent.steps.base import PlanStep, StepKind
-from agent.steps.table import STEP_ORDER, plan_step
+from agent.steps.step_table import STEP_ORDER, plan_step
 from agent.llm.registry import Registry, build_registry
 
 

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from tools.gpu_choice import GpuPlan
     from tools.mtp.settings import MtpSettings
 
-StepKind = Literal["sync", "tune_kernels", "infer_mtp", "write_scripts", "benchmark"]  # rows: agent/steps/table.py
+StepKind = Literal["sync", "tune_kernels", "infer_mtp", "write_scripts", "benchmark"]  # rows: agent/steps/step_table.py
 StepStatus = Literal["done", "planned", "skipped", "failed"]
 # Why a step ended as it did, as a code for programs (tests, the CLI); the summary says it for people.
 StepReason = Literal[
