@@ -203,7 +203,7 @@ def test_a_refusal_while_a_background_import_runs_ends_without_the_interpreter_t
     with os._exit after its output is flushed; with nothing loading it exits as usual."""
     import threading
 
-    from agent import preload
+    from agent.campaign import preload
     from agent.commands import base
 
     release = threading.Event()

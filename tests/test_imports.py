@@ -151,4 +151,4 @@ def test_langgraphs_tables_are_queried_by_one_module():
     users = sorted(name for name, path in MODULES.items()
                    if any(isinstance(node, ast.Constant) and isinstance(node.value, str) and LANGGRAPH_SQL.search(node.value)
                           for node in ast.walk(ast.parse(path.read_text()))))
-    assert users == ["agent.checkpoints"], f"SQL on LangGraph's checkpoint tables outside agent/checkpoints.py: {users}"
+    assert users == ["agent.campaign.checkpoints"], f"SQL on LangGraph's checkpoint tables outside agent/campaign/checkpoints.py: {users}"

@@ -5,7 +5,7 @@ or right after it returned): a trace event being written, and each checkpoint La
 before and just after it is on disk. Whatever the instant: ``resume`` finishes the run without a
 traceback, no job is started twice and no tuning unit is tuned twice, and the run replays to exit 0,
 the resumed attempt included (the trace, not the luck of the kill, says which checkpoint the run
-stands on: agent/checkpoints.py). The campaign runs on the doubles of tests/campaign_fixtures.py.
+stands on: agent/campaign/checkpoints.py). The campaign runs on the doubles of tests/campaign_fixtures.py.
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from tests.slowdown import limit
 
 REPO = Path(__file__).resolve().parents[1]
 INJECTOR = REPO / "tests" / "fault_injector.py"
-SAVE = "agent.traced_saver:TracedSaver.put"
+SAVE = "agent.campaign.traced_saver:TracedSaver.put"
 EVENT = "agent.run.trace:TraceWriter._append"
 KILL_POINTS = ([f"{SAVE}:{n}:{when}" for n in range(1, 10) for when in ("before", "after")]
                + [f"{EVENT}:{n}:{when}" for n in (1, 2, 5, 12, 20, 28, 36) for when in ("before", "after")])

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.campaign import start
+from agent.campaign.start_resume import start
 from agent.settings.model import Settings
 from agent.run.trace import read_trace
 from tests.cli_helpers import run_cli

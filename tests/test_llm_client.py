@@ -6,7 +6,7 @@ import socket
 import pytest
 
 from agent.settings.model import Settings
-from agent.llm.client import LLMClient, LLMError, RetryPolicy
+from agent.campaign.llm.client import LLMClient, LLMError, RetryPolicy
 from agent.run.trace import TraceWriter, read_trace
 from tests.doubles.openai_server import Fail, Reply, ScriptedOpenAI, ToolCall
 

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from agent.llm import nodes as llm_nodes
-from agent.campaign import start
+from agent.campaign.llm import planning_nodes as llm_nodes
+from agent.campaign.start_resume import start
 from agent.settings.model import Settings
-from agent.llm.conversation import CONVERSATION_FILE, Conversation
+from agent.campaign.llm.conversation import CONVERSATION_FILE, Conversation
 from agent.run.folder import RunFolder
-from agent.runtime import Runtime
+from agent.campaign.runtime import Runtime
 from agent.run.trace import TraceWriter, read_trace
 from tests.cli_helpers import run_cli, start_agent, wait_for
 from tests.doubles.openai_server import Reply, ScriptedOpenAI, ToolCall

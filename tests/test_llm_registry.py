@@ -6,8 +6,8 @@ import json
 import pytest
 from pydantic import BaseModel, Field
 
-from agent.llm.dispatch import dispatch
-from agent.llm.registry import WITHHELD, RegistryError, build_registry
+from agent.campaign.llm.dispatch import dispatch
+from agent.campaign.llm.registry import WITHHELD, RegistryError, build_registry
 from agent.run.trace import TraceWriter, read_trace
 from tools.base import Tool, ToolError
 

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from agent.campaign import start
+from agent.campaign.start_resume import start
 from agent.settings.model import Settings
-from agent.llm.conversation import Conversation
-from agent.llm.research import OUTCOME_FILE, RESEARCH_FILE
+from agent.campaign.llm.conversation import Conversation
+from agent.campaign.llm.research import OUTCOME_FILE, RESEARCH_FILE
 from agent.replay.driver import EXIT_REPRODUCED, replay_run
 from agent.run.trace import read_trace
 from tests import shared_trees

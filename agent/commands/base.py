@@ -182,7 +182,7 @@ def run_main(group_main, args, prog_name, **extra) -> NoReturn:
         print(f"{PROG}: {printable(said)}", file=sys.stderr, flush=True)
         code = EXIT_USAGE
     code = code if isinstance(code, int) else 0
-    from agent.preload import still_loading
+    from agent.campaign.preload import still_loading
 
     if _END_AT_ONCE and still_loading():
         # The interpreter's teardown racing a daemon thread that is importing compiled extensions can

@@ -41,11 +41,11 @@ RUN_HELP = (
 @with_options(RUN_OPTIONS)
 def run(goal: Goal, config: ConfigFile = None, as_json: JsonFlag = False, **settings) -> None:
     # LangGraph is not preloaded here: a fresh campaign's first GPU job starts before it is imported
-    # (agent/early_lane.py)
-    from agent.campaign import CampaignError, start
+    # (agent/campaign/early_lane.py)
+    from agent.campaign.start_resume import CampaignError, start
     from agent.settings.layers import SettingsError, load_settings
     from agent.terminal.live import LiveView
-    from agent.playbook import GoalError, plan_goal
+    from agent.campaign.playbook import GoalError, plan_goal
     from agent.run.folder import RunFolderError
     from tools.base import ToolError
 
@@ -55,7 +55,7 @@ def run(goal: Goal, config: ConfigFile = None, as_json: JsonFlag = False, **sett
         if not chosen.llm_base_url:
             plan_goal(goal, pull=chosen.pull)  # an unusable goal: refused
         # Refused before a run folder exists: an SGLang path that holds none, a malformed --mtp-steps entry.
-        # The hooks judge --mtp-steps once the GPUs are checked (agent/campaign.py); without it, the evidence
+        # The hooks judge --mtp-steps once the GPUs are checked (agent/campaign/start_resume.py); without it, the evidence
         # is read in the research lane while the GPU jobs run (docs/evidence.md).
         _check_sglang_path(chosen)
         _check_mtp_steps(chosen.mtp_steps)
@@ -88,10 +88,10 @@ RebuildCheckpoint = Annotated[bool, typer.Option(
 @with_options(RESUME_OPTIONS)
 def resume(run: RunRef, runs_dir: RunsDir = "runs", retry_failed: RetryFailed = False,
            rebuild_checkpoint: RebuildCheckpoint = False, as_json: JsonFlag = False, **overrides) -> None:
-    from agent.preload import preload_graph_libraries
+    from agent.campaign.preload import preload_graph_libraries
 
     preload_graph_libraries()
-    from agent.campaign import CampaignError, resume as resume_run
+    from agent.campaign.start_resume import CampaignError, resume as resume_run
     from agent.terminal.live import LiveView
 
     view = LiveView(to_stderr=as_json)

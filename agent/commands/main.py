@@ -57,7 +57,7 @@ class GoalFirstGroup(Group):
 
 
 def _is_a_goal(word: str) -> bool:
-    from agent.playbook import understand
+    from agent.campaign.playbook import understand
 
     return bool(understand(word)[0])
 

@@ -31,7 +31,7 @@ def replay(run: RunRef, timeline: Timeline = False, rerun: Rerun = False, keep: 
     change % and whether it is within noise (--tolerance), then the recommended flags and tuned
     shapes; --raw adds the field-by-field diff.
     """
-    from agent.campaign import CampaignError, load_run
+    from agent.campaign.start_resume import CampaignError, load_run
     from agent.replay.record import RecordError
     from agent.report import timeline_process
     from tools.base import ToolError

@@ -12,7 +12,7 @@ STOP_ALL = "all"
 
 
 def _find(run: str, runs_dir: str):
-    from agent.campaign import CampaignError, load_run
+    from agent.campaign.start_resume import CampaignError, load_run
 
     try:
         return load_run(run, runs_dir)
@@ -50,7 +50,7 @@ def jobs(run: RunRef, logs: Logs = None, stop: Stop = None, retry: Retry = None,
 
     Only jobs in this run's ledger can be stopped, and only through the process identity it recorded.
     """
-    from agent.campaign import CampaignError, ssh_options_for
+    from agent.campaign.start_resume import CampaignError, ssh_options_for
     from agent.run.status import jobs_data, render_jobs
     from agent.terminal.printable import outage_wait
     from tools.base import ToolError

@@ -24,7 +24,7 @@ def uninstall(run: RunRef, runs_dir: RunsDir = "runs", force: Force = False, ssh
     On the GPU host when the run installed them there through its SSH executor. Exit 1 when a
     file changed since the install was left alone.
     """
-    from agent.campaign import CampaignError
+    from agent.campaign.start_resume import CampaignError
     from agent.run.folder import RunFolder, RunFolderError
     from tools.base import ToolError
     from tools.tuning.install import MANIFEST, load_manifest, uninstall_configs
@@ -155,7 +155,7 @@ def plan(shape: RequiredShapes, gpu_count: GpuCount = ASSUMED_TARGET_GPUS, batch
 
 def _uninstall_on_host(folder, installed_by: str, force: bool, ssh_options: list[str] | None):
     """Undo through the executor that installed (with the ssh options the user gives now)."""
-    from agent.campaign import ssh_options_for
+    from agent.campaign.start_resume import ssh_options_for
     from agent.terminal.printable import outage_wait
     from tools.base import ToolError
     from tools.jobs.factory import make_executor

@@ -14,18 +14,18 @@ from pathlib import Path
 from typing import Callable
 
 from tools import json_data
-from agent.checkpoints import set_checkpoint_aside
+from agent.campaign.checkpoints import set_checkpoint_aside
 from agent.settings.model import Settings
 from agent.run.disk import DiskFull
-from agent.early_lane import wait_for_early_lanes
-from agent.interrupts import SignalWatch
+from agent.campaign.early_lane import wait_for_early_lanes
+from agent.campaign.interrupts import SignalWatch
 from agent.terminal.live import LiveView
 from agent.replay.checker import DecisionChecker, Divergence, ReplayDivergence, ReplayStop
 from agent.replay.frontier import Frontier, ReplayCut
 from agent.replay.record import Attempt, Recording, RecordError, load_recording
 from agent.replay.served import ReplayLLM, ReplaySource
 from agent.run.folder import RunFolder
-from agent.runtime import Runtime
+from agent.campaign.runtime import Runtime
 from agent.run.trace import TraceWriter
 from tools.jobs.local import LocalExecutor
 from tools.stop import reset as reset_stop_gate
@@ -131,7 +131,7 @@ def _replay_into(recording: Recording, work_dir: Path, say: Callable[[str], None
 
 def _replay_attempt(rt: Runtime, recording: Recording, attempt: Attempt, frontier: Frontier, last: bool) -> None:
     """Re-drive one recorded attempt as ``start`` or ``resume`` drove it, stopping where it stopped."""
-    from agent.campaign import _drive  # the campaign's own driver: graph, checkpoint, result.json
+    from agent.campaign.start_resume import _drive  # the campaign's own driver: graph, checkpoint, result.json
 
     thread, fresh = _open_attempt(rt, recording, attempt)
     watch = SignalWatch()

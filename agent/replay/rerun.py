@@ -93,7 +93,7 @@ def _show(value: Any, limit: int = 80) -> str:
 
 def rerun(run_dir: Path | str, runs_dir: Path | str) -> tuple[int, Path, str]:
     """Start the recorded campaign again as a new run under ``runs_dir``; (exit code, new run, diff)."""
-    from agent.campaign import start
+    from agent.campaign.start_resume import start
 
     run_dir = Path(run_dir)
     config = _json(run_dir / "config.json")

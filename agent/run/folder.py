@@ -24,7 +24,7 @@ from agent.terminal.printable import printable
 ExitStatus = Literal["finished", "planned", "failed", "interrupted", "budget_exhausted"]
 EXIT_STATUSES: tuple[str, ...] = ("finished", "planned", "failed", "interrupted", "budget_exhausted")
 READ_IN_A_TERMINAL = (".md", ".txt", ".html")  # run files people `cat`: control characters escaped
-REUSABLE_STATUSES = ("done", "skipped")  # step outcomes a resumed or re-driven campaign reuses (agent/lanes.py)
+REUSABLE_STATUSES = ("done", "skipped")  # step outcomes a resumed or re-driven campaign reuses (agent/campaign/lanes.py)
 EXIT_CODES: dict[str, int] = {"finished": 0, "planned": 0, "failed": 1, "interrupted": 130,
                               "budget_exhausted": 3}
 

@@ -2,7 +2,7 @@
 
 A run folder is data anyone may have written: ssh options (which can run commands here) and
 secrets (never recorded) come from the user again when a run is resumed or inspected.
-``CampaignError`` (a campaign could not start or resume) is raised here and by ``agent.campaign``.
+``CampaignError`` (a campaign could not start or resume) is raised here and by ``agent.campaign.start_resume``.
 """
 from __future__ import annotations
 

@@ -1,15 +1,15 @@
 """Graph nodes: thin adapters from state to the functions that do the work."""
 from __future__ import annotations
 
-from agent import planner
-from agent.early_lane import say_preflight
-from agent.gpu_jobs import announce
-from agent.lanes import let_the_gpu_lane_start_first, run_lane
-from agent.llm.nodes import research_wanted
-from agent.preload import import_what_follows_the_gpu_jobs, in_background, wait_for_background
-from agent.preflight import Preflight
-from agent.runtime import Runtime
-from agent.state import CampaignState
+from agent.campaign import planner
+from agent.campaign.early_lane import say_preflight
+from agent.campaign.gpu_jobs import announce
+from agent.campaign.lanes import let_the_gpu_lane_start_first, run_lane
+from agent.campaign.llm.planning_nodes import research_wanted
+from agent.campaign.preload import import_what_follows_the_gpu_jobs, in_background, wait_for_background
+from agent.campaign.preflight import Preflight
+from agent.campaign.runtime import Runtime
+from agent.campaign.state import CampaignState
 from agent.steps.base import PlanStep
 from agent.steps.step_table import Node, kinds_at
 
@@ -62,7 +62,7 @@ def research_lane(rt: Runtime, state: CampaignState) -> dict:
     evidence, scripts = kinds_at("research_lane")  # the LLM research, when wanted, runs between them
     done = run_lane(rt, steps, preflight, outcomes, (evidence,))
     if research_wanted(rt, steps):  # with an LLM: it researches the evidence before scripts are written
-        from agent.llm import research as llm_research  # its tools and flag guard: only for a run with an LLM
+        from agent.campaign.llm import research as llm_research  # its tools and flag guard: only for a run with an LLM
 
         accepted = llm_research.research(rt, state["goal"], preflight, {**outcomes, **done})
         steps = llm_research.with_research_flags(steps, accepted)

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agent.llm.flag_guard import FlagProposal, review_flags, review_markdown
-from agent.llm.loop import SubmitTool
-from agent.llm.run_tools import make_run_tools
-from agent.preflight import Preflight
-from agent.runtime import Runtime
+from agent.campaign.llm.flag_guard import FlagProposal, review_flags, review_markdown
+from agent.campaign.llm.loop import SubmitTool
+from agent.campaign.llm.run_tools import make_run_tools
+from agent.campaign.preflight import Preflight
+from agent.campaign.runtime import Runtime
 from agent.steps.base import PlanStep, StepKind
 from agent.steps.step_table import STEP_ORDER, plan_step
-from agent.llm.registry import Registry, build_registry
+from agent.campaign.llm.registry import Registry, build_registry
 
 
 class StepParams(BaseModel):

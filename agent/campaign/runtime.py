@@ -5,21 +5,21 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Protocol
 
 from agent.settings.model import Settings
-from agent.record_source import LiveSource, RecordSource
+from agent.campaign.record_source import LiveSource, RecordSource
 from agent.run.folder import RunFolder
 from agent.run.trace import TraceWriter
 from tools.jobs import Executor
 
 if TYPE_CHECKING:
-    from agent.early_lane import EarlyLane
+    from agent.campaign.early_lane import EarlyLane
     from agent.terminal.live import LiveView
-    from agent.preflight import Preflight
-    from agent.llm.registry import Registry
+    from agent.campaign.preflight import Preflight
+    from agent.campaign.llm.registry import Registry
     from tools.mtp.settings import MtpSettings
 
 
 class ChatClient(Protocol):
-    """One model turn at a time: ``agent.llm.client.LLMClient``, or a replay's ``ReplayLLM``."""
+    """One model turn at a time: ``agent.campaign.llm.client.LLMClient``, or a replay's ``ReplayLLM``."""
 
     model: str | None
 
@@ -36,17 +36,17 @@ class Runtime:
     say: Callable[[str], None] = print          # one line for the person at the terminal
     view: LiveView | None = None                # the terminal view; restored before a hard exit
     source: RecordSource = field(default_factory=LiveSource)  # the world, or a recorded run
-    llm: ChatClient | None = None               # built from settings on first use (agent.llm.loop.client)
+    llm: ChatClient | None = None               # built from settings on first use (agent.campaign.llm.loop.client)
     planner_tools: Registry | None = None       # the tools the LLM planner may call, built once per process
     research_tools: Registry | None = None      # the research lane's read-only subset
     mtp_settings: MtpSettings | None = None     # worked out up front when --mtp-steps was given (once per run)
     trace_checkpoints: bool = True              # record each checkpoint saved (a replay of an older run: off)
-    early_preflight: Preflight | None = None    # found before the graph, for its preflight node (agent/early_lane.py)
+    early_preflight: Preflight | None = None    # found before the graph, for its preflight node (agent/campaign/early_lane.py)
     early_gpu_lane: EarlyLane | None = None     # the GPU lane started before the graph, for its gpu_lane node
 
     def end_servers(self, status: str, summary: str, result_extra: dict | None,
                     event_fields: dict) -> tuple[str, str, dict | None]:
-        """Stop the servers the run left, as it ends (agent/servers_left.py)."""
-        from agent.servers_left import end_servers
+        """Stop the servers the run left, as it ends (agent/campaign/servers_left.py)."""
+        from agent.campaign.servers_left import end_servers
 
         return end_servers(self, status, summary, result_extra, event_fields)

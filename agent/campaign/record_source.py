@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Protocol
 
 from agent.settings.model import Settings
-from agent.preflight import Preflight, run_preflight
+from agent.campaign.preflight import Preflight, run_preflight
 from agent.steps.base import PlanStep, StepOutcome
 from tools.jobs import Executor, JobState
 
@@ -26,7 +26,7 @@ class RecordSource(Protocol):
         """What this machine and configuration give the campaign."""
 
     def early_preflight(self, settings: Settings, executor: Executor) -> Preflight | None:
-        """The preflight, asked for before the graph exists (agent/early_lane.py); None: the graph's
+        """The preflight, asked for before the graph exists (agent/campaign/early_lane.py); None: the graph's
         preflight node finds it in its turn."""
 
     def step_outcome(self, run: "RunFolder", step: PlanStep, execute: Callable[[], StepOutcome]) -> StepOutcome:
@@ -47,7 +47,7 @@ class RecordSource(Protocol):
 class LiveSource:
     """The world as it is: preflight is detected, steps and spans run.
 
-    ``gpus_checked`` is the GPU check the campaign made before its first step (agent.campaign):
+    ``gpus_checked`` is the GPU check the campaign made before its first step (agent.campaign.start_resume):
     the preflight takes it instead of running nvidia-smi a second time a moment later."""
 
     starts_jobs = True

@@ -1,10 +1,10 @@
 """The LLM budget: model turns, tokens and wall time. Exhausting it ends the run with status
 ``budget_exhausted`` (exit code 3), never with a half-made plan.
 
-The counts come from the recorded conversation (``agent.llm.conversation``), so a resumed run
+The counts come from the recorded conversation (``agent.campaign.llm.conversation``), so a resumed run
 continues with what the killed one had already spent. Seconds are the time spent in model calls
 and tool dispatch, not the time the agent was dead between a kill and a resume. The LLM research
-lane spends from the same counters (``agent.llm.research``); there, running out ends the research,
+lane spends from the same counters (``agent.campaign.llm.research``); there, running out ends the research,
 not the run.
 """
 from __future__ import annotations

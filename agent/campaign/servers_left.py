@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from agent.runtime import Runtime
+    from agent.campaign.runtime import Runtime
 
 SERVER_NOT_STOPPED = "server_not_stopped"  # result.json's and run_finished's reason
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 import threading
 import time
 
-from agent.preflight import Preflight
+from agent.campaign.preflight import Preflight
 from agent.run.folder import REUSABLE_STATUSES as REUSABLE
-from agent.runtime import Runtime
+from agent.campaign.runtime import Runtime
 from agent.steps.base import PlanStep, StepContext, StepOutcome
 from agent.steps.step_table import BY_KIND, kinds_at
 from tools.base import ToolError
@@ -100,7 +100,7 @@ def let_the_gpu_lane_start_first(rt: Runtime, steps: list[PlanStep], preflight: 
     gpu_jobs = preflight.gpus and not rt.settings.plan_only and any(s.kind in kinds_at("gpu_lane") for s in steps)
     if not gpu_jobs or not rt.source.starts_jobs:
         return
-    if rt.early_gpu_lane is not None:  # started before the graph (agent/early_lane.py): it says when it is
+    if rt.early_gpu_lane is not None:  # started before the graph (agent/campaign/early_lane.py): it says when it is
         rt.early_gpu_lane.under_way.wait(GPU_FIRST_WAIT_S)
         return
     _gpu_lane_under_way(rt).wait(GPU_FIRST_WAIT_S)

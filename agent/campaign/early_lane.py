@@ -6,7 +6,7 @@ playbook's and holds no ``sync`` step (a pull changes the tree the tuning reads)
 finds the preflight (written to preflight.json, as the preflight node does), plans the steps, says which
 jobs will start, and runs the GPU lane on its own thread; the graph is imported once its first job is
 launched. The graph's preflight node takes the preflight found here, its plan node plans the same steps,
-and its ``gpu_lane`` node waits for this lane and hands on its outcomes (agent/graph.py).
+and its ``gpu_lane`` node waits for this lane and hands on its outcomes (agent/campaign/graph.py).
 
 What the trace holds is the same lane by lane, which is how a replay compares it (agent/replay/checker.py):
 the GPU lane's events come earlier beside the control lane's, no event is added or left out. A replay
@@ -19,10 +19,10 @@ from __future__ import annotations
 import threading
 import time
 
-from agent.lanes import run_lane
-from agent.playbook import plan_goal
-from agent.preflight import Preflight
-from agent.runtime import Runtime
+from agent.campaign.lanes import run_lane
+from agent.campaign.playbook import plan_goal
+from agent.campaign.preflight import Preflight
+from agent.campaign.runtime import Runtime
 from agent.steps.base import PlanStep
 from agent.steps.step_table import kinds_at, node_lane
 
@@ -88,7 +88,7 @@ def start_early(rt: Runtime) -> EarlyLane | None:
         return None
     rt.run.write_json("preflight.json", preflight.model_dump(mode="json"))
     say_preflight(rt, preflight)
-    from agent.gpu_jobs import announce
+    from agent.campaign.gpu_jobs import announce
 
     announce(rt, steps, preflight)
     rt.early_preflight = preflight

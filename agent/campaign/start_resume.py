@@ -11,20 +11,20 @@ import sys
 import traceback
 from pathlib import Path
 
-from agent.llm.budget import BudgetExhausted
-from agent.checkpoints import CheckpointError, checkpoint_to_rebuild, set_checkpoint_aside
+from agent.campaign.llm.budget import BudgetExhausted
+from agent.campaign.checkpoints import CheckpointError, checkpoint_to_rebuild, set_checkpoint_aside
 from agent.settings.model import Settings
-from agent.early_lane import start_early
+from agent.campaign.early_lane import start_early
 from agent.run.disk import (DISK_FULL, MIN_FREE_BYTES, free_bytes, is_disk_full, keep_reserve, no_space,
                         release_reserve, too_full)
-from agent.interrupts import Interrupted, SignalWatch, invoke_responsively
+from agent.campaign.interrupts import Interrupted, SignalWatch, invoke_responsively
 from agent.terminal.live import LiveView
 from agent.run.folder import EXIT_CODES, RunFolder, RunFolderError
-from agent.record_source import LiveSource
+from agent.campaign.record_source import LiveSource
 from agent.settings.recorded import CampaignError, missing_host_path, ssh_options_for
-from agent.reopen import complete_finish, gpus_now_differ, locked_run, planned_target_here, resume_settings
+from agent.campaign.reopen import complete_finish, gpus_now_differ, locked_run, planned_target_here, resume_settings
 from agent.run.status import verdict_line
-from agent.runtime import Runtime
+from agent.campaign.runtime import Runtime
 from agent.steps.step_table import redone_by
 from agent.run.trace import TraceWriter
 from tools.base import ToolError
@@ -38,8 +38,8 @@ JOBS_WAIT_S = 15.0  # listing the jobs (over SSH, say) for the summary
 def _open_runtime(run: RunFolder, settings: Settings, goal: str, view: LiveView,
                   resumed_with: dict | None = None) -> Runtime:
     """The run's runtime; ``resumed_with`` (a resume's options) lets a run planned for a target's GPU count
-    use the GPUs found now (agent/reopen.py). ``--mtp-steps`` is judged here, on the GPUs just checked."""
-    from agent.preflight import check_gpus
+    use the GPUs found now (agent/campaign/reopen.py). ``--mtp-steps`` is judged here, on the GPUs just checked."""
+    from agent.campaign.preflight import check_gpus
     from agent.steps.infer_mtp import up_front
     from tools.gpu_choice import GpuRequestError
     from tools.jobs.factory import make_executor
@@ -72,9 +72,9 @@ def _drive(rt: Runtime, thread_id: str, fresh: bool, watch: SignalWatch | None =
         try:
             if fresh and (early := start_early(rt)) is not None:
                 early.wait_for_first_job()  # LangGraph's imports would slow the lane's way to its first job
-            from agent.checkpoints import (checkpoint_words, close_when_ended, follow_the_trace, forget_pending_writes,
+            from agent.campaign.checkpoints import (checkpoint_words, close_when_ended, follow_the_trace, forget_pending_writes,
                                            open_checkpoints)
-            from agent.graph import build_graph, recursion_limit
+            from agent.campaign.graph import build_graph, recursion_limit
 
             conn, saver = open_checkpoints(rt.run.checkpoint_path, *checkpoint_words(rt))
             if not fresh and rt.trace_checkpoints:

@@ -15,11 +15,11 @@ from typing import Callable
 
 from langgraph.graph import END, START, StateGraph
 
-from agent import nodes
-from agent.llm import nodes as llm
+from agent.campaign import nodes
+from agent.campaign.llm import planning_nodes as llm
 from agent.settings.model import Settings
-from agent.runtime import Runtime
-from agent.state import CampaignState
+from agent.campaign.runtime import Runtime
+from agent.campaign.state import CampaignState
 from agent.steps.step_table import node_lane
 
 
@@ -36,7 +36,7 @@ def traced(rt: Runtime, name: str, lane: str, fn: Callable[[Runtime, CampaignSta
 
 
 def gpu_lane_node(rt: Runtime):
-    """The GPU lane's node; a lane started before the graph (agent/early_lane.py) is waited for instead,
+    """The GPU lane's node; a lane started before the graph (agent/campaign/early_lane.py) is waited for instead,
     once: it traced its own start and finish."""
     run_here = traced(rt, "gpu_lane", node_lane("gpu_lane"), nodes.gpu_lane)
 

@@ -19,18 +19,18 @@ from typing import TYPE_CHECKING
 from agent.run.folder import RunFolder
 
 if TYPE_CHECKING:
-    from agent.runtime import Runtime
+    from agent.campaign.runtime import Runtime
 
 
 def open_checkpoints(path: Path | str, before_save=None, after_save=None):
     """A connection and the saver on it; the caller closes the connection when the graph is done. With
-    ``before_save``/``after_save`` each save is announced (agent/traced_saver.py)."""
+    ``before_save``/``after_save`` each save is announced (agent/campaign/traced_saver.py)."""
     conn = sqlite3.connect(path, check_same_thread=False)
     if before_save is None and after_save is None:
         from langgraph.checkpoint.sqlite import SqliteSaver
 
         return conn, SqliteSaver(conn)
-    from agent.traced_saver import TracedSaver
+    from agent.campaign.traced_saver import TracedSaver
 
     return conn, TracedSaver(conn, before_save or (lambda _meta: None), after_save or (lambda _c, _m: None))
 
@@ -52,7 +52,7 @@ def traced_checkpoints(events: list[dict], thread: str) -> set[str] | None:
 
 def checkpoint_words(rt: "Runtime") -> tuple:
     """What the saver says around each save: the trace's gates first (a replay holds a lane there when its
-    record has no such save), then ``checkpoint_saved`` once it is on disk (see agent/checkpoints.py)."""
+    record has no such save), then ``checkpoint_saved`` once it is on disk (see agent/campaign/checkpoints.py)."""
     if not rt.trace_checkpoints:
         return None, None
 
@@ -132,7 +132,7 @@ def checkpoint_problem(path: Path, events: list[dict]) -> str | None:
     """Why the checkpoint cannot carry the run on, or None. Missing or empty is a problem only once the
     trace shows a superstep committed (a node after preflight started: LangGraph saves a superstep's
     writes before the next one begins); before that a resume starts the graph afresh anyway. The GPU lane
-    is no sign: it may start before the graph (agent/early_lane.py), and in the graph it starts after sync."""
+    is no sign: it may start before the graph (agent/campaign/early_lane.py), and in the graph it starts after sync."""
     committed = any(e["type"] == "node_started" and e.get("node") not in ("preflight", "gpu_lane") for e in events)
     if not path.exists() or path.stat().st_size == 0:
         return ("is missing" if not path.exists() else "is empty") if committed else None

@@ -13,18 +13,18 @@ from __future__ import annotations
 
 from typing import Literal
 
-from agent.llm.conversation import CONVERSATION_FILE, Conversation
-from agent.llm.loop import ToolLoop
-from agent.planner import render_plan_md
-from agent.preflight import Preflight
-from agent.gpu_jobs import announce
-from agent.llm.prompts import quote_untrusted, render
+from agent.campaign.llm.conversation import CONVERSATION_FILE, Conversation
+from agent.campaign.llm.loop import ToolLoop
+from agent.campaign.planner import render_plan_md
+from agent.campaign.preflight import Preflight
+from agent.campaign.gpu_jobs import announce
+from agent.campaign.llm.prompts import quote_untrusted, render
 from agent.secrets import redact_text
-from agent.runtime import Runtime
+from agent.campaign.runtime import Runtime
 from agent.steps.base import PlanStep
 from agent.steps.step_table import STEP_ORDER
-from agent.state import CampaignState
-from agent.llm.registry import Registry
+from agent.campaign.state import CampaignState
+from agent.campaign.llm.registry import Registry
 
 
 class RouteError(Exception):
@@ -36,7 +36,7 @@ def uses_llm(rt: Runtime) -> bool:
 
 
 def research_wanted(rt: Runtime, steps: list[PlanStep]) -> bool:
-    """Whether the research lane hands the evidence to the model (agent/llm/research.py) before scripts."""
+    """Whether the research lane hands the evidence to the model (agent/campaign/llm/research.py) before scripts."""
     return uses_llm(rt) and any(s.kind == "infer_mtp" for s in steps)
 
 
@@ -71,7 +71,7 @@ def after_dispatch(state: CampaignState) -> Literal["llm_turn", "llm_plan"]:
 def _registry(rt: Runtime, preflight: Preflight) -> Registry:
     # Built once per process: importing the tool modules is the cost; the bindings never change in a run.
     # The planner (with its flag guard and evidence tools) is imported by the nodes of a run that has an LLM.
-    from agent.llm.planner import make_registry
+    from agent.campaign.llm.plan_contract import make_registry
 
     if rt.planner_tools is None:
         rt.planner_tools = make_registry(rt, preflight)
@@ -80,7 +80,7 @@ def _registry(rt: Runtime, preflight: Preflight) -> Registry:
 
 def _loop(rt: Runtime, state: CampaignState) -> ToolLoop:
     """The planner's tool loop over its recorded conversation (read fresh: the file is the truth)."""
-    from agent.llm.planner import SUBMIT_PLAN
+    from agent.campaign.llm.plan_contract import SUBMIT_PLAN
 
     return ToolLoop(rt, Conversation.load(rt.run.file(CONVERSATION_FILE)), _registry(rt, Preflight.of(state)),
                     SUBMIT_PLAN, reminder=lambda turns_left: render("plan_reminder", step_kinds=STEP_ORDER,
@@ -144,7 +144,7 @@ def dispatch_tools(rt: Runtime, state: CampaignState) -> dict:
 
 
 def llm_plan(rt: Runtime, state: CampaignState) -> dict:
-    from agent.llm.planner import PlanAnswer, finish_plan
+    from agent.campaign.llm.plan_contract import PlanAnswer, finish_plan
 
     conversation = Conversation.load(rt.run.file(CONVERSATION_FILE))
     if conversation.answer is None:

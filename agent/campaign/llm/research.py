@@ -13,18 +13,18 @@ from __future__ import annotations
 import json
 import time
 
-from agent.llm.budget import BudgetExhausted
-from agent.llm.dispatch import MAX_CHARS
-from agent.llm.flag_guard import review_flags
-from agent.llm.conversation import CONVERSATION_FILE, Conversation
-from agent.llm.loop import ToolLoop
-from agent.llm.planner import make_registry
-from agent.llm.research_notes import SUBMIT_NOTES, ResearchAnswer, check_claims, notes_markdown, seen_in
-from agent.llm.prompts import quote_untrusted, render
-from agent.preflight import Preflight
-from agent.runtime import Runtime
+from agent.campaign.llm.budget import BudgetExhausted
+from agent.campaign.llm.dispatch import MAX_CHARS
+from agent.campaign.llm.flag_guard import review_flags
+from agent.campaign.llm.conversation import CONVERSATION_FILE, Conversation
+from agent.campaign.llm.loop import ToolLoop
+from agent.campaign.llm.plan_contract import make_registry
+from agent.campaign.llm.research_notes import SUBMIT_NOTES, ResearchAnswer, check_claims, notes_markdown, seen_in
+from agent.campaign.llm.prompts import quote_untrusted, render
+from agent.campaign.preflight import Preflight
+from agent.campaign.runtime import Runtime
 from agent.steps.base import PlanStep
-from agent.llm.registry import Registry
+from agent.campaign.llm.registry import Registry
 
 TOOL = "llm_research"
 LANE = "research"
@@ -119,7 +119,7 @@ def _loop(rt: Runtime, registry: Registry) -> ToolLoop:
 
 
 def _investigate(rt: Runtime, goal: str, preflight: Preflight, outcomes: dict[str, dict], registry: Registry) -> dict:
-    from agent.llm.client import LLMError  # imports openai: only on the LLM path
+    from agent.campaign.llm.client import LLMError  # imports openai: only on the LLM path
 
     loop = _loop(rt, registry)
     conversation = loop.conversation

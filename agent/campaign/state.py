@@ -12,7 +12,7 @@ def merge(left: dict | None, right: dict | None) -> dict:
 class LlmLoop(TypedDict, total=False):
     """The LLM planning loop's counters; the conversation itself is the file at ``conversation``."""
     conversation: str                        # run-folder-relative path of llm/conversation.jsonl
-    phase: str                               # replied | observed | submitted (see agent/llm/nodes.py)
+    phase: str                               # replied | observed | submitted (see agent/campaign/llm/planning_nodes.py)
     turns: int
     tokens: int
     seconds: float
@@ -21,7 +21,7 @@ class LlmLoop(TypedDict, total=False):
 
 class CampaignState(TypedDict, total=False):
     goal: str
-    preflight: dict                          # see agent/preflight.py; also preflight.json
+    preflight: dict                          # see agent/campaign/preflight.py; also preflight.json
     llm: LlmLoop                             # only on the LLM planner's path
     steps: list[dict]                        # PlanStep dumps, campaign order; also plan.json
     outcomes: Annotated[dict, merge]         # step kind → StepOutcome dump; also steps/<kind>.json

@@ -1,4 +1,4 @@
-"""LangGraph's ``SqliteSaver`` with a word before and after each checkpoint it saves (agent/checkpoints.py).
+"""LangGraph's ``SqliteSaver`` with a word before and after each checkpoint it saves (agent/campaign/checkpoints.py).
 
 Imported only when a graph runs: LangGraph is a heavy import that ``status`` and ``--help`` never need.
 """

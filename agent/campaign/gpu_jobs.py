@@ -1,8 +1,8 @@
 """Say, before any GPU job starts, which jobs the campaign will start on which GPUs."""
 from __future__ import annotations
 
-from agent.preflight import Preflight
-from agent.runtime import Runtime
+from agent.campaign.preflight import Preflight
+from agent.campaign.runtime import Runtime
 from agent.steps.base import PlanStep
 
 _WHAT = {"tune_kernels": "kernel tuning, one job per GPU (plus a discovery boot of the baseline server when no "

@@ -1,11 +1,11 @@
 """Turns the goal into plan steps with the playbook, and renders plan.md for either planner."""
 from __future__ import annotations
 
-from agent.playbook import plan_goal
-from agent.preflight import Preflight
+from agent.campaign.playbook import plan_goal
+from agent.campaign.preflight import Preflight
 from agent.report.table import Table, md_text
 from agent.settings.model import Settings
-from agent.runtime import Runtime
+from agent.campaign.runtime import Runtime
 from agent.steps.base import PlanStep
 
 
@@ -40,6 +40,6 @@ def _server_additions(settings: Settings) -> list[str]:
 
 
 def make_plan(rt: Runtime, goal: str, preflight: Preflight) -> tuple[list[PlanStep], str]:
-    """The deterministic playbook's plan (the LLM planner is its own graph nodes: agent/llm/nodes.py)."""
+    """The deterministic playbook's plan (the LLM planner is its own graph nodes: agent/campaign/llm/planning_nodes.py)."""
     steps, ignored = plan_goal(goal, pull=rt.settings.pull, measure=rt.settings.measure_params())
     return steps, render_plan_md(goal, steps, ignored, preflight, "deterministic playbook", rt.settings)

@@ -16,8 +16,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agent.llm.flag_guard import FlagProposal, FlagReview, review_markdown
-from agent.llm.loop import SubmitTool
+from agent.campaign.llm.flag_guard import FlagProposal, FlagReview, review_markdown
+from agent.campaign.llm.loop import SubmitTool
 
 _CITE = re.compile(r"^\s*`?(?P<path>[^\s:`]+):(?P<start>\d+)(?:-(?P<end>\d+))?`?\s*$")
 _PATH = r'"path": "(?P<path>(?:[^"\\\n]|\\.)+)",\n\s*'

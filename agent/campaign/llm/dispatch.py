@@ -17,8 +17,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ValidationError
 
-from agent.llm.prompts import quote_untrusted
-from agent.llm.registry import Registry
+from agent.campaign.llm.prompts import quote_untrusted
+from agent.campaign.llm.registry import Registry
 from agent.run.trace import TraceWriter
 from tools.base import ToolError, cap_lines
 

@@ -11,7 +11,7 @@ import re
 from functools import cache
 from pathlib import Path
 
-PROMPTS_DIR = Path(__file__).resolve().parents[2] / "prompts"
+PROMPTS_DIR = Path(__file__).resolve().parents[3] / "prompts"
 
 
 @cache

@@ -2,7 +2,7 @@
 
 The planner's graph nodes call one method per node (``turn``, ``observe``), so each model turn is its
 own checkpoint; the research lane calls ``advance`` until the model answered with its submit tool,
-checked against its pydantic model. The conversation file is the truth (agent/llm/conversation.py):
+checked against its pydantic model. The conversation file is the truth (agent/campaign/llm/conversation.py):
 a recorded reply is never asked again and recorded observations never run again, so a kill at any
 point resumes cleanly; the budget is counted from the recorded conversations.
 """
@@ -14,17 +14,17 @@ from typing import Callable
 
 from pydantic import BaseModel, ValidationError
 
-from agent.llm.budget import Budget
-from agent.llm.conversation import Conversation
-from agent.llm.dispatch import bad_arguments, dispatch, traced_args
-from agent.llm.registry import Registry
-from agent.runtime import ChatClient, Runtime
+from agent.campaign.llm.budget import Budget
+from agent.campaign.llm.conversation import Conversation
+from agent.campaign.llm.dispatch import bad_arguments, dispatch, traced_args
+from agent.campaign.llm.registry import Registry
+from agent.campaign.runtime import ChatClient, Runtime
 
 
 def client(rt: Runtime) -> ChatClient:
     """The run's LLM client: ``rt.llm`` (a replay puts its client there), else built from settings."""
     if rt.llm is None:
-        from agent.llm.client import LLMClient  # imports openai: only when a model is asked
+        from agent.campaign.llm.client import LLMClient  # imports openai: only when a model is asked
 
         rt.llm = LLMClient(rt.settings, rt.trace, stream=rt.settings.llm_stream)
     return rt.llm
