@@ -11,7 +11,9 @@ from agent.run.trace import TraceWriter
 from tools.jobs import Executor
 
 if TYPE_CHECKING:
-    from agent.campaign.early_lane import EarlyLane
+    import threading
+
+    from agent.steps.base import PlanStep
     from agent.terminal.live import LiveView
     from agent.campaign.preflight import Preflight
     from agent.campaign.llm.registry import Registry
@@ -24,6 +26,14 @@ class ChatClient(Protocol):
     model: str | None
 
     def chat(self, messages: list[dict], tools: list[dict], call: int | None = None) -> dict: ...
+
+
+class EarlyGpuLane(Protocol):
+    """The GPU lane started before the graph (``agent.campaign.early_lane.EarlyLane``), as the graph sees it."""
+
+    under_way: threading.Event  # set at the lane's first launch, or when it ends without one
+
+    def result(self, steps: list[PlanStep]) -> dict: ...
 
 
 @dataclass
@@ -42,11 +52,5 @@ class Runtime:
     mtp_settings: MtpSettings | None = None     # worked out up front when --mtp-steps was given (once per run)
     trace_checkpoints: bool = True              # record each checkpoint saved (a replay of an older run: off)
     early_preflight: Preflight | None = None    # found before the graph, for its preflight node (agent/campaign/early_lane.py)
-    early_gpu_lane: EarlyLane | None = None     # the GPU lane started before the graph, for its gpu_lane node
+    early_gpu_lane: EarlyGpuLane | None = None  # the GPU lane started before the graph, for its gpu_lane node
 
-    def end_servers(self, status: str, summary: str, result_extra: dict | None,
-                    event_fields: dict) -> tuple[str, str, dict | None]:
-        """Stop the servers the run left, as it ends (agent/campaign/servers_left.py)."""
-        from agent.campaign.servers_left import end_servers
-
-        return end_servers(self, status, summary, result_extra, event_fields)

@@ -25,6 +25,7 @@ from agent.settings.recorded import CampaignError, missing_host_path, ssh_option
 from agent.campaign.reopen import complete_finish, gpus_now_differ, locked_run, planned_target_here, resume_settings
 from agent.run.status import verdict_line
 from agent.campaign.runtime import Runtime
+from agent.campaign.servers_left import end_servers
 from agent.steps.step_table import redone_by
 from agent.run.trace import TraceWriter
 from tools.base import ToolError
@@ -147,7 +148,7 @@ def _disk_full(rt: Runtime) -> int:
 
 
 def _finish(rt: Runtime, status: str, summary: str, result_extra: dict | None = None, **event_fields) -> int:
-    status, summary, result_extra = rt.end_servers(status, summary, result_extra, event_fields)  # none outlives it
+    status, summary, result_extra = end_servers(rt, status, summary, result_extra, event_fields)  # none outlives it
     extra = {**rt.run.result_fields(status, rt.settings.plan_only), **(result_extra or {})}
     rt.trace.emit("run_finished", "control", status=status, summary=summary, **event_fields)
     try:
