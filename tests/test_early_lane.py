@@ -27,7 +27,7 @@ ALLOWED = ("agent.campaign.llm.budget",)  # the budget's exception type, which t
 def _campaign_with_probe(root: Path, wheel_root: Path, goal: str,
                          *more: str) -> tuple[subprocess.CompletedProcess, list[str]]:
     modules = root / "modules-at-first-launch.json"
-    done = subprocess.run([sys.executable, str(PROBE), LAUNCH, str(modules), "agent.cli:main",
+    done = subprocess.run([sys.executable, str(PROBE), LAUNCH, str(modules), "agent.commands.cli:main",
                            *campaign_args(root, wheel_root, goal), *more],
                           cwd=root, env=clean_env(campaign_env(root, unit_s=0.05)), capture_output=True, text=True,
                           timeout=limit(240))

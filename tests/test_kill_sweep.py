@@ -40,7 +40,7 @@ def _point_id(point: str) -> str:
 def test_a_run_killed_at_any_point_resumes_once_and_replays_exactly(tmp_path, sglang_wheel_root, point):
     env = campaign_env(tmp_path, unit_s=0.05)
     spec = point.removesuffix(":before")
-    died = subprocess.run([sys.executable, str(INJECTOR), spec, "agent.cli:main",
+    died = subprocess.run([sys.executable, str(INJECTOR), spec, "agent.commands.cli:main",
                            *campaign_args(tmp_path, sglang_wheel_root, "tune kernels")],
                           cwd=tmp_path, env=clean_env(env), capture_output=True, text=True, timeout=limit(240))
     if died.returncode == 0:

@@ -122,7 +122,7 @@ def test_report_from_the_run_folder_opens_in_chromium(measured, tmp_path):
     (ctx.run.path / "steps").mkdir(exist_ok=True)
     (ctx.run.path / "steps" / "benchmark.json").write_text(json.dumps({"kind": "benchmark", "status": "done",
                                                                         "summary": "4/4 points measured"}))
-    result = CliRunner().invoke(__import__("agent.cli", fromlist=["app"]).app, ["report", str(ctx.run.path)])
+    result = CliRunner().invoke(__import__("agent.commands.cli", fromlist=["app"]).app, ["report", str(ctx.run.path)])
     assert result.exit_code == 0, result.output
     paths = [Path(p) for p in result.output.split()]
     assert {p.name for p in paths} >= {"report.md", "report.html", "tpot_vs_concurrency.png",

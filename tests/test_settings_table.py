@@ -8,7 +8,7 @@ import re
 import pytest
 from typer.main import get_command
 
-from agent.cli import app
+from agent.commands.cli import app
 from agent.commands.option_render import TABLE, render, shown_default
 from agent.commands.options import OPTIONS
 from agent.settings.model import Settings

@@ -107,7 +107,7 @@ def test_retune_replaces_with_backup_and_uninstall_restores_exactly(tmp_path, mo
     manifest = json.loads((ctx.run.path / "tuning/manifest.json").read_text())
     assert manifest["entries"][0]["backup"] == f"tuning/backup/{EXISTING}"
     assert _snapshot(config_dir(checkout)) != before
-    cli = subprocess.run([sys.executable, "-c", "from agent.cli import main; main()", "tuning", "uninstall",
+    cli = subprocess.run([sys.executable, "-c", "from agent.commands.cli import main; main()", "tuning", "uninstall",
                           str(ctx.run.path)], cwd=REPO, capture_output=True, text=True)
     assert cli.returncode == 0, cli.stderr
     assert f"restored {config_dir(checkout).resolve() / EXISTING}" in cli.stdout

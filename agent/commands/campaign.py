@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from agent.commands.base import JsonFlag, RunRef, RunsDir, end_when_written, fail
+from agent.commands.shared import JsonFlag, RunRef, RunsDir, end_when_written, fail
 from agent.commands.options import OPTIONS, flag_names, pick, with_options
 
 RUN_OPTIONS = list(OPTIONS.values())
@@ -127,7 +127,7 @@ BUNDLE_HELP = (
 
 def bundle(run: RunRef, runs_dir: RunsDir = "runs", output: Output = None, as_json: JsonFlag = False) -> None:
     from agent.run.bundle import SUFFIX, BundleError, make_bundle
-    from agent.commands.base import print_json
+    from agent.commands.shared import print_json
     from agent.run.folder import RunFolder, RunFolderError
     from agent.terminal.printable import echo
 
@@ -191,7 +191,7 @@ def _check_mtp_steps(entries: list[str]) -> None:
 def _print_result(view, as_json: bool) -> None:
     """With --json, stdout holds only the run's result.json (docs/cli-json.schema.json, `$defs/result`)."""
     if as_json and view.run_path is not None:
-        from agent.commands.base import print_json
+        from agent.commands.shared import print_json
         from agent.run.folder import RunFolder
 
         print_json(RunFolder(view.run_path).result)

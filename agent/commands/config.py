@@ -5,7 +5,7 @@ from typing import Annotated
 
 import typer
 
-from agent.commands.base import Command, fail, sub_app
+from agent.commands.shared import Command, fail, sub_app
 from agent.terminal.printable import echo
 
 config = sub_app("Allow or forget a folder's dsv4-agent.toml (read only once allowed; see docs/config.md).")

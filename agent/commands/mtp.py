@@ -7,7 +7,7 @@ import typer
 
 import sys
 
-from agent.commands.base import EXIT_FAILED, PROG, JsonFlag, end_when_written, fail
+from agent.commands.shared import EXIT_FAILED, PROG, JsonFlag, end_when_written, fail
 from agent.commands.options import pick, with_options
 from agent.terminal.printable import echo, printable
 

@@ -5,7 +5,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from agent.commands.base import EXIT_USAGE, JsonFlag, RunRef, fail, print_json
+from agent.commands.shared import EXIT_USAGE, JsonFlag, RunRef, fail, print_json
 from agent.terminal.printable import echo
 
 Timeline = Annotated[bool, typer.Option("--timeline", help="Show lanes, overlap, GPU idle, critical path.")]

@@ -5,7 +5,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from agent.commands.base import JsonFlag, RunRef, RunsDir, fail, print_json
+from agent.commands.shared import JsonFlag, RunRef, RunsDir, fail, print_json
 from agent.terminal.printable import echo
 
 CompareWith = Annotated[Optional[str], typer.Option(

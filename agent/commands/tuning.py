@@ -5,7 +5,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from agent.commands.base import EXIT_FAILED, Command, JsonFlag, RunRef, RunsDir, fail, sub_app
+from agent.commands.shared import EXIT_FAILED, Command, JsonFlag, RunRef, RunsDir, fail, sub_app
 from agent.terminal.printable import echo
 from tools.defaults import ASSUMED_TARGET_GPUS
 

@@ -1,8 +1,8 @@
 """The ``dsv4-agent`` console script.
 
 Read-only forms (``--version``, every ``-h``, ``status``, ``runs``, listing ``jobs``) are answered by
-agent/quick.py without importing typer, the settings or the campaign; the rest goes to
-agent/commands/main.py. ``agent.cli.app`` is that command line, imported on first use.
+agent/commands/quick.py without importing typer, the settings or the campaign; the rest goes to
+agent/commands/main.py. ``agent.commands.cli.app`` is that command line, imported on first use.
 """
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import sys
 
 
 def main() -> None:
-    from agent.quick import answer
+    from agent.commands.quick import answer
 
     code = answer(sys.argv[1:])
     if code is not None:

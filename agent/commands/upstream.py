@@ -5,7 +5,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from agent.commands.base import EXIT_FAILED, JsonFlag, fail
+from agent.commands.shared import EXIT_FAILED, JsonFlag, fail
 from agent.commands.campaign import ConfigFile
 from agent.commands.options import flag_names, pick, with_options
 from agent.terminal.printable import echo

@@ -58,7 +58,7 @@ def answer(argv: list[str]) -> int | None:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return EXIT_PIPE_CLOSED
-    except RecursionError:  # as the whole command line says it (agent/commands/base.py)
+    except RecursionError:  # as the whole command line says it (agent/commands/shared.py)
         from tools.json_data import TooDeep
 
         print(f"{PROG}: {TooDeep().describe()}", file=sys.stderr, flush=True)
@@ -198,10 +198,10 @@ HELP_PATHS = frozenset({(), ("run",), ("resume",), ("bundle",), ("status",), ("j
                         ("compare",), ("replay",), ("mtp",), ("sync",), ("tuning",), ("tuning", "plan"),
                         ("tuning", "shapes"), ("tuning", "prove"), ("tuning", "uninstall"), ("config",),
                         ("config", "allow"), ("config", "deny")})
-# What else a help is rendered from, beside agent/cli.py and agent/commands/ (tests/test_quick.py checks
+# What else a help is rendered from, beside agent/commands/cli.py and agent/commands/ (tests/test_quick.py checks
 # that rendering every help imports nothing else of agent/ or tools/)
-HELP_SOURCES = ("secrets.py", "terminal/__init__.py", "terminal/printable.py", "campaign/__init__.py",
-                "campaign/preload.py", "../tools/json_data.py", "../tools/defaults.py")
+HELP_SOURCES = ("../secrets.py", "../terminal/__init__.py", "../terminal/printable.py", "../campaign/__init__.py",
+                "../campaign/preload.py", "../../tools/json_data.py", "../../tools/defaults.py")
 
 
 def tool_help(path: tuple[str, ...] = ()) -> str:
@@ -211,7 +211,7 @@ def tool_help(path: tuple[str, ...] = ()) -> str:
     from pathlib import Path
 
     here = Path(__file__).resolve().parent
-    sources = [here / "cli.py", *sorted((here / "commands").glob("*.py")), *(here / s for s in HELP_SOURCES)]
+    sources = [*sorted(here.glob("*.py")), *(here / s for s in HELP_SOURCES)]
     stamp = [__version__, sys.version, str(shutil.get_terminal_size().columns), *path]
     installed = [Path(p) for p in sys.path if p.endswith(("site-packages", "dist-packages"))]  # typer's version
     for source in [*sources, *installed]:
