@@ -182,7 +182,7 @@ def _check_sglang_path(settings) -> None:
 
 def _check_mtp_steps(entries: list[str]) -> None:
     if entries:
-        from tools.measure.variants import parse_user_setting  # the evidence engine: only when asked
+        from tools.mtp.variants import parse_user_setting  # the evidence engine: only when asked
 
         for entry in entries:
             parse_user_setting(entry)

@@ -23,7 +23,7 @@ from agent.report import sections as parts
 from tools.measure.accuracy import load_results as load_accuracy
 from tools.measure.decision import VERDICT_FILE, bench_records, decide_folder, gates_of
 from tools.measure.results import ComparisonRow, compare
-from tools.measure.variants import setting_label
+from tools.mtp.variants import setting_label
 from tools.measure.verdict import PointStats, Slo, Verdict, point_stats
 from tools.scripts.models import MeasurePlan
 from tools.tuning.prove import prove_run

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tools.measure.decision import bench_records
-from tools.measure.variants import setting_label
+from tools.mtp.variants import setting_label
 from tools.measure.verdict import PointStats, Ratio, point_stats, ratio
 from tools.scripts.models import MeasurePlan
 

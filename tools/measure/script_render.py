@@ -1,4 +1,4 @@
-"""Render serve_<variant>.sh and run_measure.sh from the jinja2 templates next to this module.
+"""Render serve_<variant>.sh and run_measure.sh from the jinja2 templates in tools/scripts/templates/.
 
 They render in the one shell-template environment (``tools/scripts/shell.py``): every value goes
 through ``q`` (one quoted shell word) and every comment through ``comment`` (control characters,
