@@ -7,7 +7,8 @@ from __future__ import annotations
 import ast
 import re
 
-from tests.import_graph import MODULES, circles, graph, imported
+from tests.import_graph import (GROUND_MODULES, MODULES, circles, climbs, graph, imported, layer_of, shared_names,
+                                top_level)
 
 TOOLS_NEVER_IMPORT = ("agent", "langgraph", "openai")
 
@@ -54,3 +55,30 @@ def test_langgraphs_tables_are_queried_by_one_module():
                    if any(isinstance(node, ast.Constant) and isinstance(node.value, str) and LANGGRAPH_SQL.search(node.value)
                           for node in ast.walk(ast.parse(path.read_text()))))
     assert users == ["agent.campaign.checkpoints"], f"SQL on LangGraph's checkpoint tables outside agent/campaign/checkpoints.py: {users}"
+
+
+def test_every_module_has_a_layer():
+    missing = sorted(name for name in MODULES if layer_of(name) is None)
+    assert not missing, f"modules no layer of tests/import_graph.py:LAYERS names (add them there): {missing}"
+
+
+def test_the_climb_finder_finds_a_climb():
+    assert layer_of("agent.commands.main") > layer_of("agent.campaign.runtime") > layer_of("agent.run.trace") \
+        > layer_of("tools.base")
+    assert climbs({"agent.run.trace": frozenset({"agent.commands.main", "tools.base"})}) == \
+        ["agent.run.trace -> agent.commands.main"]
+
+
+def test_no_import_climbs_a_layer():
+    found = climbs(graph())
+    assert not found, f"imports from a layer to one above it (tests/import_graph.py:LAYERS): {found}"
+
+
+def test_agents_top_level_holds_package_faces_and_ground_modules():
+    loose = top_level("agent")
+    assert len(loose) <= GROUND_MODULES, f"agent/ holds {len(loose)} modules beside its packages: {loose}"
+
+
+def test_no_two_modules_of_agent_share_a_name():
+    shared = shared_names("agent")
+    assert not shared, f"modules of agent/ that share a file name: {shared}"
