@@ -96,7 +96,11 @@ def test_tune_kernels_campaign_through_ssh(gpu_host, tmp_path, sglang_wheel_root
     run = only_run(tmp_path)
     remote_run = _assert_tuned_on_the_host(run, calls)
     assert any("GPU jobs run through ssh://dsv4-test" in n for n in json.loads((run / "preflight.json").read_text())["notes"])
-    # `jobs` never runs ssh options read back from the run folder: they must be given again
+    # `jobs` takes the run folder's ssh options back only while the user allows the folder (the agent
+    # allowed the run it made); forgotten, they must be given again
+    own = run_cli("jobs", "latest", cwd=tmp_path, env=LOCAL_ENV)
+    assert own.returncode == 0 and "tune-gpu0" in own.stdout, own.stderr
+    assert run_cli("config", "deny", str(run), cwd=tmp_path, env=LOCAL_ENV).returncode == 0
     refused = run_cli("jobs", "latest", cwd=tmp_path, env=LOCAL_ENV)
     assert refused.returncode == 2 and f"--ssh-option={config}" in refused.stderr, refused.stderr
     listed = run_cli("jobs", "latest", "--ssh-option=-F", f"--ssh-option={config}", cwd=tmp_path, env=LOCAL_ENV)

@@ -187,3 +187,47 @@ def test_verify_resolves_each_real_checkpoint_with_sglang_and_says_what_it_verif
     plain = verdicts["DeepSeek-V4-Flash-0731"]
     assert plain.draft_layout == "not_verified" and "no model.safetensors.index.json" in plain.line()
     assert not plain.line().startswith("flags and draft layout")
+
+
+def test_a_campaign_on_the_0731_checkpoint_serves_and_measures_its_dspark_drafter(tmp_path, sglang_wheel_root):
+    from tests.campaign_fixtures import DOUBLES, campaign_env
+    from tests.cli_helpers import only_run
+    from tests.doubles.tokenizer import build_tokenizer
+
+    checkpoint = build_tokenizer(tmp_path / "DeepSeek-V4-Flash-0731")
+    shutil.copy(shared_checkpoints() / "DeepSeek-V4-Flash-0731" / "config.json", checkpoint / "config.json")
+    out = run_cli("enable MTP", "--sglang", str(sglang_wheel_root), "--sglang-python", str(DOUBLES / "sglang_python"),
+                  "--model", "deepseek-ai/DeepSeek-V4-Flash-0731", "--model-path", str(checkpoint),
+                  "--tokenizer", str(checkpoint), "--concurrency", "1,4", "--input-len", "8", "--output-len", "24",
+                  "--prompts-per-concurrency", "2", "--min-prompts", "4", cwd=tmp_path,
+                  env=campaign_env(tmp_path, gpus=1))
+    assert out.returncode == 0, out.stdout + out.stderr
+    run = only_run(tmp_path)
+    serve = {p.name: p.read_text() for p in run.glob("serve_*.sh")}
+    speculative = [text for text in serve.values() if "--speculative-algorithm" in text]
+    assert speculative and all("args+=(--speculative-algorithm DSPARK)" in text and
+                               "--speculative-algorithm EAGLE" not in text for text in speculative), serve
+    assert any("--speculative-dspark-block-size 5" in text for text in speculative)
+    points = [json.loads(line) for line in (run / "bench" / "mtp.jsonl").read_text().splitlines() if line.strip()]
+    assert {p["tag"].split("-r")[0] for p in points} == {"mtp-c1", "mtp-c4"}  # every repeat of both levels
+    assert all(p["server_info"]["speculative_algorithm"] == "DSPARK" for p in points)
+    assert all(p["server_info"]["speculative_num_draft_tokens"] == 6 for p in points)  # block 5 + 1, as SGLang
+    report = (run / "report.md").read_text()
+    assert "MTP for this checkpoint means the drafter it carries: a bundled DSpark drafter" in report
+
+
+def test_the_llm_flag_guard_refuses_a_drafter_the_checkpoint_lacks(sglang_wheel_root):
+    from agent.campaign.llm.flag_guard import FlagProposal, review_flags
+    from tools.checkpoint.read import ReadCheckpointArgs, read_checkpoint
+
+    facts = read_checkpoint(ReadCheckpointArgs(model_path=str(shared_checkpoints() / "DeepSeek-V4-Flash-0731"),
+                                               package_dir=str(sglang_wheel_root / "sglang")))
+    eagle = [FlagProposal(flag="--speculative-algorithm", value="EAGLE")]
+    review = review_flags(eagle, sglang_wheel_root / "sglang", sglang_wheel_root, False,
+                          model="deepseek-ai/DeepSeek-V4-Flash-0731", architecture=facts.architecture, checkpoint=facts)
+    assert [v.verdict for v in review.verdicts] == ["rejected"]
+    assert "not shown to carry an MTP (NextN) head" in review.verdicts[0].reason
+    dspark = [FlagProposal(flag="--speculative-algorithm", value="DSPARK")]
+    review = review_flags(dspark, sglang_wheel_root / "sglang", sglang_wheel_root, False,
+                          model="deepseek-ai/DeepSeek-V4-Flash-0731", architecture=facts.architecture, checkpoint=facts)
+    assert [v.verdict for v in review.verdicts] == ["supported"]

@@ -158,3 +158,47 @@ def test_bad_decision_options_are_refused_before_a_run_exists(tmp_path, args, me
     assert len(out.stderr.strip().splitlines()) == 1 and out.stderr.startswith("dsv4-agent: ")
     runs = tmp_path / "runs"  # the hooks judge --mtp-steps after the GPU check, in a run folder then removed
     assert not runs.exists() or list(runs.iterdir()) == []
+
+
+def test_no_verdict_without_a_baseline_and_no_recommendation_with_no_level_compared():
+    records = _records({("baseline", 1): [10, 10.2, 9.9], ("mtp", 1): [5, 5.1, 5.2], ("mtp", 8): [9, 9.1, 9.2]})
+    verdict = decide(records, {}, resume="dsv4-agent resume runs/x")
+    one, eight = verdict.levels
+    assert one.baseline_measured and one.winner == "mtp"
+    assert not eight.baseline_measured and eight.winner is None and eight.tpot_ratio is None
+    assert eight.why == "no verdict at concurrency 8: baseline not measured — `dsv4-agent resume runs/x`"
+    assert verdict.recommended == "mtp" and "1 of 1 levels" in verdict.reason  # only compared levels count
+    assert verdict.headline.endswith("; no verdict at c8 (baseline not measured)")
+    alone = decide(_records({("mtp", 1): [5, 5.1], ("mtp-1-1-2", 1): [6, 6.1]}), {})
+    assert alone.recommended is None and alone.reason.startswith("no concurrency level has both a measured baseline")
+    assert alone.levels[0].why.startswith("no verdict at concurrency 1: baseline not measured — `dsv4-agent resume RUN`")
+    assert decide(_records({("mtp", 1): [5, 5.1]}), {}, target=1).recommended is None
+
+
+def test_the_headline_gives_the_deployed_settings_ratio_at_every_level_and_calls_out_the_regression():
+    records = _records({("baseline", 1): [10, 10.5, 9.8], ("mtp-3-1-4", 1): [5.3, 5.2, 5.1],
+                        ("baseline", 8): [20, 21, 19], ("mtp-3-1-4", 8): [19.5, 21.5, 20],
+                        ("baseline", 16): [30, 31, 29], ("mtp-3-1-4", 16): [55, 54, 56]})
+    verdict = decide(records, {})
+    assert verdict.recommended == "mtp-3-1-4"
+    assert verdict.headline == ("mtp-3-1-4: 0.52× TPOT at c1, 1.00× at c8, 1.83× (measurably slower) at c16: "
+                                "keep the baseline if you serve at c ≥ 8")
+    assert [lv.regression for lv in verdict.levels] == [False, False, True]
+    assert [lv.best for lv in verdict.levels] == ["mtp-3-1-4"] * 3  # each level's own best, with its margin
+    assert verdict.levels[2].tpot_ratio == verdict.levels[2].deployed_ratio
+    assert verdict.disagree and "the levels disagree and neither --target-concurrency nor an SLO" in verdict.reason
+    assert verdict.callouts == ["regression at concurrency 16: mtp-3-1-4 is measurably slower than the baseline "
+                                "(1.83× (1.74–1.93) TPOT)"]
+    at_one = decide(records, {}, target=1)  # the user said which level matters: no disagreement to report
+    assert at_one.recommended == "mtp-3-1-4" and not at_one.disagree and at_one.callouts == verdict.callouts
+    kept = decide(_records({("baseline", 1): [10, 11, 9], ("mtp", 1): [10.5, 9.5, 10]}), {})
+    assert kept.headline == "keep the baseline (best variant per level: mtp 1.00× at c1)" and not kept.disagree
+
+
+def test_each_point_has_its_ceiling_one_over_its_accept_length():
+    raw = {"tag": "mtp-c1", "max_concurrency": 1, "median_tpot_ms": 5.0}
+    record = record_from_dict(raw, "mtp")
+    record.accept_length = 2.5
+    point = point_stats([record])[0]
+    assert point.tpot_ceiling == pytest.approx(0.4)
+    assert point_stats(_records({("baseline", 1): [10]}))[0].tpot_ceiling is None

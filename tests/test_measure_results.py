@@ -8,7 +8,8 @@ import json
 import math
 
 from agent.report.build import build_report
-from tools.measure.results import compare, parse_jsonl
+from tools.measure.results import parse_jsonl
+from tools.measure.verdict import decide, point_stats, ratio
 
 NEW = {"tag": "mtp-c8", "backend": "sglang", "max_concurrency": 8, "median_ttft_ms": 50.0, "p99_ttft_ms": 90.0,
        "median_tpot_ms": 10.0, "p99_tpot_ms": 14.0, "median_itl_ms": 9.0, "p99_itl_ms": 30.0,
@@ -105,22 +106,23 @@ def test_ratios_are_against_the_baseline_at_the_same_concurrency(tmp_path):
     (tmp_path / "mtp.jsonl").write_text(json.dumps(NEW) + "\n" + json.dumps({**NEW, "max_concurrency": 16, "tag": None}) + "\n")
     write_snapshots(tmp_path, "mtp", [snap("mtp-c8", "before", 100, 40, 3.0), snap("mtp-c8", "after", 600, 240, 2.7)])
     records = [r for name in ("mtp", "baseline") for r in parse_jsonl(tmp_path / f"{name}.jsonl").records]
-    result = compare(records)
-    rows = {(r.variant, r.concurrency): r for r in result}
-    assert [(r.variant, r.concurrency) for r in result][0] == ("baseline", 8)  # baseline first
-    assert rows[("mtp", 8)].ratios["median_tpot_ms"] == 0.5
-    assert rows[("mtp", 8)].ratios["output_throughput"] == 2.0
-    assert rows[("mtp", 16)].ratios["median_tpot_ms"] is None  # no baseline at 16: no ratio invented
-    assert rows[("mtp", 8)].values["accept_length"] == 2.5  # (600-100) tokens / (240-40) verify calls
-    assert rows[("baseline", 8)].values["accept_length"] is None and rows[("baseline", 8)].accept_isolated
-    assert rows[("mtp", 16)].values["accept_length"] is None and not rows[("mtp", 16)].accept_isolated
+    points = {(p.variant, p.concurrency): p for p in point_stats(records)}
+    mtp, base = points[("mtp", 8)], points[("baseline", 8)]
+    assert ratio(mtp.metrics["median_tpot_ms"], base.metrics["median_tpot_ms"]).value == 0.5
+    assert ratio(mtp.metrics["output_throughput"], base.metrics["output_throughput"]).value == 2.0
+    sixteen = decide(records, {}).levels[1]
+    assert sixteen.concurrency == 16 and sixteen.tpot_ratio is None and not sixteen.baseline_measured  # none invented
+    assert mtp.accept_length == 2.5 and mtp.tpot_ceiling == 0.4  # (600-100) tokens / (240-40) verify calls
+    isolated = {(r.variant, r.concurrency): r.accept_isolated for r in records}
+    assert base.accept_length is None and isolated[("baseline", 8)]
+    assert points[("mtp", 16)].accept_length is None and not isolated[("mtp", 16)]
 
 
 def test_later_record_of_a_point_wins():
     from tools.measure.results import record_from_dict
 
-    rows = compare([record_from_dict({**NEW, "median_tpot_ms": 1.0}, "mtp"), record_from_dict(NEW, "mtp")])
-    assert len(rows) == 1 and rows[0].values["median_tpot_ms"] == 10.0
+    points = point_stats([record_from_dict({**NEW, "median_tpot_ms": 1.0}, "mtp"), record_from_dict(NEW, "mtp")])
+    assert len(points) == 1 and points[0].metrics["median_tpot_ms"].median == 10.0
 
 
 def test_report_without_results_and_with_failures_keeps_partial_results(tmp_path):

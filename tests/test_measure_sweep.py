@@ -140,7 +140,7 @@ def test_report_from_the_run_folder_opens_in_chromium(measured, tmp_path):
     dom = subprocess.run([chromium, *flags, "--dump-dom", extra[1].as_uri()], capture_output=True, text=True,
                          timeout=limit(90)).stdout
     assert '<table id="comparison">' in dom and dom.count("<img") == 4
-    subprocess.run([chromium, *flags, "--window-size=1300,1600", f"--screenshot={shot}", extra[1].as_uri()],
+    subprocess.run([chromium, *flags, "--window-size=1300,2200", f"--screenshot={shot}", extra[1].as_uri()],
                    capture_output=True, timeout=limit(90), check=True)
     from PIL import Image
 
@@ -195,7 +195,7 @@ def test_port_in_use_is_refused_and_a_free_port_works(tmp_path):
     assert stop_server(ex, handle.key).status == "stopped"
 
 
-def test_a_crashing_bench_client_is_a_failed_point_and_the_sweep_goes_on(tmp_path):
+def test_a_crashing_bench_client_is_a_failed_point_and_with_no_baseline_the_sweep_stops(tmp_path):
     from tools.measure.bench import run_sweep
     from tools.scripts import MeasurePlan
 
@@ -207,8 +207,12 @@ def test_a_crashing_bench_client_is_a_failed_point_and_the_sweep_goes_on(tmp_pat
     sweep = run_sweep(LocalExecutor(tmp_path / "jobs"), plan, SGLANG_PYTHON, tmp_path / "bench")
     assert [(f.variant, f.concurrency) for f in sweep.failures] == [("baseline", 1), ("other", 1)]
     assert "bench client failed: exit code" in sweep.failures[0].reason
-    recorded = [json.loads(x) for x in (tmp_path / "bench" / "other.failures.jsonl").read_text().splitlines()]
+    recorded = [json.loads(x) for x in (tmp_path / "bench" / "baseline.failures.jsonl").read_text().splitlines()]
     assert recorded[0]["concurrency"] == 1 and "bench client failed" in recorded[0]["reason"]
+    # nothing could be compared with an unmeasured baseline: the other variant's server never starts
+    other = [json.loads(x) for x in (tmp_path / "bench" / "other.failures.jsonl").read_text().splitlines()]
+    assert other[0]["reason"].startswith("not measured: the baseline was not measured at concurrency 1")
+    assert not (tmp_path / "jobs" / "serve-other").exists() and (tmp_path / "jobs" / "serve-baseline").exists()
 
 
 def test_each_point_gets_its_own_accept_length_on_a_shared_server(tmp_path):

@@ -5,6 +5,8 @@ Real one-node Slurm (tests/slurm_cluster.py): the controller is stopped and star
 """
 from __future__ import annotations
 
+import contextlib
+import socket
 import threading
 from pathlib import Path
 
@@ -59,3 +61,35 @@ def test_past_the_bound_one_error_names_the_controller_and_a_real_error_is_not_r
     quiet: list[str] = []
     assert show_job("999999", slurm.env, OutageWait(notify=quiet.append)) is None  # unknown job: an answer
     assert quiet == []
+
+
+def test_a_controller_that_takes_the_connection_and_drops_it_is_no_answer(slurm, tmp_path):
+    """A slurmctld restarting or failing over mid-request: the port accepts and closes at once."""
+    said: list[str] = []
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(16)
+        stop = threading.Event()
+
+        def drop_every_connection() -> None:
+            listener.settimeout(0.2)
+            while not stop.is_set():
+                with contextlib.suppress(OSError):
+                    listener.accept()[0].close()
+
+        dropper = threading.Thread(target=drop_every_connection, daemon=True)
+        dropper.start()
+        conf = tmp_path / "slurm.conf"
+        lines = Path(slurm.env["SLURM_CONF"]).read_text().splitlines()
+        port = listener.getsockname()[1]
+        conf.write_text("\n".join(f"SlurmctldPort={port}" if line.startswith("SlurmctldPort=") else line
+                                  for line in lines) + "\n")
+        try:
+            with pytest.raises(ToolError) as err:
+                run_slurm(["scontrol", "show", "job", "-o", "1"], {**slurm.env, "SLURM_CONF": str(conf)},
+                          outage=OutageWait(total_s=1, notify=said.append))
+        finally:
+            stop.set()
+            dropper.join(limit(10))
+    assert str(err.value).startswith("slurmctld on ") and "did not answer" in str(err.value), str(err.value)
+    assert said and all("retry" in line for line in said), said

@@ -95,6 +95,12 @@ def test_child_env_keeps_the_allow_list_and_drops_the_key_under_any_name():
                    "MINE": "m", "EXTRA_ONE": "e", "JOB_OWN": "j"}
 
 
+def test_child_env_drops_a_variable_whose_value_holds_the_key():
+    base = {"PATH": "/bin", "OPENAI_API_KEY": KEY, "SGLANG_HEADERS": f"Authorization: Bearer {KEY}",
+            "HF_ENDPOINT": f"https://user:{KEY}@hub.example", "NCCL_DEBUG": "INFO"}
+    assert child_env(base=base) == {"PATH": "/bin", "NCCL_DEBUG": "INFO"}
+
+
 def _recording_smi(tmp_path: Path) -> tuple[Path, Path]:
     record = tmp_path / "smi-env.txt"
     smi = tmp_path / "bin" / "nvidia-smi"

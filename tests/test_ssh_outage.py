@@ -7,67 +7,24 @@ would, and started again. The jobs it started are detached and run on through it
 """
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shlex
 import subprocess
 import threading
-from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
 from tests.cli_helpers import AGENT, clean_env
 from tests.conftest import require_binary
-from tests.own_processes import OwnPid
+from tests.own_sshd import SERVICES, OwnSshd
 from tests.slowdown import limit, wait_for
 from tools.base import ToolError
-from tools.jobs import processes
 from tools.jobs.executor import free_local_port
-from tools.jobs.outages import OutageWait
+from tools.jobs.outages import OutageWait, Unreachable
 from tools.jobs.spec import JobSpec
 from tools.jobs.ssh.executor import SshExecutor
-
-SERVICES = Path(__file__).parent / "services"
-
-
-@dataclass
-class OwnSshd:
-    env: dict[str, str]
-    base: Path
-
-    @property
-    def options(self) -> list[str]:
-        return ["-F", str(self.base / "ssh_config")]
-
-    def start(self) -> None:
-        subprocess.run([str(SERVICES / "start_sshd.sh")], env=self.env, check=True, capture_output=True,
-                       timeout=limit(60))
-
-    def take_down(self) -> None:
-        """The listener and the connections it serves (its children), each by pid and start time."""
-        listener = OwnPid(int((self.base / "sshd.pid").read_text()))
-        sessions = [OwnPid(pid) for pid in _children(listener.pid)]
-        for own in [listener, *sessions]:
-            own.kill()
-        wait_for(lambda: all(processes.start_time(o.pid) != o.start for o in [listener, *sessions]), 30,
-                 "sshd and its connections to end")
-        (self.base / "sshd.pid").unlink(missing_ok=True)
-
-    def ssh(self, command: str) -> subprocess.CompletedProcess:
-        return subprocess.run(["ssh", *self.options, "dsv4-test", command], capture_output=True, text=True,
-                              timeout=limit(30))
-
-
-def _children(pid: int) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            with contextlib.suppress(OSError):
-                if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
-                    found.append(int(entry.name))
-    return found
+from tools.jobs.ssh.transport import classify_ssh_failure
 
 
 def _free_port() -> int:
@@ -125,7 +82,7 @@ def test_a_poll_waits_out_an_ssh_host_that_went_away_and_the_job_runs_through(ss
     assert done.status == "succeeded" and "done" in (ex.job_dir("held") / "log.txt").read_text()
 
 
-def test_past_the_bound_one_line_names_the_host_and_launch_is_never_retried(sshd, executor, tmp_path):
+def test_past_the_bound_one_line_names_the_host_and_the_outage_keeps_one_window(sshd, executor, tmp_path):
     said: list[str] = []
     ex = executor(OutageWait(total_s=1, notify=said.append))
     ex.launch(JobSpec(key="first", argv=["true"]))  # the host has answered
@@ -138,11 +95,31 @@ def test_past_the_bound_one_line_names_the_host_and_launch_is_never_retried(sshd
     assert said and all("retry" in line for line in said), said
 
     said.clear()
-    with pytest.raises(ToolError, match="unreachable"):
-        ex.launch(JobSpec(key="second", argv=["true"]))  # a lost answer could start it twice: not retried
+    with pytest.raises(ToolError, match=r"^ssh://dsv4-test did not answer `launch` for 1 s"):
+        ex.launch(JobSpec(key="second", argv=["true"]))  # the same outage: its window is spent
     assert said == []
     sshd.start()
     assert ex.poll("first").done and not (ex.job_dir("second") / "job.json").exists()
+
+
+def test_a_launch_waits_out_a_host_that_refuses_connections_and_starts_the_job_once(sshd, executor):
+    said: list[str] = []
+    retrying = threading.Event()
+    ex = executor(OutageWait(total_s=limit(120), notify=lambda line: (said.append(line), retrying.set())))
+    ex.launch(JobSpec(key="first", argv=["true"]))  # the host has answered
+    sshd.take_down()
+    launched: list = []
+    try:
+        launcher = threading.Thread(target=lambda: launched.append(ex.launch(JobSpec(key="second", argv=["true"]))))
+        launcher.start()
+        assert retrying.wait(limit(60)), "no retry was announced"
+    finally:
+        sshd.start()
+    launcher.join(limit(120))
+    assert not launcher.is_alive() and launched and not launched[0].attached, (launched, said)
+    assert said[0].startswith("ssh://dsv4-test does not answer `launch`; retry 1 in"), said
+    assert wait_for(lambda: (s := ex.poll("second")).done and s, 60, "the job to end").status == "succeeded"
+    assert sorted(state.key for state in ex.jobs()) == ["first", "second"]
 
 
 def test_a_host_never_reached_fails_at_once(tmp_path):
@@ -172,3 +149,46 @@ def test_jobs_waits_out_the_outage_with_a_line_per_retry_on_stderr(sshd, executo
     assert first.startswith("dsv4-agent: ssh://dsv4-test does not answer `list`; retry 1 in"), first + rest
     assert listing.returncode == 0 and "tune-gpu0" in out and "succeeded" in out, out + first + rest
     assert rest.splitlines()[-1].endswith("answered again after %d retries" % (len(rest.splitlines()))), rest
+
+
+def test_a_call_cut_off_on_the_shared_connection_ends_255_without_a_word_and_is_no_answer(sshd, executor):
+    """OpenSSH's own behaviour, on which the classification rests: a call in flight through the shared
+    connection (multiplex.py) when sshd's connections go ends with exit 255 and an empty stderr."""
+    ex = executor(OutageWait())
+    ex.launch(JobSpec(key="first", argv=["true"]))  # the host has answered: the shared connection is up
+    assert ex.shared_connection, "the calls are not on a shared connection"
+    call = subprocess.Popen([*ex._ssh_prefix(), "--", ex.destination, "echo started; read -r _"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert call.stdout.readline() == b"started\n"  # the session runs on the host
+    sshd.take_down()
+    _, stderr = call.communicate(timeout=limit(30))
+    assert call.returncode == 255 and stderr == b"", (call.returncode, stderr)
+    cut = classify_ssh_failure(ex.url, "", shared=True)
+    assert isinstance(cut, Unreachable) and not cut.unsent  # it went out: a launch is not sent again
+    alone = classify_ssh_failure(ex.url, "", shared=False)  # a connection of its own says why it ended
+    assert not isinstance(alone, Unreachable) and "failed without a message" in str(alone)
+    refused = subprocess.run([*ex._ssh_prefix(), "--", ex.destination, "true"], capture_output=True, text=True,
+                             timeout=limit(30))  # the master is gone with its connection: ssh connects afresh
+    assert refused.returncode == 255, refused
+    fresh = classify_ssh_failure(ex.url, refused.stderr, shared=True)
+    assert isinstance(fresh, Unreachable) and fresh.unsent, refused.stderr  # nothing went out
+
+
+def test_one_window_per_outage_not_one_per_call():
+    said: list[str] = []
+    outage = OutageWait(total_s=1, notify=said.append)
+
+    def no_answer():
+        raise Unreachable("no answer", "ssh://host", "check it")
+
+    with pytest.raises(ToolError, match="did not answer `poll` for 1 s"):
+        outage.call("`poll`", no_answer)
+    assert said, "the first call waited without a word"
+    said.clear()
+    with pytest.raises(ToolError, match="did not answer `list` for 1 s"):
+        outage.call("`list`", no_answer)  # the same outage: its window is spent, no second one opens
+    assert said == []
+    assert outage.call("`poll`", lambda: "answered") == "answered"  # the outage ended
+    with pytest.raises(ToolError):
+        outage.call("`poll`", no_answer)
+    assert said, "an outage after an answer did not get a window of its own"

@@ -32,7 +32,7 @@ INSTALL_KILLS = [
     ("replace", 2),     # the first config installed, the second not: the first case
     ("save", 2),        # every config copied, the manifest not completed: the second case
 ]
-UNINSTALL_KILLS = [("save", 1), ("restore", 2), ("save", 2)]
+UNINSTALL_KILLS = [("save", 1), ("put_back", 2), ("save", 2)]
 
 
 def _folder(tmp_path: Path) -> Path:
@@ -123,7 +123,7 @@ def test_uninstall_never_touches_a_file_outside_the_config_folder(tmp_path):
     (run / "tuning" / "manifest.json").write_text(json.dumps(manifest))
     undo = _script("uninstall", run, None, [], None)
     assert undo.returncode == 0, undo.stderr
-    assert outside.exists() and str(outside) in json.loads(undo.stdout)["left_alone"]
+    assert outside.exists() and str(outside) in json.loads(undo.stdout)["not_ours"]
 
 
 CAMPAIGN_KILLS = [("replace", 2), ("save", 2)]  # between the two configs; after the copies, before the manifest

@@ -5,7 +5,7 @@ A child that inherited the key would hand it on: SGLang's bench client sends ``O
 anywhere. So children get only the variables named here (programs and libraries, locale and
 temporary folders, GPU, compiler and framework knobs, proxies and certificates, ssh, git and Slurm),
 plus ``DSV4_PASS_ENV`` (names or ``PREFIX*``). The key, the LLM endpoint variables (a URL may hold a
-password) and any variable whose value is the key are dropped whatever the lists say; ``JobSpec.env``
+password) and any variable whose value holds the key are dropped whatever the lists say; ``JobSpec.env``
 is added on top.
 """
 from __future__ import annotations
@@ -41,7 +41,7 @@ def child_env(extra: Mapping[str, str] | None = None, base: Mapping[str, str] | 
     base = os.environ if base is None else base
     names, prefixes = _passed(base.get(PASS_ENV, ""))
     keys = {base[name] for name in KEY_VARIABLES if base.get(name)}
-    env = {k: v for k, v in base.items()
-           if k not in NEVER and v not in keys and (k in NAMES or k in names or k.startswith(PREFIXES + prefixes))}
+    env = {k: v for k, v in base.items() if k not in NEVER and not any(key in v for key in keys)
+           and (k in NAMES or k in names or k.startswith(PREFIXES + prefixes))}
     env.update(extra or {})
     return env

@@ -2,6 +2,10 @@
 one thing done to them that LangGraph has no public call for (tests/test_checkpoints.py pins it),
 and whether they are whole.
 
+A write-ahead log (``checkpoint.sqlite-wal``) cut short after a kill leaves a database SQLite reads
+without complaint, but older: the checkpoints saved after the cut are gone. The trace records every
+save, so a checkpoint it records that the file lacks is named as damage too, never resumed past.
+
 A checkpoint cut short or overwritten makes SQLite call every read "malformed": ``resume`` checks
 first and refuses with the fix. ``resume --rebuild-checkpoint`` keeps the damaged file aside and
 starts the graph afresh, reusing every step outcome on file and re-attaching every job by key, so
@@ -145,9 +149,44 @@ def checkpoint_problem(path: Path, events: list[dict]) -> str | None:
             if committed and ("checkpoints" not in tables
                               or db.execute("SELECT 1 FROM checkpoints LIMIT 1").fetchone() is None):
                 return "holds no checkpoint of the run"
+            return _lost_saves(db, events) if "checkpoints" in tables else None
     except sqlite3.DatabaseError as err:
         return f"is damaged ({err})"
     return None
+
+
+def _lost_saves(db: sqlite3.Connection, events: list[dict]) -> str | None:
+    """A checkpoint the trace records as saved in the thread a resume would continue, missing from the
+    file: SQLite dropped what followed a torn write-ahead log (``checkpoint.sqlite-wal`` cut short by a
+    crash) and would carry the run on from an older checkpoint, silently. None when all are there."""
+    thread, must_hold = thread_to_continue(events)
+    if not must_hold:
+        return None
+    held = {cid for (cid,) in db.execute("SELECT checkpoint_id FROM checkpoints WHERE thread_id = ?", (thread,))}
+    lost = [cid for cid in must_hold if cid not in held]
+    if not lost:
+        return None
+    return (f"lacks {len(lost)} of the {len(must_hold)} checkpoints the trace records as saved (the latest, "
+            f"{lost[-1]}, among them): its write-ahead log (checkpoint.sqlite-wal) was cut short by a crash, and "
+            "resuming from what is left would silently step the run back")
+
+
+def thread_to_continue(events: list[dict]) -> tuple[str | None, list[str]]:
+    """The thread a resume of a killed run continues (the last attempt's) and the checkpoints the trace
+    records as saved in it since it last started afresh (a new attempt, a rebuilt checkpoint, other
+    GPUs: the thread's earlier checkpoints were set aside or deleted then), in the order saved."""
+    thread, saved = None, []
+    for event in events:
+        kind = event["type"]
+        if kind == "run_started":
+            thread, saved = "attempt-1", []
+        elif kind == "run_resumed":
+            if event.get("thread") != thread or event.get("rebuilt_checkpoint") or event.get("gpus_changed"):
+                saved = []
+            thread = event.get("thread")
+        elif kind == "checkpoint_saved" and thread is not None:
+            saved.append(event["checkpoint_id"])
+    return thread, saved
 
 
 def set_checkpoint_aside(run: RunFolder) -> None:

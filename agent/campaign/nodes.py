@@ -33,6 +33,7 @@ def plan(rt: Runtime, state: CampaignState) -> dict:
     rt.run.write_json("plan.json", [s.model_dump(mode="json") for s in steps])
     rt.run.write_text("plan.md", plan_md)
     rt.trace.emit("artifact_written", "control", path="plan.md", bytes=len(plan_md.encode()))
+    planner.say_gate(rt, steps)
     if rt.early_gpu_lane is None:  # an early GPU lane was announced before it started
         announce(rt, steps, Preflight.of(state))
     return {"steps": [s.model_dump(mode="json") for s in steps]}

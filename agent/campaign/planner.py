@@ -1,12 +1,15 @@
 """Turns the goal into plan steps with the playbook, and renders plan.md for either planner."""
 from __future__ import annotations
 
+import os
+
 from agent.campaign.playbook import plan_goal
 from agent.campaign.preflight import Preflight
 from agent.report.table import Table, md_text
 from agent.settings.model import Settings
 from agent.campaign.runtime import Runtime
 from agent.steps.base import PlanStep
+from tools.measure.accuracy import AccuracyPlan, gate_status, offline_skip_reason
 
 
 def render_plan_md(goal: str, steps: list[PlanStep], ignored: list[str], preflight: Preflight, planner: str,
@@ -22,9 +25,31 @@ def render_plan_md(goal: str, steps: list[PlanStep], ignored: list[str], preflig
         table.add(i, step.kind, step.lane, will, step.why)
     lines.append(table.markdown())
     lines += _server_additions(settings)
+    gate = gate_line(steps, settings)
+    lines += ["", md_text(gate)] if gate else []
     if preflight.notes:
         lines += ["", "## Preflight notes", "", *[f"- {md_text(n)}" for n in preflight.notes]]
     return "\n".join(lines) + "\n"
+
+
+def gate_line(steps: list[PlanStep], settings: Settings) -> str | None:
+    """Whether the GSM8K accuracy gate will run (the measure plan decides it the same way,
+    agent/steps/measure_plan.py), for plan.md and the console; None without a benchmark step."""
+    kinds = {step.kind for step in steps}
+    if "benchmark" not in kinds:
+        return None
+    if "infer_mtp" not in kinds and not settings.accuracy_data:
+        return gate_status(None)  # the baseline alone: nothing to gate
+    offline = bool(settings.tokenizer or settings.model_path) or os.environ.get("HF_HUB_OFFLINE") == "1"
+    skip = offline_skip_reason(settings.accuracy_data, offline)
+    return gate_status(AccuracyPlan(questions=settings.accuracy_questions, data_path=settings.accuracy_data,
+                                    skip_reason=skip))
+
+
+def say_gate(rt: Runtime, steps: list[PlanStep]) -> None:
+    gate = gate_line(steps, rt.settings)
+    if gate:
+        rt.say(f"[control] {gate}")
 
 
 def _server_additions(settings: Settings) -> list[str]:

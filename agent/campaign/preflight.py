@@ -15,6 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from tools import json_data
 from agent.settings.model import Settings
 from tools.base import ToolError
+from tools.checkpoint.facts import CheckpointFacts
+from tools.checkpoint.read import ReadCheckpointArgs, read_checkpoint
 from tools.gpu_choice import GpuChoice, GpuPlan, choose_gpus
 from tools.gpus import GpuInfo
 from tools.jobs import Executor
@@ -35,6 +37,8 @@ class Preflight(BaseModel):
     sglang_source: SourceInfo | None = None
     sglang_python: str | None = Field(None, description="The interpreter with SGLang (None: not found)")
     model_file: ModelConfigFile | None = Field(None, alias="model_config")
+    checkpoint: CheckpointFacts | None = Field(None, description="The checkpoint in hand, read once here")
+    arch: str | None = Field(None, description="--arch, when given (used where no checkpoint names one)")
     executor: str = "local"
     gpu_plan: GpuPlan | None = Field(None, description="GPUs the scripts name and the servers' TP")
     notes: list[str] = Field(default_factory=list, description="What is missing, for the user and the plan")
@@ -54,9 +58,11 @@ class Preflight(BaseModel):
 
     @property
     def architecture(self) -> str | None:
-        """The model's first architecture, when its config.json was read."""
+        """The architecture SGLang serves the model as: the checkpoint's, else --arch (the evidence's order)."""
+        if self.checkpoint is not None and self.checkpoint.architecture:
+            return self.checkpoint.architecture
         names = self.model_file.architectures if self.model_file else None
-        return names[0] if names else None
+        return names[0] if names else self.arch
 
 
 def _resolve_sglang(settings: Settings) -> tuple[SourceInfo | None, str]:
@@ -91,6 +97,19 @@ def _model_file(settings: Settings, notes: list[str]) -> ModelConfigFile | None:
     return ModelConfigFile(path=str(config_path), architectures=config.get("architectures"))
 
 
+def _checkpoint(settings: Settings, source: SourceInfo | None, notes: list[str]) -> CheckpointFacts | None:
+    """The checkpoint's facts, read once for the whole campaign (SGLang's rules decide its drafters)."""
+    if source is None or not settings.model_path:
+        return None
+    try:
+        facts = read_checkpoint(ReadCheckpointArgs(model_path=settings.model_path, package_dir=source.package_dir))
+    except ToolError as err:
+        notes.append(f"checkpoint not read: {err}")
+        return None
+    notes += [f"checkpoint: {line}" for line in facts.unknowns]
+    return facts
+
+
 def run_preflight(settings: Settings, executor: Executor, checked: GpuChoice | None = None) -> Preflight:
     """What this configuration finds; ``checked`` is the GPU check the campaign made a moment ago
     (before any step), taken as it is rather than asking nvidia-smi again."""
@@ -119,7 +138,9 @@ def run_preflight(settings: Settings, executor: Executor, checked: GpuChoice | N
     elif python is None:
         notes.append(f"SGLang python {settings.sglang_python!r} not found; pass --sglang-python PATH")
     model_file = _model_file(settings, notes)
+    checkpoint = _checkpoint(settings, source, notes) if model_file else None
     return Preflight(gpus=gpus, sglang_root=source.root if source else None, sglang_source=source,
-                     sglang_python=python, model_file=model_file, executor=str(settings.executor), notes=notes,
+                     sglang_python=python, model_file=model_file, checkpoint=checkpoint, arch=settings.arch,
+                     executor=str(settings.executor), notes=notes,
                      gpu_plan=GpuPlan(gpus=choice.planned, tp=choice.tp,
                                       notes=[n for n in choice.notes if n.startswith("assumed TP")]))

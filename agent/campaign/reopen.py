@@ -4,12 +4,9 @@ this resume changes). Each refusal is a ``CampaignError`` with the fix, and leav
 """
 from __future__ import annotations
 
-import os
-
-from pydantic import ValidationError
-
 from agent.settings.model import Settings
-from agent.settings.recorded import CampaignError, endpoint_with_credentials, ssh_options_for
+from agent.settings.recorded import CampaignError
+from agent.settings.of_run import settings_of_run
 from agent.run.folder import RunFolder, RunFolderError
 from agent.run.trace import TraceError, read_trace
 
@@ -39,24 +36,14 @@ def locked_run(ref: str, runs_dir: str) -> tuple[RunFolder, dict | None, list[di
     return run, result, events
 
 
-def resume_settings(run: RunFolder, recorded: dict, overrides: dict) -> Settings:
-    """The recorded settings, the secrets the environment holds again, and what this resume changes."""
-    key = os.environ.get("DSV4_LLM_API_KEY") or os.environ.get("OPENAI_API_KEY")  # never recorded
-    given = {k: v for k, v in overrides.items() if v is not None}
+def resume_settings(run: RunFolder, overrides: dict) -> Settings:
+    """The recorded settings as this user may take them back (agent/settings/of_run.py), with what this
+    resume changes."""
     try:
-        # Run now: --plan-only held the GPU jobs of the attempt that wrote the scripts for review.
-        fixed = {"plan_only": False, "llm_api_key": key, **endpoint_with_credentials(recorded["settings"]),
-                 "ssh_options": ssh_options_for(recorded["settings"], overrides.get("ssh_options"))}
-        settings = Settings.model_validate({**recorded["settings"], **fixed, **given})
-    except (ValidationError, CampaignError) as err:
+        return settings_of_run(run.path, overrides, "continue").settings
+    except CampaignError:
         run.unlock()
-        if isinstance(err, CampaignError):
-            raise
-        first = err.errors()[0]
-        raise CampaignError(f"cannot resume {run.path.name}: setting {first['loc'][0]!r}: "
-                            f"{first['msg'].removeprefix('Value error, ')}") from None
-    settings.remember_secrets()
-    return settings
+        raise
 
 
 def complete_finish(run: RunFolder, finished: dict, recorded: dict) -> dict:

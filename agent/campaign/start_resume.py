@@ -9,7 +9,6 @@ import os
 import shutil
 import sys
 import traceback
-from pathlib import Path
 
 from agent.campaign.llm.budget import BudgetExhausted
 from agent.campaign.checkpoints import CheckpointError, checkpoint_to_rebuild, set_checkpoint_aside
@@ -21,7 +20,7 @@ from agent.campaign.interrupts import Interrupted, SignalWatch, invoke_responsiv
 from agent.terminal.live import LiveView
 from agent.run.folder import EXIT_CODES, RunFolder, RunFolderError
 from agent.campaign.record_source import LiveSource
-from agent.settings.recorded import CampaignError, missing_host_path, ssh_options_for
+from agent.settings.recorded import CampaignError, missing_host_path, ssh_options_for, vouch_for_run
 from agent.campaign.reopen import complete_finish, gpus_now_differ, locked_run, planned_target_here, resume_settings
 from agent.run.status import verdict_line
 from agent.campaign.runtime import Runtime
@@ -185,6 +184,7 @@ def start(settings: Settings, goal: str, view: LiveView | None = None) -> int:
     keep_reserve(run.path)
     config_file = settings.config_file.record() if settings.config_file else None
     run.write_json("config.json", {"goal": goal, "settings": settings.public_dump(), "config_file": config_file})
+    vouch_for_run(run.path)  # this user's own settings: a resume may take them back (agent/settings/of_run.py)
     try:
         rt = _open_runtime(run, settings, goal, view)
     except CampaignError:
@@ -214,7 +214,7 @@ def resume(ref: str, runs_dir: str, overrides: dict, view: LiveView | None = Non
     except CheckpointError as err:
         run.unlock()
         raise CampaignError(str(err)) from None
-    settings = resume_settings(run, recorded, overrides)
+    settings = resume_settings(run, overrides)
     missing = missing_host_path(settings, overrides)
     if missing:
         run.unlock()
@@ -235,6 +235,7 @@ def resume(ref: str, runs_dir: str, overrides: dict, view: LiveView | None = Non
     if changed:  # config.json holds the settings in force (e.g. `jobs RUN` must find a new executor)
         history = [*recorded.get("resumed_with", []), {"attempt": thread, "changed": changed}]
         run.write_json("config.json", {**recorded, "settings": settings.public_dump(), "resumed_with": history})
+        vouch_for_run(run.path)  # settings this user gave or took back (agent/settings/of_run.py)
     retried = attempts_lib.retry_failed(rt.executor) if retry_failed else []
     # A new attempt on another host (a bundle, another --sglang): what its finished steps made from the
     # old host's paths (the MTP evidence, the scripts) is made again from this host's.
@@ -296,4 +297,4 @@ def load_run(ref: str, runs_dir: str) -> RunFolder:
         raise CampaignError(str(err)) from None
 
 
-__all__ = ["start", "resume", "load_run", "CampaignError", "Interrupted", "Path", "ssh_options_for"]
+__all__ = ["start", "resume", "load_run", "CampaignError", "Interrupted", "ssh_options_for"]

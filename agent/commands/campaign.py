@@ -14,12 +14,13 @@ from agent.commands.options import OPTIONS, flag_names, pick, with_options
 RUN_OPTIONS = list(OPTIONS.values())
 RESUME_OPTIONS = pick(
     "sglang_python", "sglang_src", "model_path", "tokenizer", "accuracy_data", "executor", "ssh_options", "nvidia_smi",
-    "gpus", "tp", "allow_busy_gpus", "max_llm_steps", "llm_max_tokens", "llm_max_seconds",
+    "gpus", "tp", "allow_busy_gpus", "max_llm_steps", "llm_max_tokens", "llm_max_seconds", "llm_base_url",
+    "server_env", "allow_flags",
     sglang_python="Interpreter with SGLang on this host.", sglang_src="SGLang checkout on this host.",
     model_path="Local checkpoint folder on this host.", tokenizer="Local tokenizer on this host.",
     accuracy_data="GSM8K test.jsonl on this host.",
     executor="Where to run the GPU steps now (a run whose jobs already ran keeps its executor).",
-    ssh_options="ssh argument for an ssh:// executor (repeat); the run folder's own are never used.",
+    ssh_options="ssh argument for an ssh:// executor (repeat); the run folder's own only once allowed.",
     gpus="GPU indices to use on this host: servers, TP and unfinished tuning follow them.",
     tp="Tensor-parallel size of the servers on the GPUs used now [their number].",
     max_llm_steps="LLM budget in model turns, counting the recorded ones (after budget_exhausted).")
@@ -154,11 +155,21 @@ def bundle(run: RunRef, runs_dir: RunsDir = "runs", output: Output = None, as_js
 
 
 def _host_options(folder) -> str:
-    """The options that give the GPU host's own paths for the ones this run recorded."""
+    """The options that give the GPU host's own paths for the ones this run recorded, and the programs,
+    hosts and environment it names that are not the defaults (a run folder never gives them back:
+    agent/settings/of_run.py)."""
+    from agent.settings.model import Settings
+    from agent.settings.of_run import user_only_fields
+
     settings = folder.read_json("config.json").get("settings", {})
     wanted = ["--sglang-python PATH"]
     wanted += [option for field, option in (("sglang_src", "--sglang DIR"), ("model_path", "--model-path DIR"),
                                             ("tokenizer", "--tokenizer DIR")) if settings.get(field)]
+    defaults = Settings().public_dump()
+    for name in [n for n in user_only_fields() if n not in ("sglang_python", "sglang_src")]:  # asked for above
+        flag, metavar = (Settings.model_fields[name].json_schema_extra[k] for k in ("flag", "metavar"))
+        if flag and settings.get(name, defaults[name]) != defaults[name]:
+            wanted.append(f"{flag} {metavar}")
     return " ".join(wanted)
 
 

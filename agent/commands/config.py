@@ -1,4 +1,5 @@
-"""``dsv4-agent config allow|deny [FILE]``: let the ``dsv4-agent.toml`` of a folder be read (docs/config.md)."""
+"""``dsv4-agent config allow|deny [FILE]``: let the ``dsv4-agent.toml`` of a folder be read, or a run folder
+give back its programs, hosts and endpoints (docs/config.md)."""
 from __future__ import annotations
 
 from typing import Annotated
@@ -8,16 +9,24 @@ import typer
 from agent.commands.shared import Command, fail, sub_app
 from agent.terminal.printable import echo
 
-config = sub_app("Allow or forget a folder's dsv4-agent.toml (read only once allowed; see docs/config.md).")
-File = Annotated[str, typer.Argument(metavar="FILE", help="The settings file [./dsv4-agent.toml].")]
-# Settings that run programs, send the key, or widen trust: what a reader of the file must look at.
-RUNS_OR_TRUSTS = ("sglang_python", "nvidia_smi", "ssh_options", "executor", "llm_base_url", "allow_flags",
-                  "sglang_src", "accuracy_data", "tokenizer", "model_path")
+config = sub_app("Allow or forget a folder's dsv4-agent.toml or a run folder (see docs/config.md).")
+File = Annotated[str, typer.Argument(metavar="FILE", help="The settings file [./dsv4-agent.toml], or a run folder.")]
+
+
+def _runs_or_trusts() -> set[str]:
+    """Settings that run programs, send the key, or widen trust (their fields say so), and the host paths:
+    what a reader of the file must look at."""
+    from agent.settings.recorded import HOST_PATHS
+    from agent.settings.of_run import user_only_fields
+
+    return set(user_only_fields()) | set(HOST_PATHS)
 
 
 @config.command("allow", cls=Command)
 def allow(file: File = "dsv4-agent.toml") -> None:
-    """Allow FILE as it is now: campaigns started in its folder read it until it changes.
+    """Allow FILE as it is now: campaigns started in its folder read it until it changes. FILE may be a
+    run folder (a bundle unpacked, a colleague's run): resume and replay --rerun then take back the
+    programs, hosts, ssh options, endpoint and environment its config.json names, until it changes.
 
     Read it first: its settings can name programs the agent runs and where the LLM key goes. The
     file's SHA-256 is recorded in the agent's state folder (not in the repository). Exit 2 when it
@@ -28,23 +37,48 @@ def allow(file: File = "dsv4-agent.toml") -> None:
     from agent.settings.model import Settings
     from agent.settings.config_file import ConfigFileError, allow as record_allowed
 
+    if (Path(file) / "config.json").is_file():
+        _allow_run(Path(file))
+        return
     try:
         found, keys = record_allowed(Path(file), set(Settings.model_fields))
     except ConfigFileError as err:
         fail(str(err))
-    watch = [k.replace("_", "-") for k in keys if k in RUNS_OR_TRUSTS]
+    watch = [k.replace("_", "-") for k in keys if k in _runs_or_trusts()]
     echo(f"allowed {found.path} (sha256 {found.sha256[:16]}); it sets {', '.join(k.replace('_', '-') for k in keys) or 'nothing'}")
     if watch:
         echo(f"it chooses what runs or is trusted: {', '.join(watch)}")
 
 
+def _allow_run(run) -> None:
+    import json
+
+    from agent.settings.recorded import allow_run
+    from agent.settings.of_run import user_only_fields
+    from tools.base import ToolError
+
+    try:
+        recorded = json.loads((run / "config.json").read_text()).get("settings") or {}
+        digest = allow_run(run)
+    except (OSError, ValueError, AttributeError, ToolError) as err:
+        fail(f"cannot allow run folder {run}: {err}; pass a run folder holding its config.json")
+    chosen = [f"{k.replace('_', '-')} = {json.dumps(recorded[k])}" for k in user_only_fields() if k in recorded]
+    echo(f"allowed run folder {run.resolve()} (config.json sha256 {digest[:16]}); it chooses what runs or is "
+         f"trusted: {'; '.join(chosen) or 'nothing'}")
+
+
 @config.command("deny", cls=Command)
 def deny(file: File = "dsv4-agent.toml") -> None:
-    """Forget that FILE was allowed: campaigns started in its folder refuse it again."""
+    """Forget that FILE (or a run folder) was allowed: campaigns started in its folder refuse it again."""
     from pathlib import Path
 
     from agent.settings.config_file import ConfigFileError, deny as forget
 
+    if (Path(file) / "config.json").is_file():
+        from agent.settings.recorded import deny_run
+
+        echo(f"{'forgot' if deny_run(Path(file)) else 'was not allowed:'} run folder {Path(file).resolve()}")
+        return
     try:
         forgotten = forget(Path(file))
     except ConfigFileError as err:

@@ -159,7 +159,7 @@ def _jobs(pos: list[str], opts: dict) -> None:
     folder = _find(pos[0], opts.get("--runs-dir", "runs"))
     recorded = folder.read_json("config.json")["settings"]
     try:
-        given = ssh_options_for(recorded, opts.get("--ssh-option"))
+        given = ssh_options_for(folder.path, recorded, opts.get("--ssh-option"))
         if _local_ledger(recorded, folder.jobs_dir):
             from tools.jobs.ledger.listing import local_jobs
 

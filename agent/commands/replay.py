@@ -33,6 +33,7 @@ def replay(run: RunRef, timeline: Timeline = False, rerun: Rerun = False, keep: 
     """
     from agent.campaign.start_resume import CampaignError, load_run
     from agent.replay.record import RecordError
+    from agent.replay.rerun import rerun_settings
     from agent.report import timeline_process
     from tools.base import ToolError
 
@@ -41,14 +42,18 @@ def replay(run: RunRef, timeline: Timeline = False, rerun: Rerun = False, keep: 
     except CampaignError as err:
         fail(str(err), EXIT_USAGE)
     out: dict = {"run": str(folder.path)}
+    try:  # a re-run's settings are checked before anything is replayed or run (agent/settings/of_run.py)
+        again = rerun_settings(folder.path, runs_dir) if rerun else None
+    except (CampaignError, RecordError) as err:
+        fail(str(err), EXIT_USAGE)
     drawing = timeline_process.start(folder.path) if timeline else None  # drawn beside the replay
     try:
         code = _replay(folder.path, keep, out, as_json)
         if drawing is not None:
             _timeline(folder.path, drawing, out, as_json)
         if rerun:
-            code = max(code, _rerun(folder.path, runs_dir, out, as_json, tolerance, raw))
-    except (RecordError, ToolError) as err:
+            code = max(code, _rerun(folder.path, *again, out, as_json, tolerance, raw))
+    except (RecordError, ToolError, CampaignError) as err:
         fail(str(err), EXIT_USAGE)
     finally:
         if drawing is not None and drawing.poll() is None:  # the replay failed first: ours to end
@@ -85,11 +90,11 @@ def _timeline(path, drawing, out: dict, as_json: bool) -> None:
     _say(f"wrote {png} and the Timeline section of {path / 'report.html'}", as_json)
 
 
-def _rerun(path, runs_dir: str, out: dict, as_json: bool, tolerance: float, raw: bool) -> int:
+def _rerun(path, goal: str, settings, out: dict, as_json: bool, tolerance: float, raw: bool) -> int:
     from agent.replay.rerun import rerun
     from agent.replay.rerun_summary import summarize
 
-    code, new, diff = rerun(path, runs_dir)
+    code, new, diff = rerun(path, goal, settings)
     summary = summarize(path, new, tolerance)
     out["rerun"] = {"exit_code": code, "new_run": str(new), "summary": summary.model_dump(), "diff": diff}
     _say(f"re-run of {path.name} → {new}", as_json)

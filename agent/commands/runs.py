@@ -40,7 +40,7 @@ Retry = Annotated[Optional[str], typer.Option("--retry", metavar="JOB",
                                               help="Let the next resume run this ended, unsuccessful job again.")]
 SshOption = Annotated[Optional[list[str]], typer.Option(
     "--ssh-option", metavar="ARG", help="ssh argument for a run on an ssh:// executor (repeat); a run folder's "
-                                        "own are never used.")]
+                                        "own only once allowed (runs you made are).")]
 
 
 def jobs(run: RunRef, logs: Logs = None, stop: Stop = None, retry: Retry = None, lines: Lines = 40,
@@ -60,7 +60,7 @@ def jobs(run: RunRef, logs: Logs = None, stop: Stop = None, retry: Retry = None,
     recorded = folder.read_json("config.json")["settings"]
     try:
         executor = make_executor(recorded.get("executor", "local"), folder.jobs_dir,
-                                 ssh_options=ssh_options_for(recorded, ssh_option), outage=outage_wait())
+                                 ssh_options=ssh_options_for(folder.path, recorded, ssh_option), outage=outage_wait())
         if logs:
             executor.poll(logs)
             text = executor.read_log(logs, max_chars=200_000)

@@ -13,7 +13,7 @@ tuning = sub_app("FP8 block-GEMM kernel tuning: shapes, plan, prove, uninstall."
 Force = Annotated[bool, typer.Option("--force", help="Also restore files changed since the install.")]
 SshOption = Annotated[Optional[list[str]], typer.Option(
     "--ssh-option", metavar="ARG", help="ssh argument for an install on an ssh:// host (repeat); a run folder's "
-                                        "own are never used.")]
+                                        "own only once allowed (runs you made are).")]
 
 
 @tuning.command("uninstall", cls=Command)
@@ -21,8 +21,8 @@ def uninstall(run: RunRef, runs_dir: RunsDir = "runs", force: Force = False, ssh
               as_json: JsonFlag = False) -> None:
     """Restore SGLang's config folder exactly as it was before RUN installed tuned configs.
 
-    On the GPU host when the run installed them there through its SSH executor. Exit 1 when a
-    file changed since the install was left alone.
+    On the GPU host when the run installed them there through its SSH executor. Runs that installed
+    the same configs may be uninstalled in any order. Exit 1 when a file was left alone.
     """
     from agent.campaign.start_resume import CampaignError
     from agent.run.folder import RunFolder, RunFolderError
@@ -45,16 +45,20 @@ def uninstall(run: RunRef, runs_dir: RunsDir = "runs", force: Force = False, ssh
         fail(str(err), EXIT_FAILED)
     if as_json:
         print(result.model_dump_json(indent=2))
-        raise typer.Exit(EXIT_FAILED if result.left_alone else 0)
+        raise typer.Exit(EXIT_FAILED if result.left_alone or result.not_ours else 0)
     for path in result.restored:
         echo(f"restored {path}")
     for path in result.removed:
         echo(f"removed  {path}")
+    for path in result.released:
+        echo(f"kept (a later run's install) {path}")
     for path in result.left_alone:
         echo(f"left alone (changed since install) {path}")
+    for path in result.not_ours:
+        echo(f"left alone (no record of ours) {path}")
     if result.note:
         echo(result.note)
-    raise typer.Exit(EXIT_FAILED if result.left_alone else 0)
+    raise typer.Exit(EXIT_FAILED if result.left_alone or result.not_ours else 0)
 
 
 @tuning.command("prove", cls=Command)
@@ -165,6 +169,6 @@ def _uninstall_on_host(folder, installed_by: str, force: bool, ssh_options: list
     if settings.get("executor") != installed_by:
         raise ToolError(f"the configs were installed on {installed_by} but the run's executor is now "
                         f"{settings.get('executor')!r}; its ledger no longer reaches that host")
-    executor = make_executor(installed_by, folder.jobs_dir, ssh_options=ssh_options_for(settings, ssh_options),
-                             outage=outage_wait())
+    given = ssh_options_for(folder.path, settings, ssh_options)
+    executor = make_executor(installed_by, folder.jobs_dir, ssh_options=given, outage=outage_wait())
     return uninstall_on_host(executor, folder.path, force=force)

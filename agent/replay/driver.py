@@ -68,14 +68,17 @@ class ReplayReport:
 
 
 def replay_settings(recording: Recording, runs_dir: Path) -> tuple[Settings, list[str]]:
-    """The recorded settings, minus what this build no longer knows, pointed at a scratch folder."""
-    known = {k: v for k, v in recording.settings.items() if k in Settings.model_fields}
-    dropped = sorted(set(recording.settings) - set(known))
+    """The recorded settings (agent/settings/of_run.py: nothing runs, so the record's values stand), the
+    values the last resume replaced, pointed at a scratch folder."""
+    from agent.settings.of_run import known_settings, settings_of_run
+
+    earlier: dict = {}
     for resumed in reversed([a.opening for a in recording.attempts[1:]]):  # config.json holds the last values
-        known.update({k: v for k, v in (resumed.get("previous") or {}).items() if k in Settings.model_fields})
-    known.update(llm_api_key=None, runs_dir=str(runs_dir), executor="local")
-    notes = [f"recorded settings this build does not know were ignored: {', '.join(dropped)}"] if dropped else []
-    return Settings.model_validate(known), notes
+        earlier.update(known_settings(resumed.get("previous") or {})[0])
+    found = settings_of_run(recording.run_dir, {**earlier, "runs_dir": str(runs_dir)}, "replay")
+    notes = [f"recorded settings this build does not know were ignored: {', '.join(found.dropped)}"] \
+        if found.dropped else []
+    return found.settings, notes
 
 
 def replay_run(run_dir: Path | str, work_dir: Path | str | None = None,

@@ -1,7 +1,7 @@
 """Run a recorded campaign again for real, into a new run folder, and say what changed.
 
-The new run is an ordinary campaign (same goal, same recorded settings; the LLM key comes from
-the environment as on ``resume``, never from the record) on the environment as it is now, e.g.
+The new run is an ordinary campaign (same goal, the recorded settings taken back as ``resume`` takes
+them: agent/settings/of_run.py; the LLM key is the user's) on the environment as it is now, e.g.
 after ``dsv4-agent sync``. The diff covers what a reviewer compares: MTP evidence and recommended
 flags (``mtp.json`` and the ``infer_mtp`` step's data), tuned shapes (the ``tune_kernels`` step's
 data), and benchmark figures (``bench/*.jsonl`` and the ``benchmark`` step's data).
@@ -9,12 +9,10 @@ data), and benchmark figures (``bench/*.jsonl`` and the ``benchmark`` step's dat
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 from tools import json_data
-from agent.settings.model import Settings
 from agent.replay.record import RecordError
 
 MAX_DIFF_LINES = 80
@@ -91,21 +89,27 @@ def _show(value: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
-def rerun(run_dir: Path | str, runs_dir: Path | str) -> tuple[int, Path, str]:
-    """Start the recorded campaign again as a new run under ``runs_dir``; (exit code, new run, diff)."""
-    from agent.campaign.start_resume import start
+def rerun_settings(run_dir: Path, runs_dir: Path | str) -> tuple[str, Any]:
+    """The recorded goal and settings as ``resume`` takes them back (agent/settings/of_run.py), new runs
+    under ``runs_dir``: checked before anything is replayed or run."""
+    from agent.settings.of_run import settings_of_run
 
-    run_dir = Path(run_dir)
     config = _json(run_dir / "config.json")
     if not isinstance(config, dict) or "goal" not in config:
         raise RecordError(f"{run_dir} has no config.json with the goal: not a dsv4-agent run folder")
-    recorded = {k: v for k, v in config.get("settings", {}).items() if k in Settings.model_fields}
-    key = os.environ.get("DSV4_LLM_API_KEY") or os.environ.get("OPENAI_API_KEY")  # never from the record
-    runs_dir = Path(runs_dir).resolve()
+    return config["goal"], settings_of_run(run_dir, {"runs_dir": str(Path(runs_dir).resolve())}, "continue").settings
+
+
+def rerun(run_dir: Path | str, goal: str, settings) -> tuple[int, Path, str]:
+    """Start the recorded campaign again with ``goal`` and ``settings`` (``rerun_settings``) as a new run;
+    (exit code, new run, diff)."""
+    from agent.campaign.start_resume import start
+
+    run_dir = Path(run_dir)
+    runs_dir = Path(settings.runs_dir)
     runs_dir.mkdir(parents=True, exist_ok=True)
-    settings = Settings.model_validate({**recorded, "llm_api_key": key, "runs_dir": str(runs_dir)})
     before = {p.name for p in runs_dir.iterdir()}
-    code = start(settings, config["goal"])  # the campaign's own plain live view prints its progress
+    code = start(settings, goal)  # the campaign's own plain live view prints its progress
     created = sorted(p for p in runs_dir.iterdir() if p.name not in before and (p / "config.json").exists())
     if not created:
         raise RecordError(f"the re-run made no run folder in {runs_dir}; see the messages above")

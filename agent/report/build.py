@@ -21,8 +21,8 @@ from agent.report.measurement import (
 from agent.report.page import render
 from agent.report import sections as parts
 from tools.measure.accuracy import load_results as load_accuracy
-from tools.measure.decision import VERDICT_FILE, bench_records, decide_folder, gates_of
-from tools.measure.results import ComparisonRow, compare
+from tools.measure.decision import bench_records, decide_folder, gates_of
+from tools.measure.results import BenchRecord
 from tools.mtp.variants import setting_label
 from tools.measure.verdict import PointStats, Slo, Verdict, point_stats
 from tools.scripts.models import MeasurePlan
@@ -41,8 +41,8 @@ def _json(path: Path) -> dict | None:
     return data if isinstance(data, dict) else None
 
 
-def load_results(run_dir: Path) -> tuple[list[ComparisonRow], list[str], list[dict]]:
-    """Comparison rows, parse problems, and failures of points that never produced a result."""
+def load_results(run_dir: Path) -> tuple[list[BenchRecord], list[str], list[dict]]:
+    """Every measured run, parse problems, and failures of points that never produced a result."""
     bench = run_dir / "bench"
     records, problems = bench_records(bench)
     measured = {(r.variant, r.concurrency) for r in records}
@@ -57,7 +57,7 @@ def load_results(run_dir: Path) -> tuple[list[ComparisonRow], list[str], list[di
             key = (item.get("variant"), item.get("concurrency"))
             if key not in measured:  # a later retry that succeeded wins over the failure
                 latest[key] = item
-    return compare(records), problems, list(latest.values())
+    return records, problems, list(latest.values())
 
 
 def _plan(run_dir: Path) -> MeasurePlan | None:
@@ -75,11 +75,9 @@ def _slo(settings: dict) -> Slo | None:
 
 
 def _verdict(run_dir: Path, plan: MeasurePlan | None, settings: dict) -> Verdict | None:
-    recorded = _json(run_dir / VERDICT_FILE)
-    if recorded is not None:
-        return Verdict.model_validate(recorded)
-    return decide_folder(run_dir / "bench", plan.accuracy if plan else None, _slo(settings),
-                         settings.get("target_concurrency"))
+    """Recomputed from what is on disk now, never the recorded verdict.json: a removed or added result
+    file changes the verdict (a removed baseline gives no ratio)."""
+    return decide_folder(run_dir / "bench", plan, _slo(settings), settings.get("target_concurrency"))
 
 
 def header(run_dir: Path, plan: MeasurePlan | None) -> list[tuple[str, str]]:
@@ -117,19 +115,18 @@ def _write_atomically(path: Path, text: str, images: Iterable[Image] = ()) -> No
 PlotWriter = Callable[[list[PointStats], Path], list[Path]]
 
 
-def _measurement(run_dir: Path, plan: MeasurePlan | None, labels: dict[str, str],
+def _measurement(run_dir: Path, plan: MeasurePlan | None, labels: dict[str, str], verdict: Verdict | None,
                  draw_plots: PlotWriter | None) -> tuple[list[Section], list[Path]]:
-    rows, problems, failures = load_results(run_dir)
-    records, _ = bench_records(run_dir / "bench")
+    records, problems, failures = load_results(run_dir)
     out: list[Section] = []
     written: list[Path] = []
-    if rows:
+    if records:
         stats = point_stats(records)
         if draw_plots is None:
             from agent.report.plots import write_plots as draw_plots  # matplotlib is slow to import: only for figures
 
         plots = draw_plots(stats, run_dir / "plots")
-        out += [metrics_section(stats, labels), comparison_section(rows),
+        out += [metrics_section(stats, labels), comparison_section(stats, records, verdict.accept_checks if verdict else []),
                 Section("Plots", [Image(p, f"plots/{p.name}", p.stem) for p in plots], id="plots")]
         csv_text, json_text = results_files(stats, labels, records)
         for name, text in (("results.csv", csv_text), ("results.json", json_text)):
@@ -157,7 +154,7 @@ def build_report(run_dir: Path | str, extra_sections: Iterable[Section] = (),
               for v in plan.variants} if plan else {}
     verdict = _verdict(run_dir, plan, settings)
     planned = ((_json(run_dir / "steps" / "benchmark.json") or {}).get("status") == "planned")
-    measured, written = _measurement(run_dir, plan, labels, draw_plots)
+    measured, written = _measurement(run_dir, plan, labels, verdict, draw_plots)
     proof = prove_run(run_dir)
     sections = [*measured]
     sections += [s for s in (parts.evidence_section(run_dir), parts.flag_review_section(run_dir),

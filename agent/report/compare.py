@@ -71,9 +71,10 @@ class Side:
 
 def _settings(a: Side, b: Side) -> list[dict]:
     from agent.settings.model import Settings
+    from agent.settings.of_run import known_settings
 
     defaults = Settings().public_dump()  # a setting a run's build did not know yet had its default then
-    sa, sb = a.config.get("settings", {}), b.config.get("settings", {})
+    (sa, _), (sb, _) = (known_settings(side.config.get("settings") or {}) for side in (a, b))  # as every reader
     keys = sorted(k for k in set(sa) | set(sb) if k not in NOT_COMPARED)
     va = {k: sa.get(k, defaults.get(k)) for k in keys}
     vb = {k: sb.get(k, defaults.get(k)) for k in keys}

@@ -8,9 +8,10 @@ import json
 
 from agent.report.blocks import Items, Para, Section
 from agent.report.table import Table
+from tools.measure.accept_floors import AcceptCheck
 from tools.measure.accuracy import AccuracyResult, GateResult
-from tools.measure.results import COMPARED, BenchRecord, ComparisonRow
-from tools.measure.verdict import NOISY, PointStats, Verdict
+from tools.measure.results import BenchRecord
+from tools.measure.verdict import BASELINE, NOISY, PointStats, Spread, Verdict, ratio
 
 # Column headers name the unit: milliseconds, tokens or requests per second, tokens per verify step.
 NAMES = {"median_ttft_ms": "TTFT p50", "p99_ttft_ms": "TTFT p99", "median_tpot_ms": "TPOT p50",
@@ -20,6 +21,8 @@ UNITS = {"output_throughput": "tok/s", "total_throughput": "tok/s", "request_thr
          "accept_length": "tok/step"}
 LABELS = {m: f"{name} ({UNITS.get(m, 'ms')})" for m, name in NAMES.items()}
 RATIO_METRICS = ("median_ttft_ms", "median_tpot_ms", "median_itl_ms", "output_throughput")
+TABLE_METRICS = ("median_ttft_ms", "p99_ttft_ms", "median_tpot_ms", "p99_tpot_ms", "median_itl_ms", "p99_itl_ms",
+                 "output_throughput")
 ALL_METRICS = [f"{s}_{k}_ms" for k in ("ttft", "tpot", "itl") for s in ("median", "p90", "p95", "p99")] + \
               [f"{s}_e2e_latency_ms" for s in ("median", "p90", "p95", "p99")] + \
               ["request_throughput", "output_throughput", "total_throughput"]
@@ -39,32 +42,52 @@ def _short(metric: str) -> str:
     return f"{name.upper()} {stat} (ms)"
 
 
+def _spread(spread: Spread | None, digits: int = 2) -> str:
+    if spread is None:
+        return "-"
+    ranged = spread.n > 1 and spread.high > spread.low
+    return f"{spread.median:.{digits}f}" + (f" ({spread.low:.{digits}f}–{spread.high:.{digits}f})" if ranged else "")
+
+
+def _head(verdict: Verdict, labels: dict[str, str]) -> str:
+    rec = verdict.recommended
+    setting = f" ({labels[rec]})" if rec and labels.get(rec) else ""
+    head = f"{verdict.headline} — " if verdict.headline and rec != BASELINE else ""  # a variant: its ratio per level
+    return f"Deploy {rec}{setting}: {head}{verdict.reason}." if rec else f"No recommendation: {verdict.reason}."
+
+
 def verdict_section(verdict: Verdict | None, labels: dict[str, str], planned: bool) -> Section:
     if verdict is None:
         text = ("Not measured yet: the benchmark was planned on a machine without GPUs; run it on the GPU host "
                 "(see Steps) for a verdict." if planned else "No verdict: no benchmark point was measured.")
         return Section("Verdict", [Para(text)], id="verdict")
-    rec = verdict.recommended
-    setting = f" ({labels[rec]})" if rec and labels.get(rec) else ""
-    head = f"Deploy {rec}{setting}: {verdict.reason}." if rec else f"No recommendation: {verdict.reason}."
-    table = Table(["concurrency", "winner", "why", "TPOT vs baseline", "throughput winner", "throughput vs baseline",
-                   LABELS["accept_length"], "meets SLO"], id="verdict-table")
+    deployed = verdict.recommended if verdict.recommended not in (None, BASELINE) else None
+    table = Table(["concurrency", "winner", "why", "best variant", "best TPOT vs baseline", "ceiling (1/accept)",
+                   *([f"{deployed} TPOT vs baseline"] if deployed else []), "throughput winner",
+                   "throughput vs baseline", LABELS["accept_length"], "meets SLO"], id="verdict-table")
     for lv in verdict.levels:
         # a verdict recorded before levels named their winner: the TPOT winner and the summary
         winner = (lv.winner or "none") if lv.why else (lv.tpot_winner or "no measurable difference")
-        table.add(lv.concurrency, winner, lv.why or lv.summary, lv.tpot_ratio.text() if lv.tpot_ratio else "-",
+        mine = [(lv.deployed_ratio.text() + (" REGRESSION" if lv.regression else "")) if lv.deployed_ratio
+                else "-"] if deployed else []
+        table.add(lv.concurrency, winner, lv.why or lv.summary, lv.best or "-",
+                  lv.tpot_ratio.text() if lv.tpot_ratio else "-", _fmt(lv.tpot_ceiling), *mine,
                   lv.throughput_winner or "no measurable difference",
                   lv.throughput_ratio.text() if lv.throughput_ratio else "-", _fmt(lv.accept_length),
                   ", ".join(lv.meets_slo) if verdict.slo and verdict.slo.given else "(no SLO)")
     notes = [f"{verdict.repeats} repeat(s) per point on the same server; ratios are medians with the range of the "
-             "repeats in brackets; a range that holds 1.00 is no measurable difference."]
+             "repeats in brackets; a range that holds 1.00 is no measurable difference. The ceiling is 1 / accept "
+             "length: the TPOT ratio the drafter's accept length would give if drafting and verifying were free."]
     if verdict.repeats < 2:
         notes.append("One sample per point: no spread, so no difference is called measurable (--repeats 3 measures).")
     if verdict.slo and verdict.slo.given:
         notes.append(f"SLO: {verdict.slo.text()} (median of the repeats at that percentile).")
     notes += [f"{v} is never recommended: {why}" for v, why in verdict.excluded.items()]
+    notes += [f"Accept length: {c.text}" for c in verdict.accept_checks if c.status == "below-floor"]
+    alarms = [Para(f"WARNING: {c}", css="callout") for c in verdict.callouts]
     rule = [Para(f"How the deployed setting is chosen across concurrencies: {verdict.rule}.")] if verdict.rule else []
-    return Section("Verdict", [Para(head), *rule, table, Items(notes)], id="verdict")
+    gate = [Para(verdict.accuracy)] if verdict.accuracy else []
+    return Section("Verdict", [Para(_head(verdict, labels)), *alarms, *gate, *rule, table, Items(notes)], id="verdict")
 
 
 def metrics_section(stats: list[PointStats], labels: dict[str, str]) -> Section:
@@ -86,27 +109,37 @@ def metrics_section(stats: list[PointStats], labels: dict[str, str]) -> Section:
     return Section("Every metric per point", blocks, id="all-metrics")
 
 
-def comparison_section(rows: list[ComparisonRow]) -> Section:
-    head = ["variant", "concurrency"] + [LABELS[m] for m in COMPARED] + [f"{NAMES[m]} (× baseline)"
-                                                                         for m in RATIO_METRICS]
+def _accept_cell(s: PointStats, loose: BenchRecord | None) -> str:
+    if loose is None:
+        return _fmt(s.accept_length)
+    cum = loose.accept_length_cumulative
+    return f"n/a{NOT_ISOLATED}" + (f" (cum. {cum:.2f})" if cum is not None else "")
+
+
+def comparison_section(stats: list[PointStats], records: list[BenchRecord], checks: list[AcceptCheck]) -> Section:
+    """The one comparison table: per point the medians of its repeats with their range, and the ratios to
+    the baseline the verdict uses (tools/measure/verdict.py ``ratio``), beside each point's ceiling."""
+    head = ["variant", "concurrency", "repeats", *[LABELS[m] for m in TABLE_METRICS], LABELS["accept_length"],
+            "TPOT ceiling (1/accept, × baseline)", *[f"{NAMES[m]} (× baseline)" for m in RATIO_METRICS]]
     table = Table(head, id="comparison")
-    for row in rows:
-        cells = []
-        for m in COMPARED:
-            if m == "accept_length" and not row.accept_isolated:
-                cum = row.accept_length_cumulative
-                cells.append(f"n/a{NOT_ISOLATED}" + (f" (cum. {cum:.2f})" if cum is not None else ""))
-            else:
-                cells.append(_fmt(row.values.get(m)))
-        table.add(row.variant, row.concurrency if row.concurrency is not None else "?", *cells,
-                  *[_fmt(row.ratios.get(m), 3) for m in RATIO_METRICS])
-    note = ("Last repeat of each point. Ratios are variant / baseline at the same concurrency: below 1 is better "
-            "for TTFT, TPOT and ITL, above 1 is better for throughput. Accept length is each point's own: "
-            "generated tokens / speculative verify calls between server snapshots taken before and after the "
-            "point (SGLang's `avg_spec_accept_length` is cumulative since server start).")
-    blocks = [table, Para(note)]
+    base = {s.concurrency: s for s in stats if s.variant == BASELINE}
+    loose = {(r.variant, r.concurrency): r for r in records if not r.accept_isolated}
+    for s in sorted(stats, key=lambda s: (s.variant != BASELINE, s.variant, s.concurrency)):
+        ratios = []
+        for m in RATIO_METRICS:
+            mine, ref = s.metrics.get(m), base[s.concurrency].metrics.get(m) if s.concurrency in base else None
+            r = ratio(mine, ref) if mine is not None and ref is not None and s.variant != BASELINE else None
+            ratios.append(r.text() if r else "-")
+        table.add(s.variant, s.concurrency, s.repeats, *[_spread(s.metrics.get(m)) for m in TABLE_METRICS],
+                  _accept_cell(s, loose.get((s.variant, s.concurrency))), _fmt(s.tpot_ceiling), *ratios)
+    note = ("Medians of the repeats with their range, the same figures the verdict uses; ratios are variant / "
+            "baseline with the range both spreads allow ('-': no baseline there). Accept length: the point's own "
+            "generated tokens / verify calls (server counters before and after it, every request on every "
+            "data-parallel rank); ceiling: 1 / accept length, the TPOT ratio if drafting and verifying were free. "
+            + " ".join(f"Accept length: {c.text}." for c in checks))
+    blocks = [table, Para(note.strip())]
     blocks += [Para(f"{NOT_ISOLATED} {r.variant} at concurrency {r.concurrency}: accept length not isolated: "
-                    f"{r.accept_note}", css="not-isolated") for r in rows if not r.accept_isolated]
+                    f"{r.accept_note}", css="not-isolated") for r in loose.values()]
     return Section("Comparison", blocks, id="comparison-section")
 
 

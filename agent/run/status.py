@@ -74,8 +74,10 @@ def render_runs(entries: list) -> str:
 
 def verdict_line(verdict: dict) -> str:
     """The decision as the campaign's last lines say it: ``deploy X: why`` or ``no recommendation: why``."""
-    rec = verdict.get("recommended")
-    return f"{'deploy ' + rec if rec else 'no recommendation'}: {verdict.get('reason')}"
+    rec, head = verdict.get("recommended"), verdict.get("headline")
+    line = f"{'deploy ' + rec if rec else 'no recommendation'}: " + (f"{head} — " if rec not in (None, "baseline") and head else "")
+    extra = [f"WARNING: {c}" for c in verdict.get("callouts") or []]
+    return "; ".join([line + str(verdict.get("reason")), *extra, *([verdict["accuracy"]] if verdict.get("accuracy") else [])])
 
 
 def status_data(run: RunFolder) -> dict:

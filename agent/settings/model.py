@@ -34,12 +34,14 @@ _PLAN = MeasurePlan.model_fields  # the benchmark's own defaults, which the size
 
 def setting(default: Any, help: str, flag: str | None = None, metavar: str | None = None, group: str | None = None,
             *, repeat: bool = False, aliases: tuple[str, ...] = (), shown: object = None, factory=None,
-            **bounds: Any) -> Any:
+            user_only: str | None = None, **bounds: Any) -> Any:
     """A field and its option. The help shows ``[default]`` by itself; ``shown`` says it where the
     value is worked out later (``None`` here, "every free GPU found" there). ``repeat``: the option
-    is given once per entry; ``flag=None``: a setting of the config file and environment only."""
+    is given once per entry; ``flag=None``: a setting of the config file and environment only.
+    ``user_only`` says what the value names (a program, a host, ...): a run folder gives it back only
+    where it equals the user's own or the user allowed the folder (agent/settings/of_run.py)."""
     extra = {"flag": flag, "metavar": metavar, "group": group, "repeat": repeat, "aliases": list(aliases),
-             "shown": None if shown is None else str(shown)}
+             "shown": None if shown is None else str(shown), "user_only": user_only}
     if factory is not None:
         return Field(default_factory=factory, description=help, json_schema_extra=extra, **bounds)
     return Field(default, description=help, json_schema_extra=extra, **bounds)
@@ -75,8 +77,9 @@ class Settings(BaseSettings):
                          shown="read from it, else matched from the model id")
     tokenizer: str | None = S(None, "Local tokenizer for offline benchmarks.", "--tokenizer", "DIR", MODEL)
     sglang_src: str | None = S(None, "SGLang checkout or package folder.", "--sglang", "DIR", SGLANG,
-                               shown="found automatically")
-    sglang_python: str = S(SGLANG_PYTHON, "Interpreter with SGLang installed.", "--sglang-python", "PYTHON", SGLANG)
+                               shown="found automatically", user_only="code to run")
+    sglang_python: str = S(SGLANG_PYTHON, "Interpreter with SGLang installed.", "--sglang-python", "PYTHON", SGLANG,
+                             user_only="a program")
     sglang_version: str = S(SGLANG_VERSION, "SGLang wheel version to download when no source is found.",
                             "--sglang-version", "VERSION", SGLANG)
     pull: bool = S(False, "Fast-forward the SGLang checkout first.", "--pull", None, SGLANG)
@@ -95,11 +98,12 @@ class Settings(BaseSettings):
                        ge=1, le=MAX_GPUS)
     executor: Annotated[ExecutorSetting, NoDecode] = S(
         ExecutorSpec(kind="local"), "Where GPU jobs run: local | ssh://user@host[:port] | slurm[:partition].",
-        "--executor", "WHERE", GPUS)
+        "--executor", "WHERE", GPUS, user_only="a host")
     ssh_options: Annotated[list[str], NoDecode] = S(
         None, "Extra ssh argument for ssh:// executors, e.g. --ssh-option=-F --ssh-option=cfg (repeat).",
-        "--ssh-option", "ARG", GPUS, repeat=True, factory=list)
-    nvidia_smi: str = S("nvidia-smi", "nvidia-smi on the GPU host.", "--nvidia-smi", "PATH", GPUS)
+        "--ssh-option", "ARG", GPUS, repeat=True, factory=list, user_only="ssh options")
+    nvidia_smi: str = S("nvidia-smi", "nvidia-smi on the GPU host.", "--nvidia-smi", "PATH", GPUS,
+                        user_only="a program")
     outage_wait_s: float = S(DEFAULT_OUTAGE_WAIT_S, "Seconds a status call waits out a slurmctld or SSH host that "
                              "stopped answering (retrying) before the run fails.", "--outage-wait", "SECONDS", GPUS, ge=0, le=86_400)
     nodes: int = S(1, "Nodes one server spans; >1 also writes multi-node serve scripts.", "--nodes", "N", GPUS,
@@ -146,10 +150,11 @@ class Settings(BaseSettings):
     slo_percentile: Literal["p50", "p90", "p95", "p99"] = S("p99", "Percentile the SLOs apply to: p50 p90 p95 p99.",
                                                             "--slo-percentile", "P", BENCH)
     llm_base_url: str | None = S(None, "OpenAI-compatible endpoint; unset = the deterministic playbook.",
-                                 "--llm-base-url", "URL", LLM)
+                                 "--llm-base-url", "URL", LLM, user_only="an endpoint")
     llm_model: str | None = S(None, "Model name at the LLM endpoint.", "--llm-model", "NAME", LLM,
                               shown="the one it serves")
-    llm_api_key: SecretStr | None = S(None, "API key of the LLM endpoint (never written; never on a command line).")
+    llm_api_key: SecretStr | None = S(None, "API key of the LLM endpoint (never written; never on a command line).",
+                                        user_only="a credential")
     accept_unsupported_flags: bool = S(False, "Write LLM-proposed flags that have no cited evidence.",
                                        "--accept-unsupported-flags", None, LLM)
     max_llm_steps: int = S(30, "LLM budget: model turns.", "--max-llm-steps", "N", LLM, gt=0, le=10_000)
@@ -160,13 +165,13 @@ class Settings(BaseSettings):
     llm_stream: bool = S(False, "Stream the LLM's answers.", "--llm-stream/--no-llm-stream", None, LLM)
     allow_flags: Annotated[list[str], NoDecode] = S(
         None, "Let a recipe or the model add this trust-widening server flag, e.g. --allow-flag=--trust-remote-code "
-        "(repeat).", "--allow-flag", "FLAG", SGLANG, repeat=True, factory=list)
+        "(repeat).", "--allow-flag", "FLAG", SGLANG, repeat=True, factory=list, user_only="trust-widening flags")
     server_args: Annotated[list[str], NoDecode] = S(
         None, "Flags added to every serve script, e.g. --server-arg '--mem-fraction-static 0.8' (repeat); "
         "trust-widening ones need --allow-flag.", "--server-arg", "'FLAG [VALUE]'", SGLANG, repeat=True, factory=list)
     server_env: Annotated[list[str], NoDecode] = S(
         None, "Environment of every serve script, e.g. --server-env NCCL_DEBUG=INFO (repeat).", "--server-env",
-        "NAME=VALUE", SGLANG, repeat=True, factory=list)
+        "NAME=VALUE", SGLANG, repeat=True, factory=list, user_only="environment to pass")
     plan_only: bool = S(False, "Write every script, start no GPU job; `dsv4-agent resume RUN` runs them.",
                         "--plan-only", None, RUN, aliases=("--dry-run",))
     runs_dir: str = S("runs", "Folder holding run folders.", "--runs-dir", "DIR", RUN)

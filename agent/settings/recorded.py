@@ -1,37 +1,85 @@
-"""Settings read back from a run folder, and what is never taken from one.
+"""Settings read back from a run folder, and the user's allowance of one.
 
 A run folder is data anyone may have written: ssh options (which can run commands here) and
-secrets (never recorded) come from the user again when a run is resumed or inspected.
-``CampaignError`` (a campaign could not start or resume) is raised here and by ``agent.campaign.start_resume``.
+secrets (never recorded) come from the user again when a run is resumed or inspected, unless the
+user allowed the folder (``allow_run``; the agent allows the runs it makes). The whole rule for a
+run's settings: agent/settings/of_run.py. ``CampaignError`` (a campaign could not start or resume) is
+raised here and by ``agent.campaign.start_resume``. Light on imports: the quick read-only path uses it.
 """
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import json
 import os
 import shlex
 import shutil
+import time
 from pathlib import Path
 
 from agent.secrets import MARK
+from tools.base import ToolError
+from tools.state_dir import state_dir
 
 
 class CampaignError(Exception):
     """A campaign could not start or resume; the message says why and what to do."""
 
 
-def ssh_options_for(recorded: dict, given: list[str] | None) -> list[str]:
-    """The ssh options for a run read back from its folder: only what the user gives now.
+def _allow_record(digest: str) -> Path:
+    return state_dir("allowed-runs") / f"{digest}.json"
 
-    Options recorded in config.json are never used on their own: an option such as
-    ``-oProxyCommand=...`` runs a command on this machine, and a run folder is data anyone may
-    have written. A run recorded with options needs them passed again (``--ssh-option``).
+
+def allow_run(run: Path) -> str:
+    """Record the run folder's ``config.json`` (its bytes) as the user's; its SHA-256."""
+    digest = hashlib.sha256((run / "config.json").read_bytes()).hexdigest()
+    record = _allow_record(digest)
+    tmp = record.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"run": str(run.resolve()), "sha256": digest, "allowed_at": time.time()}))
+    os.replace(tmp, record)
+    return digest
+
+
+def vouch_for_run(run: Path) -> None:
+    """The agent just wrote this ``config.json`` from the user's own settings: allow it. A state folder
+    that cannot be written leaves it a stranger (a resume then asks for the settings, or an allow)."""
+    with contextlib.suppress(ToolError, OSError):
+        allow_run(run)
+
+
+def deny_run(run: Path) -> bool:
+    """Forget the allowance of the run folder's ``config.json`` as it is now; False when there was none."""
+    try:
+        _allow_record(hashlib.sha256((run / "config.json").read_bytes()).hexdigest()).unlink()
+    except (FileNotFoundError, ToolError):
+        return False
+    return True
+
+
+def run_allowed(config_bytes: bytes) -> bool:
+    try:
+        return _allow_record(hashlib.sha256(config_bytes).hexdigest()).is_file()
+    except ToolError:
+        return False
+
+
+def ssh_options_for(run: Path, recorded: dict, given: list[str] | None) -> list[str]:
+    """The ssh options for reaching a run's jobs (``jobs``, ``tuning uninstall``): what the user gives
+    now, else the folder's own where the user allowed it.
+
+    An option such as ``-oProxyCommand=...`` runs a command on this machine, and a run folder is data
+    anyone may have written: a stranger's folder recorded with options needs them passed again.
     """
     if given is not None:
         return list(given)
     kept = list(recorded.get("ssh_options") or [])
     if kept and str(recorded.get("executor", "")).startswith("ssh://"):
+        if run_allowed((run / "config.json").read_bytes()):
+            return kept
         shown = " ".join(f"--ssh-option={shlex.quote(o)}" for o in kept)
         raise CampaignError(f"this run was made with ssh options {kept}; options are never taken from a run folder "
-                            f"(they can run commands here). If they are yours, pass them again: {shown}")
+                            f"you did not allow (they can run commands here). If they are yours, pass them again: "
+                            f"{shown}; or allow the folder: `dsv4-agent config allow {shlex.quote(str(run))}`")
     return []
 
 

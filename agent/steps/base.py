@@ -20,6 +20,7 @@ from tools.jobs import Executor
 from tools.tuning.prepare import TuningReason
 
 if TYPE_CHECKING:
+    from tools.checkpoint.facts import CheckpointFacts
     from tools.gpu_choice import GpuPlan
     from tools.mtp.settings import MtpSettings
 
@@ -64,6 +65,7 @@ class StepContext:
     lane: Lane = "control"
     gpu_plan: GpuPlan | None = None       # the GPUs the scripts name and the servers' TP, chosen by preflight
     mtp_settings: MtpSettings | None = None  # worked out before the run (--mtp-steps checked up front)
+    checkpoint: CheckpointFacts | None = None  # the checkpoint in hand, read once by preflight
 
     @property
     def has_gpus(self) -> bool:

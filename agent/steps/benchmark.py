@@ -100,14 +100,17 @@ def _plots_meanwhile(run_dir: Path) -> None:
 
 
 def _verdict_line(verdict: Verdict) -> str:
-    return f"deploy {verdict.recommended}" if verdict.recommended else "no recommendation: " + verdict.reason
+    rec = verdict.recommended
+    line = f"deploy {verdict.headline}" if rec not in (None, "baseline") else \
+        (f"deploy baseline: {verdict.reason}" if rec else "no recommendation: " + verdict.reason)
+    return "; ".join([line, *[f"WARNING: {c}" for c in verdict.callouts]])
 
 
 def _decide(ctx: StepContext, plan: MeasurePlan) -> Verdict | None:
     """verdict.json and serve_recommended.sh (the winner's script, the reason as its header comment)."""
     s = ctx.settings
     slo = Slo(max_ttft_ms=s.max_ttft_ms, max_tpot_ms=s.max_tpot_ms, percentile=s.slo_percentile)
-    verdict = decide_folder(ctx.run.path / "bench", plan.accuracy, slo if slo.given else None, s.target_concurrency)
+    verdict = decide_folder(ctx.run.path / "bench", plan, slo if slo.given else None, s.target_concurrency)
     if verdict is None:
         return None
     ctx.write_artifact(VERDICT_FILE, verdict.model_dump_json(indent=2))
@@ -116,7 +119,9 @@ def _decide(ctx: StepContext, plan: MeasurePlan) -> Verdict | None:
     if winner is None:
         stale.unlink(missing_ok=True)  # a re-run whose verdict changed to "none" leaves no old winner behind
         return verdict
-    header = [f"RECOMMENDED by the measurement in {ctx.run.path.name}: {verdict.reason}", f"rule: {verdict.rule}"]
+    header = [f"RECOMMENDED by the measurement in {ctx.run.path.name}: {verdict.headline} — {verdict.reason}",
+              f"rule: {verdict.rule}",
+              *[f"WARNING: {c}" for c in verdict.callouts], *([verdict.accuracy] if verdict.accuracy else [])]
     header += [f"at concurrency {lv.concurrency}: {lv.winner or 'none'}: {lv.why or lv.summary}" for lv in verdict.levels]
     variant = winner.model_copy(update={"rationale": [*header, *winner.rationale]})
     text = render_serve_script(variant, s.sglang_python, plan.port)

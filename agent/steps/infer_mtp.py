@@ -18,11 +18,12 @@ from tools.gpu_choice import GpuChoice
 from tools.gpus import GpuInfo
 
 if TYPE_CHECKING:  # the evidence engine is imported when it runs (not on the way to the first GPU job)
+    from tools.checkpoint.facts import CheckpointFacts
     from tools.mtp.settings import MtpSettings, MtpSettingsArgs
 
 
 def mtp_inputs(settings: Settings, root: Path | None, gpus: list[GpuInfo], tp: int | None,
-               arch: str | None = None) -> MtpSettingsArgs:
+               arch: str | None = None, checkpoint: CheckpointFacts | None = None) -> MtpSettingsArgs:
     """What the campaign's MTP settings are judged on (the same for the up-front check and the step)."""
     from tools.mtp.settings import MtpSettingsArgs
 
@@ -30,7 +31,7 @@ def mtp_inputs(settings: Settings, root: Path | None, gpus: list[GpuInfo], tp: i
         model=settings.model, arch=arch or settings.arch, model_path=settings.model_path,
         sglang=str(root) if root else settings.sglang_src, sglang_python=settings.sglang_python,
         version=settings.sglang_version, gpu=gpus[0].name if gpus else None, gpus=len(gpus) or None, tp=tp,
-        mtp_steps=list(settings.mtp_steps), mtp_variants=settings.mtp_variants)
+        mtp_steps=list(settings.mtp_steps), mtp_variants=settings.mtp_variants, checkpoint=checkpoint)
 
 
 def settings_record(found: MtpSettings | None) -> dict | None:
@@ -54,7 +55,7 @@ def _worked_out(ctx: StepContext, step: PlanStep) -> MtpSettings:
 
     arch = step.params.get("arch")
     tp = ctx.gpu_plan.tp if ctx.gpu_plan else None
-    wanted = mtp_inputs(ctx.settings, ctx.sglang_root, ctx.gpus, tp, arch)
+    wanted = mtp_inputs(ctx.settings, ctx.sglang_root, ctx.gpus, tp, arch, ctx.checkpoint)
     pulled = after_pull(ctx.outcomes)
     if judged_on(pulled, wanted):
         return pulled

@@ -15,7 +15,8 @@ import os
 from agent.steps.base import PlanStep, StepContext
 from agent.steps.infer_mtp import mtp_settings_of
 from tools.gpu_choice import GpuPlan
-from tools.measure.accuracy import AccuracyPlan
+from tools.measure.accept_floors import read_floors
+from tools.measure.accuracy import AccuracyPlan, offline_skip_reason
 from tools.measure.client import bench_client_module
 from tools.mtp.variants import SpecChoice
 from tools.mtp.answer import Recommendation
@@ -87,11 +88,7 @@ def _accuracy(ctx: StepContext, variants: list[ServeVariant], tokenizer: str | N
     s = ctx.settings
     if len(variants) < 2 and not s.accuracy_data:
         return None  # nothing to gate; with a data file given, the baseline's own score is still reported
-    skip = None
-    if not s.accuracy_data and (tokenizer or os.environ.get("HF_HUB_OFFLINE") == "1"):
-        skip = ("offline (a local tokenizer is given, so the benchmark runs with HF_HUB_OFFLINE=1) and no "
-                "--accuracy-data: SGLang's few_shot_gsm8k would download the GSM8K test set; pass "
-                "--accuracy-data FILE (GSM8K test.jsonl) to gate accuracy")
+    skip = offline_skip_reason(s.accuracy_data, bool(tokenizer) or os.environ.get("HF_HUB_OFFLINE") == "1")
     return AccuracyPlan(questions=s.accuracy_questions, data_path=s.accuracy_data, tolerance=s.accuracy_tolerance,
                         skip_reason=skip)
 
@@ -176,5 +173,5 @@ def build_plan(ctx: StepContext, step: PlanStep) -> tuple[MeasurePlan, list[str]
     tokenizer = s.tokenizer or s.model_path
     plan = MeasurePlan(variants=variants, concurrency=s.concurrency, tokenizer=tokenizer, repeats=s.repeats,
                        client_module=bench_client_module(ctx.sglang_root), accuracy=_accuracy(ctx, variants, tokenizer),
-                       **extra)
+                       accept_floors=read_floors(ctx.sglang_root) if len(variants) > 1 else [], **extra)
     return plan, notes, left_out

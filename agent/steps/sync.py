@@ -59,7 +59,8 @@ def run(ctx: StepContext, step: PlanStep) -> StepOutcome:
             gpu=ctx.gpus[0].name if ctx.gpus else None, gpus=len(ctx.gpus) or None,
             sglang_python=settings.sglang_python, previous_answer=str(previous) if previous else None,
             report_from=report_from, mtp=mtp_inputs(settings, ctx.sglang_root, ctx.gpus,
-                                                    ctx.gpu_plan.tp if ctx.gpu_plan else None)))
+                                                    ctx.gpu_plan.tp if ctx.gpu_plan else None,
+                                                    checkpoint=ctx.checkpoint)))
     except ToolError as err:
         return _failed(ctx, str(err))
 

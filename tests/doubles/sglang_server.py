@@ -48,7 +48,8 @@ minutes), and its /server_info lists only the fields above (the real one lists e
 
 Configuration (flags SGLang does not know are ignored, like the real parser would not):
   --model-path, --host, --port, --tp-size, --served-model-name, --speculative-algorithm, --speculative-num-steps,
-  --speculative-eagle-topk, --speculative-num-draft-tokens, --speculative-draft-model-path  (SGLang's flags)
+  --speculative-eagle-topk, --speculative-num-draft-tokens, --speculative-draft-model-path,
+  --speculative-dspark-block-size  (SGLang's flags; DSPARK takes its block from config.json when not given)
   DSV4_DOUBLE_STEP_MS        decode step time in ms (default 2)
   DSV4_DOUBLE_ACCEPT_LENGTH  tokens per step with an algorithm but no steps given (default 3)
   DSV4_DOUBLE_SPEC_P, DSV4_DOUBLE_DRAFT_COST, DSV4_DOUBLE_SPEC_PROFILE, DSV4_DOUBLE_NOISE(_SEED)
@@ -59,6 +60,15 @@ Configuration (flags SGLang does not know are ignored, like the real parser woul
   DSV4_DOUBLE_HOLD_FILE      (double-only knob) while this file exists, every request waits before its
                              first token, as on a server busy elsewhere: a test holds a point open
                              until it has crashed what it wanted to crash inside it, then removes the file
+  --dp-size N with --enable-dp-attention  data-parallel attention, as the DeepSeek-V4 recipes run it: requests
+                             go to the N ranks in turn and internal_states has one entry per rank, each with
+                             that rank's own cumulative avg_spec_accept_length (SGLang's scheduler per DP rank);
+                             the /metrics counters count every request, as SGLang's tokenizer manager does
+  DSV4_DOUBLE_DP_ACCEPT      (double-only knob) "a,b,...": rank i decodes a_i tokens per step (ranks serving
+                             different requests accept differently), so one rank's average is not the pool's
+  DSV4_DOUBLE_IDENTITY_FILE  (double-only knob) a path: a server started before that file was written reports
+                             the file's text as its model_path (and in its launch_command) (a server left running that is no longer the
+                             one the run launched fails the identity check); one started after it is unaffected
   DSV4_DOUBLE_STARTUP_S      seconds before /health answers 200 (default 0.2)
   DSV4_DOUBLE_BIND_AFTER_FILE  a path: the HTTP port is bound only once it exists (at most 120 s). SGLang
                              binds it only after loading the model, so a port free at launch can be
@@ -89,6 +99,16 @@ from gsm8k_answers import Gsm8kAnswers  # siblings: this file runs as a script f
 from speculative_profile import Profile, TokenClock, label, resolve
 
 
+def _checkpoint_block(model_path: str) -> int | None:
+    """The checkpoint's dspark_block_size, which SGLang reads when no flag gives the block size."""
+    try:
+        config = json.loads((Path(model_path) / "config.json").read_text())
+    except (OSError, ValueError):
+        return None
+    value = (config.get("text_config") or config).get("dspark_block_size") if isinstance(config, dict) else None
+    return value if isinstance(value, int) else None
+
+
 class State:
     def __init__(self, args: argparse.Namespace, argv: list[str]):
         self.args = args
@@ -97,9 +117,11 @@ class State:
         self.served_name = args.served_model_name or args.model_path
         self.spec = args.speculative_algorithm
         self.setting = resolve(self.spec, args.speculative_num_steps, args.speculative_eagle_topk,
-                               args.speculative_num_draft_tokens)
+                               args.speculative_num_draft_tokens, args.speculative_dspark_block_size
+                               or _checkpoint_block(args.model_path))
+        dspark = self.spec == "DSPARK"
         self.profile = Profile(self.setting, float(os.environ.get("DSV4_DOUBLE_STEP_MS", "2")),
-                               explicit=args.speculative_num_steps is not None)
+                               explicit=args.speculative_num_steps is not None or dspark, block=dspark)
         self.step_s = self.profile.step_ms / 1000.0  # prefill
         self.accept = self.profile.accept
         self.gsm8k = Gsm8kAnswers(label(self.setting))
@@ -113,11 +135,30 @@ class State:
         self.hold_file = os.environ.get("DSV4_DOUBLE_HOLD_FILE")
         self.verify_calls = 0  # Prometheus counters of finished requests, as SGLang's tokenizer manager
         self.generation_tokens = 0
+        self.dp = max(1, args.dp_size) if args.enable_dp_attention else 1
+        rank_accept = [float(a) for a in os.environ.get("DSV4_DOUBLE_DP_ACCEPT", "").split(",") if a.strip()]
+        self.rank_accept = (rank_accept + [self.accept] * self.dp)[:self.dp]
+        self.rank_tokens, self.rank_steps = [0] * self.dp, [0] * self.dp
+        self.arrivals = 0
+        self.started = time.time()
+        self.identity_file = os.environ.get("DSV4_DOUBLE_IDENTITY_FILE")
 
-    def accept_now(self) -> float:
+    def reported_model_path(self) -> str:
+        path = self.identity_file
+        if path and os.path.exists(path) and os.path.getmtime(path) > self.started:
+            return Path(path).read_text().strip()
+        return self.model_path
+
+    def next_rank(self) -> int:
+        """The DP rank the next request goes to (in turn)."""
+        with self.lock:
+            self.arrivals += 1
+            return (self.arrivals - 1) % self.dp
+
+    def accept_now(self, rank: int = 0) -> float:
         if self.spec and self.accept_file and os.path.exists(self.accept_file):
             return max(1, int(float(Path(self.accept_file).read_text().strip() or "1")))
-        return self.accept
+        return self.rank_accept[rank] if self.spec and self.dp > 1 else self.accept
 
     def finish_request(self, tokens: int, steps: int) -> None:
         with self.lock:
@@ -142,23 +183,28 @@ class State:
     def ready(self) -> bool:
         return not self.never_ready and time.monotonic() >= self.ready_at
 
-    def record(self, tokens: int, steps: int) -> None:
+    def record(self, tokens: int, steps: int, rank: int = 0) -> None:
         with self.lock:
             self.tokens += tokens
             self.steps += steps
+            self.rank_tokens[rank] += tokens
+            self.rank_steps[rank] += steps
 
     def server_info(self) -> dict:
-        internal: dict = {"last_gen_throughput": 0.0}
+        states: list[dict] = [{"last_gen_throughput": 0.0} for _rank in range(self.dp)]
         if self.spec:
             with self.lock:
-                internal["avg_spec_accept_length"] = (self.tokens / self.steps) if self.steps else 0.0
+                for rank, internal in enumerate(states):  # each scheduler knows only its own requests
+                    steps = self.rank_steps[rank]
+                    internal["avg_spec_accept_length"] = (self.rank_tokens[rank] / steps) if steps else 0.0
         steps, topk, draft = self.setting or (None, None, None)  # resolved, as SGLang's resolved_dict reports them
-        fields = {"model_path": self.model_path, "tokenizer_path": self.model_path, "tp_size": self.args.tp_size,
+        fields = {"model_path": self.reported_model_path(), "tokenizer_path": self.model_path, "tp_size": self.args.tp_size,
                   "host": self.args.host, "port": self.args.port, "speculative_algorithm": self.spec,
                   "speculative_num_steps": steps, "speculative_eagle_topk": topk,
                   "speculative_num_draft_tokens": draft,
                   "speculative_draft_model_path": self.args.speculative_draft_model_path}
-        return {**fields, "launch_command": self.launch_command, "internal_states": [internal],
+        command = self.launch_command.replace(self.model_path, fields["model_path"])  # as launched, per the knob
+        return {**fields, "launch_command": command, "internal_states": states,
                 "version": "0.5.23-double", "frontend": "python"}
 
 
@@ -262,7 +308,8 @@ class Handler(BaseHTTPRequestHandler):
         while st.hold_file and os.path.exists(st.hold_file):
             time.sleep(0.02)
         time.sleep(st.step_s)  # prefill
-        clock, factor = TokenClock(st.accept_now()), st.profile.request_factor()
+        rank = st.next_rank()
+        clock, factor = TokenClock(st.accept_now(rank)), st.profile.request_factor()
         answer = st.gsm8k.answer(str(body.get("text", ""))) if not chat else None
         if answer is not None:  # a GSM8K question from the test's dataset: the whole answer in one piece
             words, n = [answer], 1
@@ -277,7 +324,7 @@ class Handler(BaseHTTPRequestHandler):
                     self._chunk(b"data: " + json.dumps(self._piece(words, new, prompt, chat)).encode() + b"\n\n")
         finally:
             st.profile.leave()
-        st.record(len(words), steps)
+        st.record(len(words), steps, rank)
         st.finish_request(len(words), steps)
         if stream:
             if chat:
@@ -327,7 +374,10 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--speculative-eagle-topk", type=int, default=None)
     parser.add_argument("--speculative-num-draft-tokens", type=int, default=None)
     parser.add_argument("--speculative-draft-model-path", default=None)
+    parser.add_argument("--speculative-dspark-block-size", type=int, default=None)
     parser.add_argument("--enable-metrics", action="store_true")
+    parser.add_argument("--dp-size", "--dp", dest="dp_size", type=int, default=1)
+    parser.add_argument("--enable-dp-attention", action="store_true")
     args, unknown = parser.parse_known_args(argv)
     print(f"[double] launch_server args={argv!r} ignored={unknown!r}", flush=True)
     crash = os.environ.get("DSV4_DOUBLE_EXIT_AT_START")

@@ -5,7 +5,7 @@ SGLang's hooks resolve it for an MTP architecture: an algorithm with no steps ge
 3/1/4, and topk 1 forces draft tokens = steps + 1. From it:
 
 - accept length (tokens per decode step): ``1 + p + p^2 + ... + p^k`` with ``k = min(steps,
-  draft tokens - 1)`` and ``p`` the per-token draft acceptance (``DSV4_DOUBLE_SPEC_P``, default
+  draft tokens - 1)`` (DSPARK, a block drafter: ``k = draft tokens - 1``) and ``p`` the per-token draft acceptance (``DSV4_DOUBLE_SPEC_P``, default
   0.7; topk above 1 raises it a little), as a linear draft chain accepts;
 - step time: the base step (``DSV4_DOUBLE_STEP_MS``) times ``1 + cost * (draft tokens - 1) *
   active requests`` (``DSV4_DOUBLE_DRAFT_COST``, default 0.1): verifying more draft tokens costs
@@ -31,10 +31,15 @@ import random
 import threading
 
 
-def resolve(algorithm: str | None, steps: int | None, topk: int | None, draft: int | None) -> tuple[int, int, int] | None:
-    """(steps, topk, draft tokens) as the server would run them; None without speculation."""
+def resolve(algorithm: str | None, steps: int | None, topk: int | None, draft: int | None,
+            block: int | None = None) -> tuple[int, int, int] | None:
+    """(steps, topk, draft tokens) as the server would run them; None without speculation. DSPARK
+    drafts one block per step: steps and topk 1, draft tokens = block size + 1 (the block from the flag,
+    else the checkpoint's, else SGLang's default 7), as SGLang's hook resolves it."""
     if not algorithm:
         return None
+    if algorithm == "DSPARK":
+        return 1, 1, (block or 7) + 1
     if steps is None:
         steps, topk, draft = 3, 1, 4
     topk = topk or 1
@@ -48,7 +53,8 @@ def label(setting: tuple[int, int, int] | None) -> str:
 
 
 class Profile:
-    def __init__(self, setting: tuple[int, int, int] | None, base_step_ms: float, explicit: bool):
+    def __init__(self, setting: tuple[int, int, int] | None, base_step_ms: float, explicit: bool,
+                 block: bool = False):
         self.setting = setting
         override = json.loads(os.environ.get("DSV4_DOUBLE_SPEC_PROFILE") or "{}").get(label(setting), {})
         self.step_ms = float(override.get("step_ms", base_step_ms))
@@ -60,7 +66,8 @@ class Profile:
         elif setting is not None:
             steps, topk, draft = setting
             p = min(0.95, float(os.environ.get("DSV4_DOUBLE_SPEC_P", "0.7")) + 0.05 * (topk - 1))
-            self.accept = sum(p ** i for i in range(min(steps, draft - 1) + 1))
+            chain = draft - 1 if block else min(steps, draft - 1)  # a block drafter proposes all its tokens at once
+            self.accept = sum(p ** i for i in range(chain + 1))
         else:
             self.accept = 1.0
         noise = os.environ.get("DSV4_DOUBLE_NOISE", "0")

@@ -3,7 +3,9 @@
 A status call that fails because the other side does not answer (Slurm's "Unable to contact slurm
 controller", a command that does not answer at all) raises ``Unreachable``; ``OutageWait.call``
 tries it again with growing pauses for up to ``total_s`` from the first failure (the
-``outage_wait_s`` setting), saying on each retry what it waits for. Past that, one ToolError names
+``outage_wait_s`` setting), saying on each retry what it waits for. The window is the outage's,
+not the call's: it opens at the first failure of any call and closes at the next answer, so calls
+that fail one after another through the same outage share one bound. Past that, one ToolError names
 what did not answer and the fix. Other failures (an unknown job, a refused request) are not
 retried: waiting would not change them. Jobs keep running through an outage; only our view of
 them pauses.
@@ -23,28 +25,30 @@ T = TypeVar("T")
 
 
 class Unreachable(ToolError):
-    """The call failed because ``where`` did not answer; worth trying again."""
+    """The call failed because ``where`` did not answer; worth trying again. ``unsent``: the call
+    provably never reached it (the connection was refused or closed before the request went out)."""
 
-    def __init__(self, message: str, where: str, fix: str):
+    def __init__(self, message: str, where: str, fix: str, unsent: bool = False):
         super().__init__(message)
-        self.where, self.fix = where, fix
+        self.where, self.fix, self.unsent = where, fix, unsent
 
 
 @dataclass
 class OutageWait:
     total_s: float = DEFAULT_OUTAGE_WAIT_S
     notify: Callable[[str], None] | None = None  # one progress line per retry (the agent's live view)
+    outage_since: float | None = None  # monotonic time of the outage's first failure; None while answered
 
     def call(self, what: str, attempt: Callable[[], T]) -> T:
-        first_failure: float | None = None
         pause, retries = FIRST_PAUSE_S, 0
         while True:
             try:
                 answer = attempt()
             except Unreachable as err:
                 now = time.monotonic()
-                first_failure = now if first_failure is None else first_failure
-                left = self.total_s - (now - first_failure)
+                if self.outage_since is None:
+                    self.outage_since = now
+                left = self.total_s - (now - self.outage_since)
                 if left <= 0:
                     raise ToolError(f"{err.where} did not answer {what} for {self.total_s:g} s ({err}); the jobs "
                                     f"keep running: {err.fix}, then `dsv4-agent resume RUN` (--outage-wait SECONDS "
@@ -56,6 +60,7 @@ class OutageWait:
                 time.sleep(pause)
                 pause = min(pause * 2, MAX_PAUSE_S)
                 continue
+            self.outage_since = None  # answered: the next failure opens a new outage
             if retries:
                 self._say(f"{what}: answered again after {retries} retries")
             return answer

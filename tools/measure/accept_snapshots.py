@@ -7,8 +7,11 @@ mixes warmup and earlier points. With ``--enable-metrics``, ``/metrics`` has
 
     point accept length = delta generation tokens / delta verify calls
 
-is SGLang's per-request definition pooled over the point. Without counters only the first point on
-a fresh server is isolated; any other point says it cannot be. ``SNAPSHOT_PY`` runs under the SGLang
+is SGLang's per-request definition pooled over the point. The counters are the tokenizer manager's,
+per finished request, so they cover every data-parallel attention rank; ``/server_info`` lists one
+``internal_states`` entry per DP rank, each rank's own cumulative average, and every rank's is kept
+(never the first alone). Without counters only the first point on a fresh server is isolated, and
+with several DP ranks only when every rank reports the same average; any other point says it cannot be. ``SNAPSHOT_PY`` runs under the SGLang
 interpreter for both our sweep and ``run_measure.sh``, so both write the same snapshot lines.
 """
 from __future__ import annotations
@@ -31,7 +34,7 @@ import json, sys, time, urllib.request
 url, tag, phase = sys.argv[1:4]
 COUNTERS = {"sglang:generation_tokens_total": "generation_tokens", "sglang:spec_verify_calls_total": "verify_calls"}
 snap = {"tag": tag, "phase": phase, "time": time.time(), "avg_spec_accept_length": None,
-        "generation_tokens": None, "verify_calls": None, "errors": []}
+        "rank_accept_lengths": [], "generation_tokens": None, "verify_calls": None, "errors": []}
 def get(path):
     with urllib.request.urlopen(url + path, timeout=20) as response:
         return response.read().decode("utf-8", "replace")
@@ -39,8 +42,10 @@ try:
     info = json.loads(get("/server_info"))
     if isinstance(info.get("decode"), list) and info["decode"]:
         info = info["decode"][0]
-    states = info.get("internal_states") or [{}]
-    snap["avg_spec_accept_length"] = states[0].get("avg_spec_accept_length")
+    states = [s for s in info.get("internal_states") or [{}] if isinstance(s, dict)] or [{}]
+    ranks = [s.get("avg_spec_accept_length") for s in states]
+    snap["rank_accept_lengths"] = ranks
+    snap["avg_spec_accept_length"] = ranks[0] if len(set(ranks)) == 1 else None
 except Exception as err:
     snap["errors"].append("/server_info: %s" % err)
 try:
@@ -63,7 +68,9 @@ class Snapshot(BaseModel):
     tag: str
     phase: Literal["before", "after"]
     time: float = 0.0
-    avg_spec_accept_length: float | None = None
+    avg_spec_accept_length: float | None = Field(None, description="The server's cumulative average; None when "
+                                                 "its DP ranks report different ones")
+    rank_accept_lengths: list[float | None] = Field(default_factory=list, description="Each DP rank's own average")
     generation_tokens: float | None = None
     verify_calls: float | None = None
     errors: list[str] = Field(default_factory=list)
@@ -147,6 +154,10 @@ def point_accept_length(before: Snapshot | None, after: Snapshot | None) -> Poin
                                      note="no speculative verify calls during the point")
         return PointAcceptLength(value=tokens / verifies, isolated=True, method="counters",
                                  note=f"{tokens:g} generated tokens / {verifies:g} verify calls")
+    if after.avg_spec_accept_length is None and len(set(after.rank_accept_lengths)) > 1:
+        return PointAcceptLength(method="not-isolated", note=f"{len(after.rank_accept_lengths)} data-parallel ranks "
+                                 "report separate cumulative averages and no per-request counters were read; start "
+                                 "the server with --enable-metrics")
     if after.avg_spec_accept_length is None:
         why = "; ".join(after.errors)
         if not after.info_ok:
@@ -161,3 +172,18 @@ def point_accept_length(before: Snapshot | None, after: Snapshot | None) -> Poin
     return PointAcceptLength(method="not-isolated",
                              note="the server exposes only a cumulative average (no /metrics counters) and "
                                   "earlier requests are in it; start the server with --enable-metrics")
+
+
+def pending_befores(path: Path) -> set[str]:
+    """Tags whose last snapshot is a 'before' with no 'after' yet."""
+    if not path.exists():
+        return set()
+    pending: set[str] = set()
+    for line in path.read_text(errors="replace").splitlines():
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # a torn line: load_pairs reports it
+        if isinstance(item, dict) and isinstance(item.get("tag"), str):
+            (pending.add if item.get("phase") == "before" else pending.discard)(item["tag"])
+    return pending

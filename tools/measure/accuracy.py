@@ -43,6 +43,26 @@ class GateResult(BaseModel):
     reason: str
 
 
+def offline_skip_reason(data_path: str | None, offline: bool) -> str | None:
+    """Why the gate cannot run: offline (a local tokenizer, or HF_HUB_OFFLINE=1) with no data file."""
+    if data_path or not offline:
+        return None
+    return ("offline (a local tokenizer is given, so the benchmark runs with HF_HUB_OFFLINE=1) and no "
+            "--accuracy-data: SGLang's few_shot_gsm8k would download the GSM8K test set; pass "
+            "--accuracy-data FILE (GSM8K test.jsonl) to gate accuracy")
+
+
+def gate_status(plan: AccuracyPlan | None) -> str:
+    """Whether the GSM8K gate runs, in one line for the plan, the console and the verdict."""
+    if plan is None:
+        return "GSM8K accuracy gate: not run (no variant to gate and no --accuracy-data)"
+    if plan.skip_reason:
+        return f"GSM8K accuracy gate SKIPPED: {plan.skip_reason}; the verdict does not vouch for accuracy"
+    data = plan.data_path or "the GSM8K test set SGLang downloads"
+    return (f"GSM8K accuracy gate: SGLang's few_shot_gsm8k, {plan.questions} questions of {data} per variant; "
+            "a variant below the baseline's interval is never recommended")
+
+
 def client_args(plan: AccuracyPlan, host: str, port: int | str) -> list[str]:
     """The argument list after the interpreter; ``--host`` is a bare address (0.5.23 adds the scheme)."""
     args = ["-m", CLIENT, "--num-questions", str(plan.questions), "--num-shots", str(plan.shots),

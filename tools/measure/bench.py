@@ -21,18 +21,20 @@ from typing import Callable
 
 from pydantic import BaseModel, Field
 
-from tools.measure.accept_snapshots import snapshot_file, take_snapshot
+from tools.measure.accept_snapshots import pending_befores, snapshot_file, take_snapshot
 from tools.measure.accuracy import result_file, run_accuracy
 from tools.base import ToolError, cap_text
 from tools.jobs import Executor, JobSpec, JobState
 from tools.measure.results import parse_jsonl
 from tools.scripts.models import BenchPoint, MeasurePlan, ServeVariant, point_args
-from tools.measure.identity import point_identity, point_job, server_identity, server_job
-from tools.measure.server import ServerHandle, launch_server, running_server, stop_leftover_servers, stop_server
-from tools.jobs.attempts import attempt_key, next_attempt
+from tools.measure.identity import point_identity, point_job, server_job
+from tools.measure.server import ServerHandle, running_server, stop_leftover_servers, stop_server
+from tools.measure.sweep_server import start_server
+from tools.jobs.attempts import next_attempt
 from tools.jobs.exit_wait import exit_stamp, sleep_until_an_exit
 
 EventSink = Callable[[str, dict], None]  # (trace event type, data)
+BASELINE = "baseline"  # the variant every ratio is against, measured first
 
 
 class PointFailure(BaseModel):
@@ -72,37 +74,12 @@ def _wait(executor: Executor, key: str, poll_s: float = 0.3) -> JobState:
         sleep_until_an_exit(executor, seen, poll_s)
 
 
-def _server_attempt(executor: Executor, variant: ServeVariant) -> str:
-    """The server attempt to use: the running one (re-attach), else a new one (a fresh server)."""
-    attempt = next_attempt(executor, server_job(variant.name), server_identity(variant), retry_stopped=True)
-    if attempt.verdict == "give_up":
-        raise ToolError(f"server for {variant.name!r}: {attempt.reason}")
-    if attempt.verdict == "succeeded":  # a server that exited 0 on its own is over: start another
-        return attempt_key(server_job(variant.name), attempt.number + 1)
-    return attempt.key
-
-
 def _fail_points(results_dir: Path, variant: ServeVariant, todo: list[BenchPoint], reason: str, log: str,
                  out: SweepResult) -> None:
     for point in todo:
         failure = PointFailure(variant=variant.name, concurrency=point.concurrency, reason=reason, log=log)
         _record_failure(results_dir, failure)
         out.failures.append(failure)
-
-
-def _pending_befores(path: Path) -> set[str]:
-    """Tags whose last snapshot is a 'before' with no 'after' yet."""
-    if not path.exists():
-        return set()
-    pending: set[str] = set()
-    for line in path.read_text(errors="replace").splitlines():
-        try:
-            item = json.loads(line)
-        except json.JSONDecodeError:
-            continue  # a torn line: load_pairs reports it
-        if isinstance(item, dict) and isinstance(item.get("tag"), str):
-            (pending.add if item.get("phase") == "before" else pending.discard)(item["tag"])
-    return pending
 
 
 def _point_done(executor: Executor, results_file: Path, variant: str, point: BenchPoint) -> bool:
@@ -132,7 +109,7 @@ def run_point(executor: Executor, plan: MeasurePlan, variant: ServeVariant, poin
                           **({"retry_of": attempt.retry_of.key} if attempt.retry_of else {})})
     key = attempt.key
     snapshots = snapshot_file(results_file.parent, variant.name)
-    if attempt.verdict == "launch" or tag not in _pending_befores(snapshots):
+    if attempt.verdict == "launch" or tag not in pending_befores(snapshots):
         # A re-attached bench job keeps the 'before' taken when it was first launched.
         take_snapshot(_snapshot_python(executor, python), server.url, tag, "before", snapshots)
     # absolute: the agent may be resumed from another folder (and SSH maps it, Slurm jobs start elsewhere)
@@ -165,7 +142,7 @@ def _snapshot_python(executor: Executor, python: str) -> str:
 def _after_snapshot(python: str, executor: Executor, server: ServerHandle, tag: str, results_file: Path) -> None:
     """The 'after' of a point that ended while the agent was away, when the server it ran on still runs."""
     snapshots = snapshot_file(results_file.parent, server.variant)
-    if server.attached and tag in _pending_befores(snapshots):
+    if server.attached and tag in pending_befores(snapshots):
         take_snapshot(_snapshot_python(executor, python), server.url, tag, "after", snapshots)
 
 
@@ -182,12 +159,17 @@ def run_sweep(executor: Executor, plan: MeasurePlan, python: str, results_dir: P
         bench_env.setdefault("HF_HUB_OFFLINE", "1")  # a local tokenizer: never wait on the hub
     out = SweepResult()
     later = {v.name: _server_need(executor, plan, v, results_dir) for v in plan.variants}
-    for variant in plan.variants:
+    for variant in sorted(plan.variants, key=lambda v: v.name != BASELINE):  # the reference first
         results_file = results_dir / f"{variant.name}.jsonl"
         out.results[variant.name] = str(results_file)
         finished = finished_points(results_file, variant.name)
         todo = [p for p in plan.points() if p.tag(variant.name) not in finished]
         out.skipped += [p.tag(variant.name) for p in plan.points() if p.tag(variant.name) in finished]
+        if variant.name != BASELINE and todo and _without_baseline(plan, results_dir, variant, todo, emit, out):
+            todo = [p for p in todo if p.concurrency in _baseline_levels(plan, results_dir)]
+            if not todo:
+                del later[variant.name]
+                continue
         check_accuracy = plan.accuracy is not None and plan.accuracy.skip_reason is None
         # The variant's points in the plan and how many a run before this one measured (the live view's row)
         emit("progress", {"message": f"{variant.name}: {len(todo)} of {len(plan.points())} points to measure",
@@ -212,6 +194,29 @@ def run_sweep(executor: Executor, plan: MeasurePlan, python: str, results_dir: P
     return out
 
 
+def _baseline_levels(plan: MeasurePlan, results_dir: Path) -> set[int]:
+    """The concurrency levels at which the baseline has a measured point."""
+    finished = finished_points(results_dir / f"{BASELINE}.jsonl", BASELINE)
+    return {p.concurrency for p in plan.points() if p.tag(BASELINE) in finished}
+
+
+def _without_baseline(plan: MeasurePlan, results_dir: Path, variant: ServeVariant, todo: list[BenchPoint],
+                      emit: EventSink, out: SweepResult) -> bool:
+    """Fail the variant's points at levels where the baseline was not measured (a ratio needs it: GPU time
+    spent there decides nothing); True when some were. With no baseline level at all the sweep stops."""
+    measured = _baseline_levels(plan, results_dir)
+    blocked = [p for p in todo if p.concurrency not in measured]
+    if not blocked:
+        return False
+    levels = ", ".join(str(c) for c in sorted({p.concurrency for p in blocked}))
+    _fail_points(results_dir, variant, blocked, f"not measured: the baseline was not measured at concurrency "
+                 f"{levels}, so nothing here could be compared; resume measures the baseline first", "", out)
+    if not measured:
+        emit("error", {"error": "baseline_not_measured", "message": f"{variant.name}: not measured, the baseline "
+                       "was not measured at any concurrency: the sweep stops (resume measures the baseline first)"})
+    return True
+
+
 def _server_need(executor: Executor, plan: MeasurePlan, variant: ServeVariant,
                  results_dir: Path) -> tuple[bool, str | None]:
     """(the variant needs a server: points or its accuracy check left, or the closing snapshot of a point
@@ -219,7 +224,7 @@ def _server_need(executor: Executor, plan: MeasurePlan, variant: ServeVariant,
     finished = finished_points(results_dir / f"{variant.name}.jsonl", variant.name)
     accuracy = plan.accuracy is not None and plan.accuracy.skip_reason is None
     running = running_server(executor, variant)
-    pending = _pending_befores(snapshot_file(results_dir, variant.name))
+    pending = pending_befores(snapshot_file(results_dir, variant.name))
     return (any(p.tag(variant.name) not in finished for p in plan.points()) or bool(pending and running)
             or (accuracy and not result_file(results_dir, variant.name).exists())), running
 
@@ -228,26 +233,23 @@ def _sweep_variant(executor, plan, variant, python, results_file, todo, env, ben
                    ready_timeout_s, point_timeout_s, check_accuracy, on_measured) -> None:
     """One variant's server (new or re-attached) and its points still to measure."""
     results_dir = results_file.parent
-    key = None
+    keys: list[str] = []
     try:
-        key = _server_attempt(executor, variant)
-        emit("job_launched", {"key": key, "kind": "serve", "variant": variant.name,
-                              **({"gpus": variant.gpus} if variant.gpus is not None else {})})
-        server = launch_server(executor, variant, python, key=key, extra_env=env,
-                               ready_timeout_s=ready_timeout_s or plan.ready_timeout_s)
+        server = start_server(executor, plan, variant, python, env, ready_timeout_s, emit, keys)
+        key = server.key
     except ToolError as err:
         out.server_logs[variant.name] = str(executor.job_dir(server_job(variant.name)) / "log.txt")
         _fail_points(results_dir, variant, todo, f"server was not ready: {err}", out.server_logs[variant.name], out)
         emit("error", {"error": "server_not_ready", "message": f"{variant.name}: server failed",
                        "key": server_job(variant.name)})
-        if key is not None:  # launched (its job_launched is in the trace): it ended here
-            emit("job_finished", {"key": key, "kind": "serve", "status": "failed"})
+        if keys:  # launched (its job_launched is in the trace): it ended here
+            emit("job_finished", {"key": keys[-1], "kind": "serve", "status": "failed"})
         return
     out.server_logs[variant.name] = server.log_path
     emit("progress", {"message": f"{variant.name}: server ready at {server.url}", "key": key, "ready": True,
                       "variant": variant.name})
     try:
-        for tag in sorted(_pending_befores(snapshot_file(results_dir, variant.name))
+        for tag in sorted(pending_befores(snapshot_file(results_dir, variant.name))
                           - {p.tag(variant.name) for p in todo}):
             _after_snapshot(python, executor, server, tag, results_file)  # measured while the agent was away
         for number, point in enumerate(todo):

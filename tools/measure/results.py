@@ -1,4 +1,4 @@
-"""Benchmark results: parse ``bench_serving`` JSONL robustly and compare variants to the baseline.
+"""Benchmark results: parse ``bench_serving`` JSONL robustly, every record with its point's accept length.
 
 Keys differ between SGLang versions, ``request_rate`` may be the bare token ``Infinity`` and a run
 can leave a torn line: parsing keeps every good record and says which lines it skipped and why.
@@ -159,36 +159,3 @@ def parse_jsonl(path: Path | str, variant: str | None = None) -> ParsedResults:
     if not out.records and not out.problems:
         out.problems.append(f"{path.name}: empty (no benchmark finished)")
     return out
-
-
-class ComparisonRow(BaseModel):
-    variant: str
-    concurrency: int | None
-    values: dict[str, float | None]
-    ratios: dict[str, float | None] = Field(description="variant / baseline at the same concurrency")
-    accept_isolated: bool = Field(True, description="False: the point's accept length could not be isolated")
-    accept_length_cumulative: float | None = Field(None, description="Client's figure since server start")
-    accept_note: str = ""
-
-
-def compare(records: list[BenchRecord], baseline: str = "baseline") -> list[ComparisonRow]:
-    """One row per (variant, concurrency), the last record winning; ratios vs the baseline."""
-    latest: dict[tuple[str, int | None], BenchRecord] = {}
-    for record in records:
-        latest[(record.variant, record.concurrency)] = record
-    rows = []
-    order = sorted(latest, key=lambda k: (k[0] != baseline, k[0], k[1] if k[1] is not None else -1))
-    for variant, conc in order:
-        record = latest[(variant, conc)]
-        values = {name: record.metrics.get(name) for name in COMPARED if name != "accept_length"}
-        values["accept_length"] = record.accept_length
-        base = latest.get((baseline, conc))
-        ratios: dict[str, float | None] = {}
-        for name in COMPARED:
-            mine = values.get(name)
-            ref = (base.accept_length if name == "accept_length" else base.metrics.get(name)) if base else None
-            ratios[name] = (mine / ref) if (mine is not None and ref) else None
-        rows.append(ComparisonRow(variant=variant, concurrency=conc, values=values, ratios=ratios,
-                                  accept_isolated=record.accept_isolated, accept_note=record.accept_note,
-                                  accept_length_cumulative=record.accept_length_cumulative))
-    return rows

@@ -62,6 +62,10 @@ class ServerHandle(BaseModel):
     attached: bool = Field(False, description="True when an already running server was re-attached")
 
 
+class ServerMisfit(ToolError):
+    """Our own server process answers with settings other than the variant's (the identity check failed)."""
+
+
 def _log_tail(executor: Executor, key: str) -> str:
     capped = cap_text(executor.read_log(key, max_chars=LOG_TAIL_CHARS * 2), LOG_TAIL_CHARS)
     return (capped.note + "\n" if capped.truncated else "") + capped.text
@@ -188,7 +192,7 @@ def wait_ready(executor: Executor, handle: ServerHandle, timeout_s: float, varia
             return
         if kind == "misfit":
             stop_server(executor, handle.key)
-            raise ToolError(f"server {handle.variant!r}: {why}; it was stopped and nothing was measured")
+            raise ServerMisfit(f"server {handle.variant!r}: {why}; it was stopped and nothing was measured")
         foreign = why if kind == "foreign" else foreign
         if time.monotonic() >= deadline:
             stop_server(executor, handle.key)

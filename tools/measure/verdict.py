@@ -9,90 +9,20 @@ rule across concurrencies is written into the verdict (``rule``; docs/decision.m
 """
 from __future__ import annotations
 
-import math
 from statistics import median
-from typing import Literal
 
-from pydantic import BaseModel, Field
-
+from tools.measure.accept_floors import AcceptCheck, Floor, check_accept
 from tools.measure.accuracy import GateResult
 from tools.measure.results import BenchRecord
+from tools.measure.verdict_models import BASELINE, LevelVerdict, PointStats, Ratio, Slo, Spread, Verdict
+from tools.measure.verdict_overall import (
+    MOST_LEVELS, at_target, callouts, disagreement, headline, mark_deployed, most_levels, overall_slo,
+)
 
+__all__ = ["BASELINE", "NOISY", "LevelVerdict", "PointStats", "Ratio", "Slo", "Spread", "Verdict", "decide",
+           "point_stats", "ratio"]
 NOISY = 0.10
-BASELINE = "baseline"
-Percentile = Literal["p50", "p90", "p95", "p99"]
-
-
-class Spread(BaseModel):
-    median: float
-    low: float
-    high: float
-    n: int
-
-    @property
-    def relative(self) -> float:
-        return (self.high - self.low) / self.median if self.median else 0.0
-
-
-class PointStats(BaseModel):
-    variant: str
-    concurrency: int
-    repeats: int
-    metrics: dict[str, Spread]
-    accept_length: float | None = None
-    noisy: list[str] = Field(default_factory=list, description="Metrics whose repeats spread more than NOISY")
-
-
-class Ratio(BaseModel):
-    value: float
-    low: float
-    high: float
-    one_sample: bool = Field(False, description="A point had one sample: no spread, so never measurable")
-
-    def text(self) -> str:
-        if self.one_sample:
-            return f"{self.value:.2f}× (one sample)"
-        return f"{self.value:.2f}× ({self.low:.2f}–{self.high:.2f})"
-
-
-class Slo(BaseModel):
-    max_ttft_ms: float | None = Field(None, gt=0)
-    max_tpot_ms: float | None = Field(None, gt=0)
-    percentile: Percentile = "p99"
-
-    @property
-    def given(self) -> bool:
-        return self.max_ttft_ms is not None or self.max_tpot_ms is not None
-
-    def text(self) -> str:
-        parts = [f"TTFT {self.percentile} ≤ {self.max_ttft_ms:g} ms" if self.max_ttft_ms else "",
-                 f"TPOT {self.percentile} ≤ {self.max_tpot_ms:g} ms" if self.max_tpot_ms else ""]
-        return " and ".join(p for p in parts if p)
-
-
-class LevelVerdict(BaseModel):
-    concurrency: int
-    tpot_winner: str | None = Field(description="Measurably fastest variant on TPOT; None: no measurable difference")
-    tpot_ratio: Ratio | None = None
-    throughput_winner: str | None = None
-    throughput_ratio: Ratio | None = None
-    accept_length: float | None = None
-    meets_slo: list[str] = Field(default_factory=list)
-    winner: str | None = Field(None, description="The variant this level picks (the baseline when none is measurably "
-                                                 "better); None: no comparison, or none meets the SLO")
-    why: str = Field("", description="Why it wins here, in words")
-    summary: str
-
-
-class Verdict(BaseModel):
-    recommended: str | None = Field(description="Variant to deploy; None when no variant meets the SLOs")
-    reason: str
-    levels: list[LevelVerdict]
-    excluded: dict[str, str] = Field(default_factory=dict, description="Variants never recommended, and why")
-    slo: Slo | None = None
-    repeats: int = 1
-    rule: str = Field("", description="The rule that picked the deployed setting across concurrencies")
-    target_concurrency: int | None = Field(None, description="--target-concurrency: the level whose winner is deployed")
+RESUME = "dsv4-agent resume RUN"
 
 
 def _metric_key(kind: str, percentile: str) -> str:
@@ -118,8 +48,9 @@ def point_stats(records: list[BenchRecord]) -> list[PointStats]:
         accepts = [r.accept_length for r in recs if r.accept_length is not None]
         noisy = [m for m in ("median_tpot_ms", "output_throughput") if m in metrics and metrics[m].n > 1
                  and metrics[m].relative > NOISY]
+        accept = median(accepts) if accepts else None
         out.append(PointStats(variant=variant, concurrency=conc, repeats=len(recs), metrics=metrics,
-                              accept_length=median(accepts) if accepts else None, noisy=noisy))
+                              accept_length=accept, tpot_ceiling=1 / accept if accept else None, noisy=noisy))
     return out
 
 
@@ -171,7 +102,10 @@ def _tpot_words(tpot: str | None, leader: str | None, r: Ratio | None) -> tuple[
             f"no variant is measurably faster on TPOT (best: {leader} at {r.text()}, within the spread)")
 
 
-def _level(conc: int, stats: dict[str, PointStats], slo: Slo | None) -> LevelVerdict:
+def _level(conc: int, stats: dict[str, PointStats], slo: Slo | None, resume: str) -> LevelVerdict:
+    if BASELINE not in stats:  # never a verdict without the reference every ratio is against
+        why = f"no verdict at concurrency {conc}: baseline not measured — `{resume}`"
+        return LevelVerdict(concurrency=conc, tpot_winner=None, why=why, summary=why, baseline_measured=False)
     tpot, leader, tpot_r = _best(stats, "median_tpot_ms", lower_better=True)
     thr, _, thr_r = _best(stats, "output_throughput", lower_better=False)
     meets = [v for v, s in stats.items() if slo is not None and slo.given and _meets(s, slo)]
@@ -193,7 +127,7 @@ def _level(conc: int, stats: dict[str, PointStats], slo: Slo | None) -> LevelVer
         winner, why = (BASELINE, kept) if tpot_r is not None else (None, summary)
     return LevelVerdict(concurrency=conc, tpot_winner=tpot, tpot_ratio=tpot_r, throughput_winner=thr,
                         throughput_ratio=thr_r, accept_length=accept, meets_slo=meets, winner=winner, why=why,
-                        summary=summary)
+                        summary=summary, best=leader, tpot_ceiling=stats[leader].tpot_ceiling if leader else None)
 
 
 def _slo_winner(meets: list[str], stats: dict[str, PointStats], slo: Slo) -> tuple[str | None, str]:
@@ -205,82 +139,59 @@ def _slo_winner(meets: list[str], stats: dict[str, PointStats], slo: Slo) -> tup
     return name, f"meets {slo.text()} with the most output throughput of those that do ({throughput[name]:.0f} tok/s)"
 
 
-def _overall_slo(levels: list[LevelVerdict], stats: list[PointStats], slo: Slo) -> tuple[str | None, str]:
-    by_point = {(s.variant, s.concurrency): s for s in stats}
-    best: tuple[int, float, str] | None = None
-    for lv in levels:
-        for v in lv.meets_slo:
-            thr = by_point[(v, lv.concurrency)].metrics.get("output_throughput")
-            key = (lv.concurrency, thr.median if thr else 0.0, v)
-            best = key if best is None or key[:2] > best[:2] else best
-    if best is None:
-        return None, f"no variant meets {slo.text()} at any concurrency measured"
-    conc, thr, name = best
-    return name, (f"{name} meets {slo.text()} up to concurrency {conc}, where it delivers {thr:.0f} output tok/s, "
-                  "the most of the variants that meet it")
+Spec = tuple[str | None, int | None]  # (--speculative-algorithm, --speculative-num-steps) of a variant
 
 
-MOST_LEVELS = ("the variant that wins the most concurrency levels on TPOT (measurably) is deployed; a tie goes to "
-               "the lower geometric-mean TPOT ratio over the levels won, then to the name that sorts first; "
-               "the baseline when no variant wins a level")
+def accept_checks(stats: list[PointStats], specs: dict[str, Spec], floors: list[Floor]) -> list[AcceptCheck]:
+    """Each speculative variant's lowest per-point accept length against SGLang's own test floors."""
+    out = []
+    for variant, (algorithm, steps) in specs.items():
+        if not algorithm:
+            continue
+        seen = [(s.concurrency, s.accept_length) for s in stats if s.variant == variant and s.accept_length]
+        out.append(check_accept(variant, algorithm, steps, min(seen, key=lambda p: p[1]) if seen else None, floors))
+    return out
 
 
-def _mean_ratio(levels: list[LevelVerdict]) -> float:
-    ratios = [lv.tpot_ratio.value for lv in levels if lv.tpot_ratio]
-    return math.exp(sum(math.log(r) for r in ratios) / len(ratios)) if ratios else 1.0
-
-
-def _overall(levels: list[LevelVerdict]) -> tuple[str, str]:
-    wins: dict[str, list[LevelVerdict]] = {}
-    for lv in levels:
-        if lv.tpot_winner:
-            wins.setdefault(lv.tpot_winner, []).append(lv)
-    if not wins:
-        if any(lv.tpot_ratio is not None and lv.tpot_ratio.one_sample for lv in levels):
-            return BASELINE, ("one sample per point: no spread, so no difference is called measurable; keep the "
-                              "baseline (run with --repeats 3 or more to measure the variants)")
-        return BASELINE, "no MTP variant is measurably faster than the baseline at any concurrency (differences are " \
-                         "within the spread of the repeats): keep the baseline"
-    ranked = sorted(wins, key=lambda v: (-len(wins[v]), _mean_ratio(wins[v]), v))
-    name = ranked[0]
-    where = ", ".join(f"{lv.tpot_ratio.text()} at concurrency {lv.concurrency}" for lv in wins[name] if lv.tpot_ratio)
-    reason = f"{name} has the lowest TPOT measurably at {len(wins[name])} of {len(levels)} levels: {where}"
-    tied = [v for v in ranked[1:] if len(wins[v]) == len(wins[name])]
-    if tied:
-        means = ", ".join(f"{v} {_mean_ratio(wins[v]):.2f}×" for v in [name, *tied])
-        reason += (f"; tied on levels won with {', '.join(tied)}, broken by the lower geometric-mean TPOT ratio over "
-                   f"the levels each won ({means})")
-    return name, reason
-
-
-def _at_target(levels: list[LevelVerdict], target: int) -> tuple[str | None, str]:
-    level = next((lv for lv in levels if lv.concurrency == target), None)
-    if level is None:
-        return None, f"concurrency {target} (--target-concurrency) was not measured"
-    if level.winner is None:
-        return None, f"at the target concurrency {target}: {level.why}"
-    return level.winner, f"at the target concurrency {target}, {level.winner}: {level.why}"
+def _pick(levels: list[LevelVerdict], eligible: list[PointStats], slo: Slo | None,
+          target: int | None) -> tuple[str | None, str, str]:
+    """(deployed variant or None, why, the rule that chose it) over the levels compared with a baseline."""
+    compared = [lv for lv in levels if lv.baseline_measured and lv.tpot_ratio is not None]
+    if target is not None:
+        rule = f"--target-concurrency {target}: the winner at concurrency {target} is deployed"
+        return (*at_target(levels, target), rule) if levels else (None, "nothing was measured", rule)
+    if slo is not None and slo.given:
+        rule = (f"with an SLO ({slo.text()}): the variant that meets it at the highest concurrency is deployed, then "
+                "the one with the most output throughput there")
+        return (*overall_slo(compared, eligible, slo), rule)
+    if not levels:
+        return None, "nothing was measured", MOST_LEVELS
+    if not compared:
+        return None, "no concurrency level has both a measured baseline and a measured variant", MOST_LEVELS
+    return (*most_levels(compared), MOST_LEVELS)
 
 
 def decide(records: list[BenchRecord], gates: dict[str, GateResult], slo: Slo | None = None,
-           target: int | None = None) -> Verdict:
+           target: int | None = None, *, resume: str = RESUME, specs: dict[str, Spec] | None = None,
+           floors: list[Floor] | None = None, accuracy: str = "") -> Verdict:
+    """The verdict; ``resume`` is the command that measures what is missing, ``specs`` each variant's
+    speculative setting and ``floors`` SGLang's accept-length floors (tools/measure/accept_floors.py)."""
     stats = point_stats(records)
     excluded = {v: g.reason for v, g in gates.items() if g.passed is False}
     eligible = [s for s in stats if s.variant not in excluded]
-    levels = []
-    for conc in sorted({s.concurrency for s in eligible}):
-        levels.append(_level(conc, {s.variant: s for s in eligible if s.concurrency == conc}, slo))
-    if target is not None and levels:
-        rule = f"--target-concurrency {target}: the winner at concurrency {target} is deployed"
-        recommended, reason = _at_target(levels, target)
-    elif slo is not None and slo.given:
-        rule = (f"with an SLO ({slo.text()}): the variant that meets it at the highest concurrency is deployed, then "
-                "the one with the most output throughput there")
-        recommended, reason = _overall_slo(levels, eligible, slo)
-    else:
-        rule = MOST_LEVELS
-        recommended, reason = _overall(levels) if levels else (None, "nothing was measured")
+    levels = [_level(conc, {s.variant: s for s in eligible if s.concurrency == conc}, slo, resume)
+              for conc in sorted({s.concurrency for s in eligible})]
+    recommended, reason, rule = _pick(levels, eligible, slo, target)
+    mark_deployed(levels, eligible, recommended, ratio)
+    line = headline(recommended, levels)
+    disagree = target is None and not (slo is not None and slo.given) and disagreement(recommended, levels)
+    if disagree:
+        reason += ("; the levels disagree and neither --target-concurrency nor an SLO says which level matters: "
+                   "pass --target-concurrency N (the concurrency you serve at) to decide")
     if excluded:
         reason += "; excluded by the accuracy gate: " + "; ".join(f"{v}: {why}" for v, why in excluded.items())
-    return Verdict(recommended=recommended, reason=reason, levels=levels, excluded=excluded, slo=slo,
-                   repeats=max((s.repeats for s in stats), default=1), rule=rule, target_concurrency=target)
+    checks = accept_checks(stats, specs or {}, floors or [])
+    return Verdict(recommended=recommended, reason=reason, levels=levels,
+                   excluded=excluded, slo=slo, repeats=max((s.repeats for s in stats), default=1), rule=rule,
+                   target_concurrency=target, headline=line, disagree=disagree, accuracy=accuracy,
+                   accept_checks=checks, callouts=callouts(recommended, levels, checks))

@@ -51,10 +51,14 @@ class InferMtpArgs(BaseModel):
     sglang_python: str = Field(SGLANG_PYTHON, description="Interpreter that has SGLang installed")
     version: str = Field(SGLANG_VERSION, description="PyPI version used when the source must be downloaded")
     lookup_timeout_s: float = Field(10, gt=0, description="How long --sglang-python may take to say where sglang is")
+    checkpoint: CheckpointFacts | None = Field(None, description="The checkpoint's facts when already read "
+                                                                 "(else read here from model_path)")
 
 
 def _checkpoint(args: InferMtpArgs, info: SourceInfo) -> CheckpointFacts | None:
     """The checkpoint in hand, when --model-path holds a config.json (ToolError when it is unreadable)."""
+    if args.checkpoint is not None:
+        return args.checkpoint
     if not args.model_path or not config_path(args.model_path).exists():
         return None
     return read_checkpoint(ReadCheckpointArgs(model_path=args.model_path, package_dir=info.package_dir))

@@ -35,6 +35,7 @@ class MtpSettingsArgs(BaseModel):
     tp: int | None = Field(None, description="Tensor-parallel size of the servers")
     mtp_steps: list[str] = Field(default_factory=list, description="--mtp-steps entries: S or S/K/D")
     mtp_variants: int | None = Field(None, description="--mtp-variants: how many evidence settings to keep")
+    checkpoint: CheckpointFacts | None = Field(None, description="The checkpoint's facts, when already read")
 
 
 class MtpSettings(BaseModel):
@@ -81,7 +82,7 @@ def mtp_settings(args: MtpSettingsArgs) -> MtpSettings:
         parse_user_setting(entry)  # a malformed entry is refused before the tree is read
     answer = infer_mtp(InferMtpArgs(sglang=args.sglang, model=args.model, arch=args.arch, model_path=args.model_path,
                                     gpu=args.gpu, gpus=args.gpus, sglang_python=args.sglang_python,
-                                    version=args.version))
+                                    version=args.version, checkpoint=args.checkpoint))
     rules = hook_rules(answer.source.root)
     choices, left_out = evidence_choices(answer, rules, args.gpu, args.gpus, cap=args.mtp_variants)
     choices += user_choices(args.mtp_steps, answer, rules, choices)

@@ -40,6 +40,14 @@ class AccuracyPlan(BaseModel):
     skip_reason: str | None = Field(None, description="Why the gate does not run (then nothing is gated)")
 
 
+class Floor(BaseModel):
+    value: float
+    algorithm: str | None = Field(None, description="--speculative-algorithm nearest the floor; None: not stated")
+    steps: int | None = Field(None, description="--speculative-num-steps nearest the floor; None: not stated")
+    what: str = Field("", description="The asserted expression or attribute")
+    source: str = Field(description="path:line in the SGLang tree")
+
+
 _FLAG = re.compile(r"^--[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _VARIANT = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}$")
@@ -181,6 +189,8 @@ class MeasurePlan(BaseModel):
     client_module: str = Field("sglang.bench_serving", description="The bench client: sglang.benchmark.serving "
                                "where the SGLang version has it, else the older sglang.bench_serving")
     accuracy: AccuracyPlan | None = Field(None, description="GSM8K accuracy gate per variant; None = not run")
+    accept_floors: list[Floor] = Field(default_factory=list, description="Accept-length floors SGLang's own tests "
+                                       "state, read from the tree (tools/measure/accept_floors.py)")
 
     def points(self) -> list[BenchPoint]:
         """Prompt counts scale with concurrency so every slot sees several requests; repeats follow each other."""

@@ -27,10 +27,11 @@ import time
 # host_rules: begin (the script written for the GPU host has host_rules.py in place of these lines)
 try:
     from tools.tuning.host_rules import (BACKUP_DIR, MANIFEST, Problem, check_config, check_manifest, config_dir,
-                                         forget_install, inside, installed_by_us, record_install)
+                                         forget_install, inside, install_layer, installed_by_us, kept_below,
+                                         record_install)
 except ImportError:  # run as a script from its own folder, beside host_rules.py
     from host_rules import (BACKUP_DIR, MANIFEST, Problem, check_config, check_manifest, config_dir, forget_install,
-                            inside, installed_by_us, record_install)
+                            inside, install_layer, installed_by_us, kept_below, record_install)
 # host_rules: end
 
 
@@ -89,6 +90,14 @@ def restore(entry, run):
         replace(os.path.join(run, entry["backup"]), entry["target"])
     elif os.path.exists(entry["target"]):
         os.unlink(entry["target"])
+
+
+def put_back(below, target):
+    """The target as it was below an install: ``below``'s content, or absent when ``below`` is None."""
+    if below is not None:
+        replace(below, target)
+    elif os.path.exists(target):
+        os.unlink(target)
 
 
 def plan_entries(run, folder, merged):
@@ -166,7 +175,7 @@ def finish(run, manifest):
     except OSError as err:
         for entry in reversed(done):
             restore(entry, run)
-            forget_install(entry)
+            forget_install(entry, run)
         failed = manifest["entries"][len(done)]["name"]
         manifest["state"] = "rolled_back"
         manifest["notes"].append("install failed at %s: %s; the %d files already written were restored"
@@ -181,31 +190,45 @@ def finish(run, manifest):
 
 
 def undo(run, manifest, force):
-    """Restore every target that holds what we installed; 'uninstalling' first, so a kill is finished later."""
+    """Put back what each target held before this run's install; 'uninstalling' first, so a kill is
+    finished later. A later run's install over a target keeps it: this run's layer is only dropped."""
     if manifest["state"] != "uninstalling":
         manifest["was"], manifest["state"] = manifest["state"], "uninstalling"
         save(run, manifest)
-    result = {"restored": [], "removed": [], "left_alone": [], "not_ours": [], "note": ""}
+    result = {"restored": [], "removed": [], "released": [], "left_alone": [], "not_ours": [], "note": ""}
     for entry in manifest["entries"]:
-        now = current(entry["target"]) if inside(entry, manifest) else None
-        done_before = original(entry, run, now)
-        if inside(entry, manifest) and done_before and manifest.get("was") == "installing":
-            forget_install(entry)
-            continue  # the interrupted install had not written this file yet (or a killed uninstall undid it)
-        if inside(entry, manifest) and not done_before and not installed_by_us(entry, run):
-            result["not_ours"].append(entry["target"])  # even --force: only what we recorded installing
-            continue
-        if not inside(entry, manifest) or (now != entry["sha256"] and not done_before and not force):
-            result["left_alone"].append(entry["target"])
-            continue
-        if not done_before:
-            restore(entry, run)
-        forget_install(entry)
-        result["restored" if entry["backup"] else "removed"].append(entry["target"])
-    result["left_alone"] += result.pop("not_ours")
-    manifest["state"] = "uninstalled" if not result["left_alone"] else "uninstalling"
+        outcome = undo_entry(entry, run, manifest, force)
+        if outcome is not None:
+            result[outcome].append(entry["target"])
+    manifest["state"] = "uninstalled" if not (result["left_alone"] or result["not_ours"]) else "uninstalling"
     save(run, manifest)
     return result
+
+
+def undo_entry(entry, run, manifest, force):
+    """What became of one target: restored/removed (back to what it held before), released (a later
+    install holds it), left_alone (changed since), not_ours (no record of ours), None (never written)."""
+    if not inside(entry, manifest):
+        return "not_ours"
+    now = current(entry["target"])
+    layer, top = install_layer(entry, run)
+    if layer is None:  # never recorded (an install killed first), or a killed uninstall already undid it
+        if not original(entry, run, now):
+            return "not_ours"  # even --force: only what we recorded installing
+        return None if manifest.get("was") == "installing" else ("restored" if entry["backup"] else "removed")
+    if not top:
+        forget_install(entry, run)
+        return "released"
+    below = kept_below(entry, run, layer)
+    was_below = now == layer.get("below_sha256")
+    if not was_below and now != entry["sha256"] and not force:
+        return "left_alone"
+    if not was_below:
+        put_back(below, entry["target"])
+    forget_install(entry, run)
+    if was_below and manifest.get("was") == "installing":
+        return None  # the interrupted install had not written this file yet
+    return "restored" if below is not None else "removed"
 
 
 def uninstall(args):
@@ -215,15 +238,23 @@ def uninstall(args):
         raise Problem("no install manifest at %s on this host: this run installed no kernel configs there"
                       % os.path.join(run, MANIFEST))
     if manifest["state"] in ("uninstalled", "rolled_back"):
-        return {"restored": [], "removed": [], "left_alone": [],
+        return {"restored": [], "removed": [], "released": [], "left_alone": [], "not_ours": [],
                 "note": "nothing to do: the install is already %s" % manifest["state"].replace("_", " ")}
     check_manifest(manifest, run)
     result = undo(run, manifest, args.force)
+    notes = []
     if result["left_alone"]:
-        result["note"] = ("%d files changed since this run installed them, lie outside its config folder, or have no "
-                          "record in the agent's state folder that this run installed them, and were left alone; "
-                          "`dsv4-agent tuning uninstall RUN --force` restores the changed ones it recorded"
-                          % len(result["left_alone"]))
+        notes.append("%d files changed since this run installed them and were left alone; `dsv4-agent tuning "
+                     "uninstall RUN --force` puts back what they held before" % len(result["left_alone"]))
+    if result["not_ours"]:
+        notes.append("%d files lie outside the run's config folder or have no record in the agent's state folder "
+                     "that this run installed them, and were left alone (--force does not touch them either): "
+                     "check them and restore them by hand" % len(result["not_ours"]))
+    if result["released"]:
+        notes.append("%d files hold a later run's install and keep it; uninstalling that run puts back what they "
+                     "held before this one" % len(result["released"]))
+    result["note"] = "; ".join(notes)
+    if notes:
         manifest["notes"].append(result["note"])
         save(run, manifest)
     return result

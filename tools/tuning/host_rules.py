@@ -8,6 +8,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import stat
 import subprocess
 import time
@@ -106,6 +107,11 @@ def check_manifest(manifest, run):
 # What the agent installed, recorded where no run folder reaches: the state folder of the user on
 # this host (tools/state_dir.py's rule, written out here for the standalone script). A manifest is
 # run-folder data anyone can write; an uninstall acts on a target only with a record of ours.
+#
+# Each target has one record holding every install over it, oldest first (a "layer": the run, what it
+# wrote, and what the target held before it, kept as a copy beside the record), so runs that install
+# the same config can be uninstalled in any order: the top layer puts back what lay below it, a layer
+# under a later one is only dropped, handing what lay below it to the layer above.
 def _records():
     root = os.environ.get("DSV4_STATE_DIR") or os.path.join(
         os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state"), "dsv4-agent")
@@ -128,30 +134,96 @@ def _file_sha(path):
         return hashlib.sha256(f.read()).hexdigest()
 
 
-def record_install(entry, run):
-    """Before a target is written: it is ours, with this content, from this run (and this backup)."""
-    backup = os.path.join(run, entry["backup"]) if entry["backup"] else None
-    record = {"target": os.path.realpath(entry["target"]), "sha256": entry["sha256"], "run": os.path.realpath(run),
-              "backup_sha256": _file_sha(backup) if backup else None, "installed_at": time.time()}
-    path = _record_file(entry["target"])
+def _layers(target):
+    """The installs over ``target``, oldest first (a record of the one-install format is one layer)."""
+    try:
+        with open(_record_file(target)) as f:
+            record = json.load(f)
+    except (OSError, ValueError, RecursionError):
+        return []
+    if not isinstance(record, dict) or record.get("target") != os.path.realpath(target):
+        return []
+    if "layers" not in record:  # one install, recorded before layers: what lay below it is its backup
+        record = {"layers": [dict(record, below_sha256=record.get("backup_sha256"))]}
+    layers = record["layers"]
+    return [x for x in layers if isinstance(x, dict)] if isinstance(layers, list) else []
+
+
+def _save_layers(target, layers):
+    path = _record_file(target)
+    if not layers:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+        shutil.rmtree(path[:-len(".json")] + ".d", ignore_errors=True)
+        return
     with open(path + ".tmp", "w") as f:
-        json.dump(record, f)
+        json.dump({"target": os.path.realpath(target), "layers": layers}, f)
     os.replace(path + ".tmp", path)
 
 
-def installed_by_us(entry, run):
-    """True when our record says this run installed exactly this entry (content and backup)."""
-    try:
-        with open(_record_file(entry["target"])) as f:
-            record = json.load(f)
-    except (OSError, ValueError, RecursionError):
-        return False
+def _kept(target, sha):
+    """Where the copy of content ``sha`` kept for ``target`` lies (a hash, never a path of the record's)."""
+    if not re.fullmatch(r"[0-9a-f]{64}", str(sha)):
+        raise Problem("the agent's record of installs over %s is damaged; nothing was touched: restore the file "
+                      "by hand" % target)
+    return os.path.join(_record_file(target)[:-len(".json")] + ".d", sha)
+
+
+def _mine(layer, entry, run):
     backup = os.path.join(run, entry["backup"]) if entry["backup"] else None
-    return (isinstance(record, dict) and record.get("target") == os.path.realpath(entry["target"])
-            and record.get("sha256") == entry["sha256"] and record.get("run") == os.path.realpath(run)
-            and record.get("backup_sha256") == (_file_sha(backup) if backup and os.path.isfile(backup) else None))
+    return (layer.get("sha256") == entry["sha256"] and layer.get("run") == os.path.realpath(run)
+            and layer.get("backup_sha256") == (_file_sha(backup) if backup and os.path.isfile(backup) else None))
 
 
-def forget_install(entry):
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(_record_file(entry["target"]))
+def record_install(entry, run):
+    """Before a target is written: a layer saying it is ours, with this content, from this run, over what
+    the target holds now (kept beside the record, to be put back when this layer is uninstalled)."""
+    target = entry["target"]
+    below = _file_sha(target) if os.path.isfile(target) else None
+    if below is not None and not os.path.exists(_kept(target, below)):
+        os.makedirs(os.path.dirname(_kept(target, below)), mode=0o700, exist_ok=True)
+        shutil.copyfile(target, _kept(target, below) + ".tmp")
+        os.replace(_kept(target, below) + ".tmp", _kept(target, below))
+    backup = os.path.join(run, entry["backup"]) if entry["backup"] else None
+    layer = {"sha256": entry["sha256"], "run": os.path.realpath(run), "below_sha256": below,
+             "backup_sha256": _file_sha(backup) if backup else None, "installed_at": time.time()}
+    _save_layers(target, _layers(target) + [layer])
+
+
+def installed_by_us(entry, run):
+    """True when our record holds a layer of this run installing exactly this entry (content and backup)."""
+    return any(_mine(layer, entry, run) for layer in _layers(entry["target"]))
+
+
+def install_layer(entry, run):
+    """(this run's layer of the target, whether it is the top one), or (None, False) with no record."""
+    layers = _layers(entry["target"])
+    for i, layer in enumerate(layers):
+        if _mine(layer, entry, run):
+            return layer, i == len(layers) - 1
+    return None, False
+
+
+def kept_below(entry, run, layer):
+    """The file holding what lay below ``layer`` (None: the target was absent); a record without its copy
+    (the one-install format) falls back to the run's backup when that is the content recorded."""
+    sha = layer.get("below_sha256")
+    if sha is None:
+        return None
+    for path in (_kept(entry["target"], sha), os.path.join(run, entry["backup"] or "")):
+        if os.path.isfile(path) and _file_sha(path) == sha:
+            return path
+    raise Problem("the copy of what %s held before this run installed it is gone from the agent's state folder; "
+                  "nothing was touched: restore the file by hand" % entry["target"])
+
+
+def forget_install(entry, run):
+    """Drop this run's layer; the layer above it (if any) now lies over what lay below this one."""
+    layers = _layers(entry["target"])
+    for i, layer in enumerate(layers):
+        if _mine(layer, entry, run):
+            if i + 1 < len(layers):
+                layers[i + 1]["below_sha256"] = layer.get("below_sha256")
+            del layers[i]
+            break
+    _save_layers(entry["target"], layers)

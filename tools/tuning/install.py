@@ -3,7 +3,8 @@
 The agent-side face (validation with the agent's messages, the manifest model) of ``host_install.py``,
 the stdlib-only code a remote host runs as a job. The manifest is written *before* the first file is
 replaced, so a crash mid-install can be undone; uninstall restores exactly and leaves a file changed
-since the install alone (reported) unless forced.
+since the install alone (reported) unless forced. Installs of the same config by several runs
+stack: each is undone in any order, and undoing all restores the folder as it was before the first.
 """
 from __future__ import annotations
 
@@ -64,7 +65,12 @@ def install_configs(merged: list[Path], config_dir: Path, run_dir: Path) -> Mani
 class UninstallResult(BaseModel):
     restored: list[str] = Field(default_factory=list, description="Targets put back from backups")
     removed: list[str] = Field(default_factory=list, description="Targets we had added, now deleted")
-    left_alone: list[str] = Field(default_factory=list, description="Targets changed since install (not touched)")
+    released: list[str] = Field(default_factory=list, description="Targets a later run's install holds: kept, and "
+                                "put back to what they held before this run when that one is uninstalled")
+    left_alone: list[str] = Field(default_factory=list, description="Targets changed since install (not touched; "
+                                  "--force puts them back)")
+    not_ours: list[str] = Field(default_factory=list, description="Targets with no record of ours, or outside the "
+                                "config folder (not touched, even with --force)")
     note: str = ""
 
 

@@ -25,6 +25,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from tools.checkpoint.facts import CheckpointFacts
 from tools.base import ToolError
 from tools.markdown import markdown_table
 from tools.constraints.extract import Rule
@@ -110,14 +111,17 @@ def _verdict(p: FlagProposal, catalog: dict[str, str], accept_unsupported: bool,
                     "into scripts (pass --accept-unsupported-flags to override)")
 
 
-def _violations(flags: dict[str, str], rules: list[Rule], arch: str | None,
-                fields: FieldCatalog) -> dict[str, list[str]]:
+def _violations(flags: dict[str, str], rules: list[Rule], arch: str | None, fields: FieldCatalog,
+                checkpoint: CheckpointFacts | None = None) -> dict[str, list[str]]:
     """flag → the applicable rules its value breaks ('what (rule at path:line)'); SGLang's aliases are
     resolved first (each only where its condition holds), as the server would."""
-    judge = Judge(rules, arch, fields)
+    judge = Judge(rules, arch, fields, checkpoint)
     checked = dict(flags)
     judge.resolve_alias(checked, {}, [], [])
     found: dict[str, list[str]] = {}
+    drafter = judge.drafter_problem(checked)
+    if drafter:  # a drafter the checkpoint in hand does not carry
+        found.setdefault(ALGO, []).append(drafter)
     for problem, rule in judge.check(checked).problems:
         if rule.kind == "allowed_algorithms":
             named = [ALGO]
@@ -166,7 +170,7 @@ def _trusted(v: FlagVerdict, allowed: list[str]) -> FlagVerdict:
 
 def review_flags(proposals: list[FlagProposal], package_dir: Path | None, root: Path | None,
                  accept_unsupported: bool, model: str = "", architecture: str | None = None,
-                 allowed_trust: list[str] = ()) -> FlagReview:
+                 allowed_trust: list[str] = (), checkpoint: CheckpointFacts | None = None) -> FlagReview:
     fields = read_fields(package_dir, root) if package_dir is not None and root is not None else FieldCatalog()
     catalog = {flag: f.origin.cite() for flag, f in fields.by_flag().items()}
     read = fields.files
@@ -180,7 +184,7 @@ def review_flags(proposals: list[FlagProposal], package_dir: Path | None, root: 
         review.constraints = "values not checked against constraints: no SGLang source"
         return review
     rules, review.architecture, review.constraints = _constraints(package_dir, root, model, architecture)
-    problems = _violations(proposed, rules, review.architecture, fields)
+    problems = _violations(proposed, rules, review.architecture, fields, checkpoint)
     review.verdicts = [_constrained(v, problems.get(v.flag, []), accept_unsupported) for v in verdicts]
     return review
 

@@ -79,7 +79,7 @@ def finish_plan(rt: Runtime, preflight: Preflight, answer: PlanAnswer, registry:
     review = review_flags(answer.extra_flags, preflight.package_dir, preflight.root,
                           rt.settings.accept_unsupported_flags, model=rt.settings.model,
                           allowed_trust=rt.settings.allow_flags,
-                          architecture=preflight.architecture)
+                          architecture=preflight.architecture, checkpoint=preflight.checkpoint)
     rt.run.write_json("flag_review.json", {**review.model_dump(mode="json"), "accepted": review.accepted})
     rt.trace.emit("artifact_written", "control", path="flag_review.json", rejected=[v.flag for v in review.rejected])
     for verdict in review.rejected:

@@ -15,7 +15,7 @@ from typing import Literal
 
 from agent.campaign.llm.conversation import CONVERSATION_FILE, Conversation
 from agent.campaign.llm.loop import ToolLoop
-from agent.campaign.planner import render_plan_md
+from agent.campaign.planner import render_plan_md, say_gate
 from agent.campaign.preflight import Preflight
 from agent.campaign.gpu_jobs import announce
 from agent.campaign.llm.prompts import quote_untrusted, render
@@ -159,5 +159,6 @@ def llm_plan(rt: Runtime, state: CampaignState) -> dict:
     rt.run.write_json("plan.json", dumps)
     rt.run.write_text("plan.md", plan_md)
     rt.trace.emit("artifact_written", "control", path="plan.md", bytes=len(plan_md.encode()))
+    say_gate(rt, steps)
     announce(rt, steps, preflight)
     return {"steps": dumps}

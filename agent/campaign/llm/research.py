@@ -146,7 +146,7 @@ def _finish(rt: Runtime, preflight: Preflight, conversation: Conversation, ended
     review = review_flags(answer.flag_proposals, preflight.package_dir, preflight.root,
                           rt.settings.accept_unsupported_flags, model=rt.settings.model,
                           allowed_trust=rt.settings.allow_flags,
-                          architecture=preflight.architecture)
+                          architecture=preflight.architecture, checkpoint=preflight.checkpoint)
     for verdict in review.rejected:
         rt.say(f"[{LANE}] research flag {verdict.flag} rejected: {verdict.reason}")
     model = (rt.llm.model if rt.llm else None) or rt.settings.llm_model or "the LLM"

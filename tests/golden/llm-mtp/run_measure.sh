@@ -34,7 +34,7 @@ import json, sys, time, urllib.request
 url, tag, phase = sys.argv[1:4]
 COUNTERS = {"sglang:generation_tokens_total": "generation_tokens", "sglang:spec_verify_calls_total": "verify_calls"}
 snap = {"tag": tag, "phase": phase, "time": time.time(), "avg_spec_accept_length": None,
-        "generation_tokens": None, "verify_calls": None, "errors": []}
+        "rank_accept_lengths": [], "generation_tokens": None, "verify_calls": None, "errors": []}
 def get(path):
     with urllib.request.urlopen(url + path, timeout=20) as response:
         return response.read().decode("utf-8", "replace")
@@ -42,8 +42,10 @@ try:
     info = json.loads(get("/server_info"))
     if isinstance(info.get("decode"), list) and info["decode"]:
         info = info["decode"][0]
-    states = info.get("internal_states") or [{}]
-    snap["avg_spec_accept_length"] = states[0].get("avg_spec_accept_length")
+    states = [s for s in info.get("internal_states") or [{}] if isinstance(s, dict)] or [{}]
+    ranks = [s.get("avg_spec_accept_length") for s in states]
+    snap["rank_accept_lengths"] = ranks
+    snap["avg_spec_accept_length"] = ranks[0] if len(set(ranks)) == 1 else None
 except Exception as err:
     snap["errors"].append("/server_info: %s" % err)
 try:

@@ -17,6 +17,12 @@ SLURM_COMMANDS = ("sbatch", "squeue", "scontrol", "scancel", "sinfo")
 _TIMEOUT_S = 60.0
 PENDING = {"PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "RESIZING", "SUSPENDED"}
 RUNNING = {"RUNNING", "COMPLETING", "STAGE_OUT", "SIGNALING"}
+# Slurm's words for a controller that does not answer: down or restarting ("Unable to contact"), or one
+# that took the connection and dropped it ("Unexpected missing socket error") or went quiet mid-request
+_NO_ANSWER = ("unable to contact slurm controller", "zero bytes were transmitted or received",
+              "socket timed out on send/recv", "connection reset by peer", "connection refused",
+              "communication connection failure", "backup controller in standby mode",
+              "unexpected missing socket error")
 _JOB_ID = re.compile(r"^[0-9]+(_[0-9]+)?$")  # a job, or one task of a job array
 
 
@@ -54,7 +60,7 @@ def run_slurm(argv: list[str], env: dict[str, str], *, check: bool = True,
     except subprocess.TimeoutExpired:
         raise Unreachable(f"`{argv[0]}` did not answer within {_TIMEOUT_S:g} s", controller(env),
                           "check `scontrol ping`") from None
-    if "unable to contact slurm controller" in done.stderr.lower():
+    if any(words in done.stderr.lower() for words in _NO_ANSWER):
         raise Unreachable(f"`{argv[0]}`: {done.stderr.strip()[-200:]}", controller(env), "check `scontrol ping`")
     if check and done.returncode != 0:
         raise ToolError(f"`{' '.join(argv[:3])}` failed (exit {done.returncode}): {done.stderr.strip()[-300:]}")

@@ -9,8 +9,9 @@ folder (``$HOME``) and ``PYTHON*`` variables from shadowing what the program imp
 program does not need. A ``python3`` found by name is called by the path it answers with from then on.
 
 A host that answered once and then stops answering (sshd restarting, the network away) is waited
-out by ``OutageWait`` for the calls that only read or end what is ours; ``launch`` is never
-retried (a lost answer could start the job twice), and a host the run never reached fails at once.
+out by ``OutageWait`` for the calls that only read or end what is ours; ``launch`` only while the
+host refuses the connection (a call that went out and lost its answer could start the job twice),
+and a host the run never reached fails at once.
 """
 from __future__ import annotations
 
@@ -63,9 +64,15 @@ _NO_ANSWER = ("connection refused", "no route to host", "timed out", "network is
               "connection reset", "broken pipe", "kex_exchange_identification")
 
 
-def _classify_ssh_failure(where: str, stderr: str) -> ToolError:
+def classify_ssh_failure(where: str, stderr: str, shared: bool) -> ToolError:
     """Name the problem and the fix for ssh's own failures (exit status 255); ``Unreachable`` when
-    the host did not answer."""
+    the host did not answer. On a shared connection (multiplex.py) a call in flight when the
+    master's connection drops (sshd restarting, the network away) ends 255 without a word: the
+    master, not this ssh, saw the connection go; that is no answer too."""
+    check = f"check the connection with `ssh {where.removeprefix('ssh://')} true`"
+    if shared and not stderr.strip():
+        return Unreachable(f"ssh to {where} failed: the shared connection to the host closed during the call",
+                           where, check)
     text = stderr.strip().splitlines()
     last = text[-1] if text else "ssh failed without a message"
     low = stderr.lower()
@@ -82,7 +89,9 @@ def _classify_ssh_failure(where: str, stderr: str) -> ToolError:
         fix = "run the same `ssh` by hand to see what it needs"
     message = f"ssh to {where} failed: {last} — {fix}"
     if any(words in low for words in _NO_ANSWER):
-        return Unreachable(message, where, f"check the connection with `ssh {where.removeprefix('ssh://')} true`")
+        # "connect to host ...: Connection refused", or closed during the key exchange: no command went out
+        unsent = "connect to host" in low or "kex_exchange_identification" in low
+        return Unreachable(message, where, check, unsent=unsent)
     return ToolError(message)
 
 
@@ -116,9 +125,21 @@ class SshTransport:
         return [*self._ssh_prefix(), "--", self.destination, remote_command]
 
     def _call(self, op: str, request: dict, timeout_s: float = OP_TIMEOUT_S, raw: bool = False):
-        if op in RETRIED_OPS and self.answered and self.outage is not None:
+        if not self.answered or self.outage is None:
+            return self._call_once(op, request, timeout_s, raw)
+        if op in RETRIED_OPS:
             return self.outage.call(f"`{op}`", lambda: self._call_once(op, request, timeout_s, raw))
-        return self._call_once(op, request, timeout_s, raw)
+        return self.outage.call(f"`{op}`", lambda: self._call_unsent_only(op, request, timeout_s, raw))
+
+    def _call_unsent_only(self, op: str, request: dict, timeout_s: float, raw: bool):
+        """``launch`` is waited for only while the host refuses the connection: a call cut off after it
+        went out may have started the job, and its lost answer is not taken for none."""
+        try:
+            return self._call_once(op, request, timeout_s, raw)
+        except Unreachable as err:
+            if err.unsent:
+                raise
+            raise ToolError(str(err)) from None
 
     def _call_once(self, op: str, request: dict, timeout_s: float, raw: bool):
         request = {"root": self.remote_root, **request}
@@ -135,7 +156,7 @@ class SshTransport:
                               f"check the connection with `ssh {self.destination} true`") from err
         stderr = done.stderr.decode("utf-8", errors="replace")
         if done.returncode == 255:
-            raise _classify_ssh_failure(self.url, stderr)
+            raise classify_ssh_failure(self.url, stderr, shared=bool(self.shared_connection))
         self.answered = True
         if done.returncode == 127:
             raise ToolError(f"{self.remote_python!r} was not found on {self.url}; install python3 there "

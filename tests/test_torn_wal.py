@@ -1,0 +1,60 @@
+"""A checkpoint whose write-ahead log a crash cut short is named, never resumed from silently.
+
+A real campaign on the doubles (tests/campaign_fixtures.py) is killed with SIGKILL mid-tuning, once the
+graph has saved checkpoints; ``checkpoint.sqlite-wal`` (LangGraph's SqliteSaver keeps the database in
+WAL mode) is cut to half its size. SQLite reads what is left without complaint, an older state; the
+trace records the saves it lost. ``resume`` refuses in one line naming the torn log and
+``--rebuild-checkpoint``, which finishes the run, and the replay reproduces it.
+"""
+from __future__ import annotations
+
+import json
+import signal
+from collections import Counter
+
+from agent.replay.driver import EXIT_REPRODUCED, replay_run
+from agent.run.trace import read_trace
+from tests.campaign_fixtures import campaign_args, campaign_env, hold_tuning
+from tests.cli_helpers import only_run, run_cli, start_agent, wait_for
+from tests.slowdown import limit
+
+GOAL = "tune kernels"
+
+
+def _saves(root) -> int:
+    traces = list(root.glob("runs/*/trace.jsonl"))
+    return traces[0].read_text(errors="replace").count('"type": "checkpoint_saved"') if traces else 0
+
+
+def test_a_torn_write_ahead_log_is_named_and_the_rebuilt_run_replays(tmp_path, sglang_wheel_root):
+    held, hold = hold_tuning(tmp_path)
+    env = {**campaign_env(tmp_path, unit_s=0.4), **held}
+    proc = start_agent(*campaign_args(tmp_path, sglang_wheel_root, GOAL), cwd=tmp_path, env=env)
+    wait_for(lambda: list(tmp_path.glob("runs/*/jobs/tune-gpu1/wrapper.json")) and _saves(tmp_path) >= 2, 120,
+             "the tuning jobs and two saved checkpoints")
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=limit(10))
+    hold.unlink()  # the jobs, detached, go on
+    run = only_run(tmp_path)
+    wal = run / "checkpoint.sqlite-wal"
+    assert wal.stat().st_size > 0, "the kill left no write-ahead log"
+    with open(wal, "r+b") as f:
+        f.truncate(wal.stat().st_size // 2)
+    trace_before = (run / "trace.jsonl").read_bytes()
+
+    refused = run_cli("resume", str(run), cwd=tmp_path, env=env)
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert refused.stderr.count("\n") == 1 and "checkpoint.sqlite-wal" in refused.stderr, refused.stderr
+    assert "--rebuild-checkpoint" in refused.stderr and "step the run back" in refused.stderr, refused.stderr
+    assert (run / "trace.jsonl").read_bytes() == trace_before and not (run / "result.json").exists()
+
+    rebuilt = run_cli("resume", str(run), "--rebuild-checkpoint", cwd=tmp_path, env=env)
+    assert rebuilt.returncode == 0, rebuilt.stdout + rebuilt.stderr
+    assert json.loads((run / "result.json").read_text())["status"] == "finished"
+    resumed = next(e for e in read_trace(run / "trace.jsonl").events if e["type"] == "run_resumed")
+    assert "write-ahead log" in resumed["rebuilt_checkpoint"], resumed
+    assert sorted(p.name for p in (run / "jobs").iterdir()) == ["tune-gpu0", "tune-gpu1"]  # never started twice
+    calls = Counter((tmp_path / "tune_calls.txt").read_text().splitlines())
+    assert calls and max(calls.values()) == 1  # no unit tuned twice
+    report = replay_run(run)
+    assert report.exit_code == EXIT_REPRODUCED, report.render()
