@@ -47,9 +47,6 @@ def setting(default: Any, help: str, flag: str | None = None, metavar: str | Non
     return Field(default, description=help, json_schema_extra=extra, **bounds)
 
 
-S = setting
-
-
 # Upper bounds of the counts: beyond them a value is a typo, and it would start a run that fails later
 # (the checkpoint stores 64-bit integers) or plans work that never ends.
 MAX_GPUS = 4096
@@ -70,111 +67,110 @@ def _split_words(raw: Any) -> Any:
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(extra="forbid", env_prefix=ENV_PREFIX, validate_default=False)
 
-    model: str = S(DEFAULT_MODEL, "Model id or path.", "--model", "ID", MODEL)
-    model_path: str | None = S(None, "Local checkpoint folder (config.json, tokenizer).", "--model-path", "DIR", MODEL)
-    arch: str | None = S(None, "Model architecture, e.g. DeepseekV4ForCausalLM, for the MTP evidence when "
-                         "--model-path has no config.json.", "--arch", "CLASS", MODEL,
-                         shown="read from it, else matched from the model id")
-    tokenizer: str | None = S(None, "Local tokenizer for offline benchmarks.", "--tokenizer", "DIR", MODEL)
-    sglang_src: str | None = S(None, "SGLang checkout or package folder.", "--sglang", "DIR", SGLANG,
-                               shown="found automatically", user_only="code to run")
-    sglang_python: str = S(SGLANG_PYTHON, "Interpreter with SGLang installed.", "--sglang-python", "PYTHON", SGLANG,
-                             user_only="a program")
-    sglang_version: str = S(SGLANG_VERSION, "SGLang wheel version to download when no source is found.",
-                            "--sglang-version", "VERSION", SGLANG)
-    pull: bool = S(False, "Fast-forward the SGLang checkout first.", "--pull", None, SGLANG)
-    remote: str = S("origin", "Remote to pull from.", "--remote", "NAME", SGLANG)
-    branch: str = S("main", "Branch to pull.", "--branch", "NAME", SGLANG)
-    allow_dirty: bool = S(False, "Pull into a dirty checkout when upstream touches none of its changes.",
-                          "--allow-dirty", None, SGLANG)
-    gpus: Annotated[list[int] | None, NoDecode] = S(
+    model: str = setting(DEFAULT_MODEL, "Model id or path.", "--model", "ID", MODEL)
+    model_path: str | None = setting(None, "Local checkpoint folder (config.json, tokenizer).", "--model-path", "DIR", MODEL)
+    arch: str | None = setting(None, "Model architecture, e.g. DeepseekV4ForCausalLM, for the MTP evidence when "
+                               "--model-path has no config.json.", "--arch", "CLASS", MODEL,
+                               shown="read from it, else matched from the model id")
+    tokenizer: str | None = setting(None, "Local tokenizer for offline benchmarks.", "--tokenizer", "DIR", MODEL)
+    sglang_src: str | None = setting(None, "SGLang checkout or package folder.", "--sglang", "DIR", SGLANG,
+                                     shown="found automatically", user_only="code to run")
+    sglang_python: str = setting(SGLANG_PYTHON, "Interpreter with SGLang installed.", "--sglang-python", "PYTHON",
+                                 SGLANG, user_only="a program")
+    sglang_version: str = setting(SGLANG_VERSION, "SGLang wheel version to download when no source is found.",
+                                  "--sglang-version", "VERSION", SGLANG)
+    pull: bool = setting(False, "Fast-forward the SGLang checkout first.", "--pull", None, SGLANG)
+    remote: str = setting("origin", "Remote to pull from.", "--remote", "NAME", SGLANG)
+    branch: str = setting("main", "Branch to pull.", "--branch", "NAME", SGLANG)
+    allow_dirty: bool = setting(False, "Pull into a dirty checkout when upstream touches none of its changes.",
+                                "--allow-dirty", None, SGLANG)
+    gpus: Annotated[list[int] | None, NoDecode] = setting(
         None, "GPU indices to use, e.g. 0,1,2,3; with no GPU here, the target's.", "--gpus", "LIST", GPUS,
         shown="every free GPU found")
-    target_gpus: int | None = S(None, "Planning with no GPU here: how many GPUs the target has.", "--target-gpus",
-                                "N", GPUS, shown=f"{ASSUMED_TARGET_GPUS}, said so", ge=1, le=512)
-    allow_busy_gpus: bool = S(False, "Use GPUs that other processes are using (they are named).", "--allow-busy-gpus",
-                              None, GPUS)
-    tp: int | None = S(None, "Tensor-parallel size; must fit the GPUs.", "--tp", "N", GPUS, shown="number of GPUs",
-                       ge=1, le=MAX_GPUS)
-    executor: Annotated[ExecutorSetting, NoDecode] = S(
+    target_gpus: int | None = setting(None, "Planning with no GPU here: how many GPUs the target has.", "--target-gpus",
+                                      "N", GPUS, shown=f"{ASSUMED_TARGET_GPUS}, said so", ge=1, le=512)
+    allow_busy_gpus: bool = setting(False, "Use GPUs that other processes are using (they are named).",
+                                    "--allow-busy-gpus", None, GPUS)
+    tp: int | None = setting(None, "Tensor-parallel size; must fit the GPUs.", "--tp", "N", GPUS,
+                             shown="number of GPUs", ge=1, le=MAX_GPUS)
+    executor: Annotated[ExecutorSetting, NoDecode] = setting(
         ExecutorSpec(kind="local"), "Where GPU jobs run: local | ssh://user@host[:port] | slurm[:partition].",
         "--executor", "WHERE", GPUS, user_only="a host")
-    ssh_options: Annotated[list[str], NoDecode] = S(
+    ssh_options: Annotated[list[str], NoDecode] = setting(
         None, "Extra ssh argument for ssh:// executors, e.g. --ssh-option=-F --ssh-option=cfg (repeat).",
         "--ssh-option", "ARG", GPUS, repeat=True, factory=list, user_only="ssh options")
-    nvidia_smi: str = S("nvidia-smi", "nvidia-smi on the GPU host.", "--nvidia-smi", "PATH", GPUS,
-                        user_only="a program")
-    outage_wait_s: float = S(DEFAULT_OUTAGE_WAIT_S, "Seconds a status call waits out a slurmctld or SSH host that "
-                             "stopped answering (retrying) before the run fails.", "--outage-wait", "SECONDS", GPUS, ge=0, le=86_400)
-    nodes: int = S(1, "Nodes one server spans; >1 also writes multi-node serve scripts.", "--nodes", "N", GPUS,
-                   ge=1, le=512)
-    dist_init_addr: str | None = S(None, "Address of node 0 for the per-node scripts (with --nodes).",
-                                   "--dist-init-addr", "HOST:PORT", GPUS)
-    shapes: Annotated[list[str], NoDecode] = S(None, "FP8 GEMM shape to tune, e.g. 4096,7168 (repeat).", "--shapes",
-                                               "N,K", TUNING, repeat=True, factory=list)
-    retune: bool = S(False, "Tune shapes that already have configs.", "--retune", None, TUNING)
-    force_tune: bool = S(False, "Tune even where the evidence says the Triton FP8 path is not used.", "--force-tune",
-                         None, TUNING)
-    concurrency: Annotated[ConcurrencyLevels, NoDecode] = S(None, "Benchmark concurrency levels.", "--concurrency",
-                                                            "LIST", BENCH, factory=_PLAN["concurrency"].default_factory)
-    input_len: int | None = S(None, "Benchmark prompt tokens.", "--input-len", "TOKENS", BENCH,
-                              shown=_PLAN["input_len"].default, gt=0, le=MAX_TOKENS)
-    output_len: int | None = S(None, "Benchmark output tokens.", "--output-len", "TOKENS", BENCH,
-                               shown=_PLAN["output_len"].default, gt=0, le=MAX_TOKENS)
-    prompts_per_concurrency: int | None = S(None, "Prompts per point = this x concurrency, at least --min-prompts.",
-                                            "--prompts-per-concurrency", "N", BENCH,
-                                            shown=_PLAN["prompts_per_concurrency"].default, gt=0,
-                                            le=10_000)
-    min_prompts: int | None = S(None, "Fewest prompts of any point, so low concurrency still sees enough requests.",
-                                "--min-prompts", "N", BENCH, shown=_PLAN["min_prompts"].default, gt=0, le=1_000_000)
-    repeats: int = S(3, "Runs of every point on the same server; median and spread.", "--repeats", "K", BENCH, ge=1,
-                     le=100)
-    target_concurrency: int | None = S(None, "The concurrency you will serve at: the verdict deploys the winner there.",
-                                       "--target-concurrency", "N", BENCH, shown="the most levels won", ge=1,
-                                       le=MAX_CONCURRENCY)
-    mtp_variants: int | None = S(None, "Measure at most N MTP settings from the evidence, recommended first.",
-                                 "--mtp-variants", "N", BENCH, shown="all", ge=1, le=1000)
-    mtp_steps: Annotated[list[str], NoDecode] = S(
+    nvidia_smi: str = setting("nvidia-smi", "nvidia-smi on the GPU host.", "--nvidia-smi", "PATH", GPUS,
+                              user_only="a program")
+    outage_wait_s: float = setting(
+        DEFAULT_OUTAGE_WAIT_S, "Seconds a status call waits out a slurmctld or SSH host that "
+        "stopped answering (retrying) before the run fails.", "--outage-wait", "SECONDS", GPUS, ge=0, le=86_400)
+    nodes: int = setting(1, "Nodes one server spans; >1 also writes multi-node serve scripts.", "--nodes", "N", GPUS,
+                         ge=1, le=512)
+    dist_init_addr: str | None = setting(None, "Address of node 0 for the per-node scripts (with --nodes).",
+                                         "--dist-init-addr", "HOST:PORT", GPUS)
+    shapes: Annotated[list[str], NoDecode] = setting(None, "FP8 GEMM shape to tune, e.g. 4096,7168 (repeat).",
+                                                     "--shapes", "N,K", TUNING, repeat=True, factory=list)
+    retune: bool = setting(False, "Tune shapes that already have configs.", "--retune", None, TUNING)
+    force_tune: bool = setting(False, "Tune even where the evidence says the Triton FP8 path is not used.",
+                               "--force-tune", None, TUNING)
+    concurrency: Annotated[ConcurrencyLevels, NoDecode] = setting(None, "Benchmark concurrency levels.", "--concurrency",
+                                                                  "LIST", BENCH, factory=_PLAN["concurrency"].default_factory)
+    input_len: int | None = setting(None, "Benchmark prompt tokens.", "--input-len", "TOKENS", BENCH,
+                                    shown=_PLAN["input_len"].default, gt=0, le=MAX_TOKENS)
+    output_len: int | None = setting(None, "Benchmark output tokens.", "--output-len", "TOKENS", BENCH,
+                                     shown=_PLAN["output_len"].default, gt=0, le=MAX_TOKENS)
+    prompts_per_concurrency: int | None = setting(
+        None, "Prompts per point = this x concurrency, at least --min-prompts.", "--prompts-per-concurrency", "N",
+        BENCH, shown=_PLAN["prompts_per_concurrency"].default, gt=0, le=10_000)
+    min_prompts: int | None = setting(None, "Fewest prompts of any point, so low concurrency still sees enough requests.",
+                                      "--min-prompts", "N", BENCH, shown=_PLAN["min_prompts"].default, gt=0, le=1_000_000)
+    repeats: int = setting(3, "Runs of every point on the same server; median and spread.", "--repeats", "K", BENCH,
+                           ge=1, le=100)
+    target_concurrency: int | None = setting(
+        None, "The concurrency you will serve at: the verdict deploys the winner there.", "--target-concurrency", "N",
+        BENCH, shown="the most levels won", ge=1, le=MAX_CONCURRENCY)
+    mtp_variants: int | None = setting(None, "Measure at most N MTP settings from the evidence, recommended first.",
+                                       "--mtp-variants", "N", BENCH, shown="all", ge=1, le=1000)
+    mtp_steps: Annotated[list[str], NoDecode] = setting(
         None, "More MTP settings to measure: steps (1,2,3) or steps/topk/draft (3/1/4), checked against the hooks' "
         "rules.", "--mtp-steps", "LIST", BENCH, factory=list)
-    accuracy_questions: int = S(50, "GSM8K questions per variant for the accuracy gate.", "--accuracy-questions", "N",
-                                BENCH, ge=1, le=100_000)
-    accuracy_data: str | None = S(None, "GSM8K test.jsonl (few_shot_gsm8k --data-path); offline without it the gate "
-                                  "is skipped.", "--accuracy-data", "FILE", BENCH)
-    accuracy_tolerance: float | None = S(None, "Largest accuracy drop allowed, e.g. 0.02.", "--accuracy-tolerance",
-                                         "FRACTION", BENCH, shown="the baseline's 95% interval", ge=0, le=1)
-    max_ttft_ms: float | None = S(None, "SLO: highest TTFT in ms at --slo-percentile.", "--max-ttft-ms", "MS", BENCH,
-                                  gt=0)
-    max_tpot_ms: float | None = S(None, "SLO: highest TPOT in ms at --slo-percentile.", "--max-tpot-ms", "MS", BENCH,
-                                  gt=0)
-    slo_percentile: Literal["p50", "p90", "p95", "p99"] = S("p99", "Percentile the SLOs apply to: p50 p90 p95 p99.",
-                                                            "--slo-percentile", "P", BENCH)
-    llm_base_url: str | None = S(None, "OpenAI-compatible endpoint; unset = the deterministic playbook.",
-                                 "--llm-base-url", "URL", LLM, user_only="an endpoint")
-    llm_model: str | None = S(None, "Model name at the LLM endpoint.", "--llm-model", "NAME", LLM,
-                              shown="the one it serves")
-    llm_api_key: SecretStr | None = S(None, "API key of the LLM endpoint (never written; never on a command line).",
-                                        user_only="a credential")
-    accept_unsupported_flags: bool = S(False, "Write LLM-proposed flags that have no cited evidence.",
-                                       "--accept-unsupported-flags", None, LLM)
-    max_llm_steps: int = S(30, "LLM budget: model turns.", "--max-llm-steps", "N", LLM, gt=0, le=10_000)
-    llm_max_tokens: int = S(400_000, "LLM budget: total tokens.", "--llm-max-tokens", "N", LLM, gt=0,
-                         le=10**10)
-    llm_max_seconds: float = S(900.0, "LLM budget: seconds in model calls and tools.", "--llm-max-seconds", "SECONDS",
-                               LLM, gt=0, le=10**7)
-    llm_stream: bool = S(False, "Stream the LLM's answers.", "--llm-stream/--no-llm-stream", None, LLM)
-    allow_flags: Annotated[list[str], NoDecode] = S(
+    accuracy_questions: int = setting(50, "GSM8K questions per variant for the accuracy gate.", "--accuracy-questions",
+                                      "N", BENCH, ge=1, le=100_000)
+    accuracy_data: str | None = setting(None, "GSM8K test.jsonl (few_shot_gsm8k --data-path); offline without it the gate "
+                                        "is skipped.", "--accuracy-data", "FILE", BENCH)
+    accuracy_tolerance: float | None = setting(None, "Largest accuracy drop allowed, e.g. 0.02.", "--accuracy-tolerance",
+                                               "FRACTION", BENCH, shown="the baseline's 95% interval", ge=0, le=1)
+    max_ttft_ms: float | None = setting(None, "SLO: highest TTFT in ms at --slo-percentile.", "--max-ttft-ms", "MS",
+                                        BENCH, gt=0)
+    max_tpot_ms: float | None = setting(None, "SLO: highest TPOT in ms at --slo-percentile.", "--max-tpot-ms", "MS",
+                                        BENCH, gt=0)
+    slo_percentile: Literal["p50", "p90", "p95", "p99"] = setting(
+        "p99", "Percentile the SLOs apply to: p50 p90 p95 p99.", "--slo-percentile", "P", BENCH)
+    llm_base_url: str | None = setting(None, "OpenAI-compatible endpoint; unset = the deterministic playbook.",
+                                       "--llm-base-url", "URL", LLM, user_only="an endpoint")
+    llm_model: str | None = setting(None, "Model name at the LLM endpoint.", "--llm-model", "NAME", LLM,
+                                    shown="the one it serves")
+    llm_api_key: SecretStr | None = setting(
+        None, "API key of the LLM endpoint (never written; never on a command line).", user_only="a credential")
+    accept_unsupported_flags: bool = setting(False, "Write LLM-proposed flags that have no cited evidence.",
+                                             "--accept-unsupported-flags", None, LLM)
+    max_llm_steps: int = setting(30, "LLM budget: model turns.", "--max-llm-steps", "N", LLM, gt=0, le=10_000)
+    llm_max_tokens: int = setting(400_000, "LLM budget: total tokens.", "--llm-max-tokens", "N", LLM, gt=0, le=10**10)
+    llm_max_seconds: float = setting(900.0, "LLM budget: seconds in model calls and tools.", "--llm-max-seconds",
+                                     "SECONDS", LLM, gt=0, le=10**7)
+    llm_stream: bool = setting(False, "Stream the LLM's answers.", "--llm-stream/--no-llm-stream", None, LLM)
+    allow_flags: Annotated[list[str], NoDecode] = setting(
         None, "Let a recipe or the model add this trust-widening server flag, e.g. --allow-flag=--trust-remote-code "
         "(repeat).", "--allow-flag", "FLAG", SGLANG, repeat=True, factory=list, user_only="trust-widening flags")
-    server_args: Annotated[list[str], NoDecode] = S(
+    server_args: Annotated[list[str], NoDecode] = setting(
         None, "Flags added to every serve script, e.g. --server-arg '--mem-fraction-static 0.8' (repeat); "
         "trust-widening ones need --allow-flag.", "--server-arg", "'FLAG [VALUE]'", SGLANG, repeat=True, factory=list)
-    server_env: Annotated[list[str], NoDecode] = S(
+    server_env: Annotated[list[str], NoDecode] = setting(
         None, "Environment of every serve script, e.g. --server-env NCCL_DEBUG=INFO (repeat).", "--server-env",
         "NAME=VALUE", SGLANG, repeat=True, factory=list, user_only="environment to pass")
-    plan_only: bool = S(False, "Write every script, start no GPU job; `dsv4-agent resume RUN` runs them.",
-                        "--plan-only", None, RUN, aliases=("--dry-run",))
-    runs_dir: str = S("runs", "Folder holding run folders.", "--runs-dir", "DIR", RUN)
+    plan_only: bool = setting(False, "Write every script, start no GPU job; `dsv4-agent resume RUN` runs them.",
+                              "--plan-only", None, RUN, aliases=("--dry-run",))
+    runs_dir: str = setting("runs", "Folder holding run folders.", "--runs-dir", "DIR", RUN)
     # The settings file load_settings read (None: none); not a setting, never validated from input.
     _config_file: ConfigFile | None = PrivateAttr(None)
 
