@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 import re
 
-from tests.import_graph import (GROUND_MODULES, MODULES, circles, climbs, graph, imported, layer_of, shared_names,
+from tests.import_graph import (GROUND_MODULES, MODULES, ROOT, circles, climbs, graph, imported, layer_of, shared_names,
                                 top_level)
 
 TOOLS_NEVER_IMPORT = ("agent", "langgraph", "openai")
@@ -82,3 +82,19 @@ def test_agents_top_level_holds_package_faces_and_ground_modules():
 def test_no_two_modules_of_agent_share_a_name():
     shared = shared_names("agent")
     assert not shared, f"modules of agent/ that share a file name: {shared}"
+
+
+def test_no_test_module_imports_another():
+    """What tests share lives in tests/ helper modules (fixtures, builders), never in a test module."""
+    tests = ROOT / "tests"
+    found = []
+    for path in sorted(tests.rglob("*.py")):
+        if {"fixtures", "golden"} & set(path.relative_to(tests).parts):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else \
+                re.findall(r"(?:from|import) (tests\.test_\w+)", node.value) if isinstance(node, ast.Constant) and \
+                isinstance(node.value, str) else []
+            found += [f"{path.relative_to(ROOT)}: {n}" for n in names if n.startswith("tests.test_")]
+    assert not found, f"test modules imported by others (move what they share to a helper module): {found}"

@@ -21,7 +21,7 @@ from agent.campaign.runtime import Runtime
 from agent.run.trace import TraceWriter, read_trace
 from tests.cli_helpers import run_cli, start_agent, wait_for
 from tests.doubles.openai_server import Reply, ScriptedOpenAI, ToolCall
-from tests.test_llm_campaign import poisoned_source  # noqa: F401  (fixture: wheel flag definitions + poisoned README)
+from tests.campaign_fixtures import poisoned_source  # noqa: F401  (fixture: wheel flag definitions + poisoned README)
 from tests.slowdown import limit
 from tools.jobs.local import LocalExecutor
 

@@ -35,7 +35,7 @@ def test_the_mtp_settings_are_worked_out_once_per_campaign(tmp_path: Path, sglan
 def _pulled_checkout(tmp_path: Path, wheel: Path) -> tuple[Path, str]:
     """An upstream-shaped SGLang clone one commit behind its upstream, the commit forbidding EAGLE."""
     from tests.sync_gitrepos import Upstream
-    from tests.test_sync_recommendation import HOOK, forbid_eagle, sglang_tree
+    from tests.sync_gitrepos import HOOK, forbid_eagle, sglang_tree
 
     upstream = Upstream(tmp_path, sglang_tree(wheel))
     clone = upstream.clone(tmp_path / "sglang")
