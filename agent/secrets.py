@@ -19,7 +19,8 @@ _TOKENS = re.compile(r"(sk-[A-Za-z0-9_-]{8,}|hf_[A-Za-z0-9]{8,}|gh[pousr]_[A-Za-
 # A key whose words say secret: "hf_token", "api-key", "Authorization"; not "max_tokens" (a count).
 _SECRET_KEYS = re.compile(r"(?:^|[^a-z0-9])(?:api[_-]?key|apikey|(?:access|auth|bearer|hf|id|refresh)?[_-]?token|"
                           r"secret|password|passwd|authorization|credentials?)(?:$|[^a-z0-9])", re.I)
-_URL_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@'\"]*:)(?P<password>[^/\s@'\"]+)(?=@)")
+_SCHEME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-")
+_AUTHORITY_END = re.compile(r"[/\s@'\"]")  # where a URL's userinfo ends (a password holds none of these)
 _MIN_SECRET = 4  # shorter values would redact ordinary words; such a "secret" protects nothing anyway
 
 _known: set[str] = set()
@@ -47,8 +48,36 @@ def redact_text(text: str) -> str:
         known = sorted(_known, key=len, reverse=True)  # longest first: a secret containing another
     for secret in known:
         text = text.replace(secret, MARK)
-    text = _URL_PASSWORD.sub(lambda m: m.group("head") + MARK, text)
+    text = _without_url_passwords(text)
     return _TOKENS.sub(MARK, text)
+
+
+def _without_url_passwords(text: str) -> str:
+    """``scheme://user:PASSWORD@host`` with the password replaced, in one pass over the text: each ``://``
+    is looked at once, back over its scheme and forward to the end of its userinfo, and those stretches
+    of two ``://`` never overlap (a scheme and a userinfo hold no ``/``). A regular expression for
+    the same reads a long run of scheme-like letters again from every position in it."""
+    out, done, at = [], 0, text.find("://")
+    while at != -1:
+        start = at + 3
+        end_match = _AUTHORITY_END.search(text, start)
+        end = end_match.start() if end_match else len(text)
+        colon = text.find(":", start, end)
+        if end_match and text[end] == "@" and colon != -1 and colon + 1 < end and _scheme_before(text, at):
+            out += [text[done:colon + 1], MARK]
+            done = end
+        at = text.find("://", max(start, end - 1))  # "a://x:b://u:p@h": a scheme may end where this ends
+    return "".join([*out, text[done:]])
+
+
+def _scheme_before(text: str, at: int) -> bool:
+    """Whether a URL scheme ends at ``at``: scheme characters right before it, one of them a letter."""
+    i = at - 1
+    while i >= 0 and text[i] in _SCHEME_CHARS:
+        if text[i].isalpha():
+            return True
+        i -= 1
+    return False
 
 
 def redact(value: Any) -> Any:

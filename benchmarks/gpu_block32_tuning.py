@@ -9,7 +9,7 @@ Every timed config is checked against a float32 reference first. For each (N, K,
 config for the block (what the server runs without a tuned table) and the best candidate of an evenly
 spaced sample of the space. Needs torch and triton only.
 
-    python benchmarks/gpu_block32_tuning.py --kernel-file fp8_kernel.py --script tuning_block_wise_kernel.py
+    python benchmarks/gpu_block32_tuning.py [--kernel-file fp8_kernel.py] [--script tuning_block_wise_kernel.py]
 
 Exits 1 when the space is empty at block 32, a candidate computes a wrong result, or the best candidate is
 slower than SGLang's default; 2 without a CUDA GPU with FP8.
@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import argparse
 import ast
+import importlib.util
 import json
 import statistics
 import sys
+import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -48,20 +50,37 @@ def _driver_search_space():
     return namespace["search_space"]
 
 
-def _load(kernel_file: Path, script: Path):
-    import torch
-    import triton
-    import triton.language as tl
+def _wheel_kernel() -> Path:
+    from tools.defaults import SGLANG_VERSION
+    from tools.source.resolve import ensure_wheel_source
 
-    kernel_ns = {"triton": triton, "tl": tl, "torch": torch}
-    exec(_function_source(kernel_file, "_w8a8_block_fp8_matmul"), kernel_ns)
+    return ensure_wheel_source(SGLANG_VERSION) / "sglang" / "kernels" / "ops" / "gemm" / "fp8_kernel.py"
+
+
+def _corpus_script() -> Path:
+    here = Path(__file__).resolve().parents[1]
+    for folder in (here, *here.parents):
+        found = folder / "shared" / "corpus" / "sglang-upstream" / "benchmark" / "kernels" / "quantization"
+        if (found / "tuning_block_wise_kernel.py").is_file():
+            return found / "tuning_block_wise_kernel.py"
+    raise SystemExit("no shared/corpus next to the repository: pass --script tuning_block_wise_kernel.py")
+
+
+def _load(kernel_file: Path, script: Path):
+    # Triton compiles a @jit function from its file: the kernel's own text goes into a module of its own.
+    module_file = Path(tempfile.mkdtemp(prefix="sglang-kernel-")) / "sglang_block_fp8_kernel.py"
+    module_file.write_text("import torch\nimport triton\nimport triton.language as tl\n\n\n"
+                           + _function_source(kernel_file, "_w8a8_block_fp8_matmul") + "\n")
+    spec = importlib.util.spec_from_file_location(module_file.stem, module_file)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
     grid_ns = {"_is_hip": False}
     exec(_function_source(script, "get_configs_compute_bound"), grid_ns)
 
     class Script:  # what the driver reads from the tuning script
         get_configs_compute_bound = staticmethod(grid_ns["get_configs_compute_bound"])
 
-    return kernel_ns["_w8a8_block_fp8_matmul"], Script
+    return module._w8a8_block_fp8_matmul, Script
 
 
 def _inputs(m: int, n: int, k: int):
@@ -108,8 +127,10 @@ def _time(kernel, config, tensors, out) -> float | None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--kernel-file", required=True, type=Path, help="SGLang's kernels/ops/gemm/fp8_kernel.py")
-    parser.add_argument("--script", required=True, type=Path, help="SGLang's tuning_block_wise_kernel.py")
+    parser.add_argument("--kernel-file", type=Path, help="SGLang's kernels/ops/gemm/fp8_kernel.py "
+                        "(default: the sglang wheel's, as the agent caches it)")
+    parser.add_argument("--script", type=Path, help="SGLang's tuning_block_wise_kernel.py (default: the upstream "
+                        "corpus copy in shared/corpus next to the repository)")
     parser.add_argument("--sample", type=int, default=40, help="Candidates timed per shape (evenly spaced)")
     args = parser.parse_args()
     import torch
@@ -117,7 +138,7 @@ def main() -> int:
     if not torch.cuda.is_available() or torch.cuda.get_device_capability() < (8, 9):
         print("needs a CUDA GPU with FP8 (compute capability 8.9 or later)", file=sys.stderr)
         return 2
-    kernel, script = _load(args.kernel_file, args.script)
+    kernel, script = _load(args.kernel_file or _wheel_kernel(), args.script or _corpus_script())
     space = _driver_search_space()(script, BLOCK)
     raw = script.get_configs_compute_bound()
     print(f"device {torch.cuda.get_device_name()}; the script's grid: {len(raw)} configs, "

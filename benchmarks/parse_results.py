@@ -1,4 +1,5 @@
-"""Parse 10,000 bench_serving result records and compare them, beside a bare ``json.loads``.
+"""Parse 10,000 bench_serving result records and reduce them to per-point statistics (what the verdict and
+the report compare), beside a bare ``json.loads``.
 
 Records are shaped like SGLang 0.5.23's ``--output-file`` lines (server_info included,
 ``request_rate`` as the bare ``Infinity`` token). Reference, in the same process and the same
@@ -6,7 +7,7 @@ rounds (each round times both, back to back, taking turns at going first): a bar
 of every line, the floor any parser pays. Both are pure computation in this one thread, so each is
 timed in this process's CPU seconds (``time.process_time``): a shared machine's other work, which
 only delays them, is not counted on either side (the wall seconds are shown too). Goal: the median
-of parse + compare ÷ the reference <= 4.
+of parse + statistics ÷ the reference <= 4.
 
     .venv/bin/python benchmarks/parse_results.py [--rounds 9]
 """
@@ -23,7 +24,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.harness import finish, row  # noqa: E402
-from tools.measure.results import compare, parse_jsonl  # noqa: E402
+from tools.measure.results import parse_jsonl  # noqa: E402
+from tools.measure.verdict import point_stats  # noqa: E402
 
 N = 10_000
 ROUNDS = 9
@@ -58,7 +60,7 @@ def main() -> int:
         parsed = parse_jsonl(path)
         reference, ours = [], []  # (CPU, wall) per round
         bare = lambda: [json.loads(line) for line in path.read_text().splitlines()]  # noqa: E731
-        full = lambda: compare(parse_jsonl(path).records)  # noqa: E731
+        full = lambda: point_stats(parse_jsonl(path).records)  # noqa: E731
         for n in range(rounds):
             if n % 2:
                 ours.append(timed(full))
@@ -70,7 +72,7 @@ def main() -> int:
     ref = (f"json.loads of every line: CPU {statistics.median(r[0] for r in reference):.2f} s, "
            f"wall {statistics.median(r[1] for r in reference):.2f} s")
     return finish([
-        row("parse_results", f"parse {N:,} bench records + compare (wall)", [o[1] for o in ours], "s", ref),
+        row("parse_results", f"parse {N:,} bench records + statistics (wall)", [o[1] for o in ours], "s", ref),
         row("parse_results", "  ÷ json.loads of every line, CPU seconds (same rounds)",
             [o[0] / r[0] for o, r in zip(ours, reference, strict=True)], "x", ref, f"<= {GOAL:g}", GOAL),
         row("parse_results", "  the same, wall seconds", [o[1] / r[1] for o, r in zip(ours, reference, strict=True)],

@@ -46,6 +46,7 @@ BENCHMARKS = [
     ("ssh_calls.py", "SSH ledger calls on the shared connection ÷ each on its own (real sshd)", [],
      ["--rounds", "2"], "sshd"),
     ("gpu_real_tuning.py", "real Triton FP8 tuning jobs, one per GPU", [], [], "gpu"),
+    ("gpu_block32_tuning.py", "SGLang's block-FP8 kernel at [32, 32]: tuned ÷ its default config", [], [], "gpu"),
 ]
 BEGIN, END = "<!-- benchmarks:begin -->", "<!-- benchmarks:end -->"
 SKIPPED = "not run here: "

@@ -6,6 +6,7 @@ archive as untrusted: every crafted archive is refused with exit 2 and leaves no
 from __future__ import annotations
 
 import fcntl
+import gzip
 import hashlib
 import io
 import json
@@ -77,8 +78,15 @@ def test_a_bundle_made_here_finishes_on_another_host_and_its_replay_passes(tmp_p
     assert json.loads((there / "result.attempt-1.json").read_text())["status"] == "planned"
     events = read_trace(there / "trace.jsonl").events
     assert [e["seq"] for e in events] == list(range(len(events)))  # one trace, continued
+    # the host's attempt first makes the evidence and scripts with GPU jobs held (docs/workflow.md): the
+    # same tree gives the same flags, variants and evidence, so the run goes on without a review
     assert [e["type"] for e in events if e["type"] in ("run_started", "run_resumed", "run_finished")] == \
-        ["run_started", "run_finished", "run_resumed", "run_finished"]
+        ["run_started", "run_finished", "run_resumed", "run_finished", "run_resumed", "run_finished"]
+    assert json.loads((there / "result.attempt-2.json").read_text())["status"] == "planned"
+    held_end = [i for i, e in enumerate(events) if e["type"] == "run_finished"][1]
+    assert not any(e["type"] == "job_launched" for e in events[:held_end])  # no GPU job before the check
+    assert "nothing the jobs will do changed on this host: going on" in resumed.stdout
+    assert not (there / "changes.json").exists()
     resumed_event = next(e for e in events if e["type"] == "run_resumed")
     assert resumed_event["redone"] == ["infer_mtp", "write_scripts"]  # made again from the host's paths
     for made_here in ("serve_mtp.sh", "run_measure.sh", "measure_plan.json", "mtp.json"):
@@ -203,3 +211,19 @@ def test_a_sound_archive_unpacks_and_another_run_of_its_name_is_left_alone(tmp_p
     clash = run_cli("resume", str(archive), cwd=tmp_path)
     assert clash.returncode == 2 and "already exists" in clash.stderr and "--runs-dir DIR" in clash.stderr
     assert (run / "plan.md").exists()  # untouched
+
+
+def test_an_archive_with_a_huge_extended_header_is_refused_before_it_is_read(tmp_path):
+    """tarfile reads a PAX header whole, whatever size it claims (a crafted one took 2.4 GB): the headers
+    are walked first, and one larger than a bundle's ever are is refused with what it claims."""
+    header = tarfile.TarInfo(f"{RUN_NAME}/pax")
+    header.type, header.size = tarfile.XHDTYPE, 2 << 20
+    archive = tmp_path / "crafted.tar.gz"
+    with gzip.open(archive, "wb") as out:
+        out.write(header.tobuf(tarfile.USTAR_FORMAT))
+        out.write(b"9 a=b\n" * ((2 << 20) // 6) + b"\n" * ((2 << 20) % 6))
+        out.write(bytes(1024))
+    refused = run_cli("resume", str(archive), cwd=tmp_path)
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stdout + refused.stderr
+    assert f"has a tar header of {2 << 20} bytes" in refused.stderr
+    assert not (tmp_path / "runs").exists() or not list((tmp_path / "runs").iterdir())

@@ -97,16 +97,21 @@ def _no_evidence_said(out, runs: Path, *words: str) -> None:
 
 
 def test_an_mtp_goal_for_a_model_without_speculative_evidence(tmp_path: Path, sglang_wheel_root: Path):
-    """No evidence is the infer_mtp step's outcome, read in the research lane (not before the first GPU job)."""
+    """A model whose architecture nothing names is refused before a run; one whose architecture is known but
+    has no speculative evidence goes on: that is the infer_mtp step's outcome, read in the research lane."""
     tree = ["--sglang", str(sglang_wheel_root)]
-    out = run_cli("enable MTP", "--model", "nonsense/model", *tree, "--runs-dir", "none", cwd=tmp_path, env=NO_GPU)
-    _no_evidence_said(out, tmp_path / "none", "no speculative evidence for nonsense/model", "SGLang 0.5.23",
-                      str(sglang_wheel_root), "--arch CLASS", "--model-path DIR", "a goal without MTP")
+    out = run_cli("enable MTP", "--model", "nonsense/model", *tree, cwd=tmp_path, env=NO_GPU)
+    _refused_before_a_run(out, tmp_path, "--model nonsense/model names no model class of SGLang 0.5.23",
+                          str(sglang_wheel_root), "--arch CLASS", "--model-path DIR", "a goal without MTP")
     empty = tmp_path / "ckpt"
     empty.mkdir()
-    out = run_cli("enable MTP", "--model", "nonsense/model", "--model-path", str(empty), *tree, "--runs-dir", "empty",
-                  cwd=tmp_path, env=NO_GPU)
-    _no_evidence_said(out, tmp_path / "empty", f"--model-path {empty} has no config.json")
+    out = run_cli("enable MTP", "--model", "nonsense/model", "--model-path", str(empty), *tree, cwd=tmp_path,
+                  env=NO_GPU)
+    _refused_before_a_run(out, tmp_path, f"--model-path {empty} has no config.json")
+    known = run_cli("enable MTP", "--model", "nonsense/model", "--arch", "GPT2LMHeadModel", *tree,
+                    "--runs-dir", "none", cwd=tmp_path, env=NO_GPU)
+    _no_evidence_said(known, tmp_path / "none", "no speculative evidence for nonsense/model", "SGLang 0.5.23",
+                      str(sglang_wheel_root))
     # the fixes it names work: the architecture given, or a goal without MTP
     arch = run_cli("enable MTP", "--model", "nonsense/model", "--arch", "DeepseekV4ForCausalLM", *tree,
                    "--runs-dir", "arch", cwd=tmp_path, env=NO_GPU)
@@ -119,8 +124,8 @@ def test_an_mtp_goal_for_a_model_without_speculative_evidence(tmp_path: Path, sg
 
 def test_mtp_steps_with_no_evidence_are_refused_after_the_gpu_check(tmp_path: Path, sglang_wheel_root: Path):
     """--mtp-steps is judged up front (on the GPUs just checked): with no algorithm in the evidence, exit 2."""
-    out = run_cli("enable MTP", "--model", "nonsense/model", "--sglang", str(sglang_wheel_root), "--mtp-steps", "2",
-                  cwd=tmp_path, env=NO_GPU)
+    out = run_cli("enable MTP", "--model", "nonsense/model", "--arch", "GPT2LMHeadModel", "--sglang",
+                  str(sglang_wheel_root), "--mtp-steps", "2", cwd=tmp_path, env=NO_GPU)
     _refused_before_a_run(out, tmp_path, "--mtp-steps needs a speculative algorithm",
                           "the evidence has none for nonsense/model")
 

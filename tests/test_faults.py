@@ -74,6 +74,7 @@ def test_a_closed_terminal_interrupts_the_run_and_its_jobs_run_on(tmp_path, sgla
     run = only_run(tmp_path)
     result = json.loads((run / "result.json").read_text())
     assert result["status"] == "interrupted" and "SIGHUP" in result["summary"], result
+    assert f"(`dsv4-agent jobs {run.relative_to(tmp_path)} --stop all` stops them)" in result["summary"]  # or resume
     events = read_trace(run / "trace.jsonl").events
     assert [e["seq"] for e in events] == list(range(len(events)))
     finished = events[-1]

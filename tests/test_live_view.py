@@ -58,7 +58,7 @@ def test_plain_lines_name_jobs_and_each_quarter_of_their_units(capsys):
                    "t": t0 + 21})
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == "[gpu] job launched: tune-gpu0 on GPU 0 running"
-    assert lines[1].startswith("[gpu] progress: tune-gpu0 5/18 (25%, ETA ")
+    assert lines[1].startswith("[gpu] progress: tune-gpu0 5/18 (28%, ETA ")  # the share done; a quarter crossed
     assert lines[2].startswith("[gpu] progress: tune-gpu0 9/18 (50%, ETA ")
     assert lines[-1] == "[gpu] job finished: tune-gpu0 on GPU 0 succeeded"
     assert clock(3725) == "1:02:05" and clock(65) == "01:05"

@@ -149,3 +149,16 @@ def test_a_manifest_copied_from_a_real_install_undoes_nothing_from_another_run_f
     done = run_cli("tuning", "uninstall", str(real), cwd=tmp_path)  # the run that installed it undoes it
     assert done.returncode == 0 and "restored" in done.stdout, done.stdout + done.stderr
     assert (configs / NAME).read_text() == SHIPPED
+
+
+def test_a_url_password_in_the_goal_is_written_nowhere_in_the_run_folder(tmp_path, sglang_wheel_root):
+    password = "hunter2-goal-secret"
+    goal = f"tune kernels with weights from https://deploy:{password}@models.example/v4 please"
+    out = run_cli(goal, "--sglang", str(sglang_wheel_root), "--plan-only", cwd=tmp_path)
+    assert out.returncode == 0, out.stdout + out.stderr
+    run = next(p for p in (tmp_path / "runs").iterdir() if p.is_dir())
+    files = [p for p in run.rglob("*") if p.is_file()]
+    assert any(p.name == "checkpoint.sqlite" for p in files) and any(p.name == "plan.md" for p in files)
+    holding = [str(p.relative_to(run)) for p in files if password.encode() in p.read_bytes()]
+    assert holding == []  # plan.md's ignored words, the graph's checkpoint, the trace, config.json
+    assert password not in out.stdout + out.stderr

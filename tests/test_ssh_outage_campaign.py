@@ -83,18 +83,25 @@ def _remote_run(run: Path) -> Path:
     return Path(json.loads((run / "jobs" / "executor.json").read_text())["remote_run_abs"])
 
 
-def test_sshd_restarted_mid_tuning_the_run_finishes(gpu_host, tmp_path, sglang_wheel_root):
+def _outage_during(gpu_host, root: Path, wheel_root: Path, goal: str, hold_name: str, started: str,
+                   seconds: float, what: str) -> Path:
+    """The campaign's jobs held on a file; sshd taken down for the outage once ``started`` exists; the run."""
     sshd, config, base = gpu_host
-    hold = base / "hold-tuning"
+    hold = base / hold_name
     hold.touch()
-    proc = _agent(tmp_path, config, sglang_wheel_root, "tune kernels")
+    proc = _agent(root, config, wheel_root, goal)
     try:
-        wait_for(lambda: list(tmp_path.glob("runs/*/jobs/tune-gpu1/job.json")), 120, "both tuning jobs to start")
+        wait_for(lambda: list(root.glob(started)), seconds, what)
     except AssertionError:
         proc.kill()
         raise
     _restart_sshd_while_held(sshd, hold)
-    run, _ = _finished(proc, tmp_path)
+    return _finished(proc, root)[0]
+
+
+def test_sshd_restarted_mid_tuning_the_run_finishes(gpu_host, tmp_path, sglang_wheel_root):
+    run = _outage_during(gpu_host, tmp_path, sglang_wheel_root, "tune kernels", "hold-tuning",
+                         "runs/*/jobs/tune-gpu1/job.json", 120, "both tuning jobs to start")
     assert json.loads((run / "result.json").read_text())["steps"] == {"tune_kernels": "done"}
     tuning_jobs = sorted(p.name for p in (run / "jobs").iterdir() if p.name.startswith("tune"))
     assert tuning_jobs == ["tune-gpu0", "tune-gpu1"], tuning_jobs  # re-attached through it, none started again
@@ -102,17 +109,8 @@ def test_sshd_restarted_mid_tuning_the_run_finishes(gpu_host, tmp_path, sglang_w
 
 
 def test_sshd_restarted_mid_benchmark_the_run_finishes(gpu_host, tmp_path, sglang_wheel_root):
-    sshd, config, base = gpu_host
-    hold = base / "hold-requests"
-    hold.touch()
-    proc = _agent(tmp_path, config, sglang_wheel_root, "enable MTP")
-    try:
-        wait_for(lambda: list(tmp_path.glob("runs/*/jobs/bench-*/job.json")), 180, "a benchmark point to start")
-    except AssertionError:
-        proc.kill()
-        raise
-    _restart_sshd_while_held(sshd, hold)
-    run, _ = _finished(proc, tmp_path)
+    run = _outage_during(gpu_host, tmp_path, sglang_wheel_root, "enable MTP", "hold-requests",
+                         "runs/*/jobs/bench-*/job.json", 180, "a benchmark point to start")
     assert json.loads((run / "result.json").read_text())["steps"]["benchmark"] == "done"
     plan = json.loads((run / "measure_plan.json").read_text())
     for variant in (v["name"] for v in plan["variants"]):

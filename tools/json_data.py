@@ -5,7 +5,10 @@
 """
 from __future__ import annotations
 
+import errno
 import json
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -31,4 +34,33 @@ def loads(text: str | bytes, where: object = None) -> Any:
 
 def read(path: Path | str) -> Any:
     """The JSON in the file at ``path`` (FileNotFoundError and UnicodeDecodeError as ``read_text``)."""
-    return loads(Path(path).read_text(), path)
+    return loads(read_text(path), path)
+
+
+def open_regular(path: Path | str, flags: int = os.O_RDONLY, mode: int = 0o644) -> int:
+    """A descriptor of the regular file at ``path``: a FIFO, device or socket someone placed there is
+    refused (OSError EINVAL) instead of blocking the reader forever; opened without waiting for a writer."""
+    fd = os.open(path, flags | os.O_NONBLOCK | os.O_CLOEXEC, mode)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(errno.EINVAL, "not a regular file (a FIFO, device or socket placed there)", str(path))
+    os.set_blocking(fd, True)
+    return fd
+
+
+def read_text(path: Path | str) -> str:
+    """``Path.read_text`` of a regular file only (``open_regular``)."""
+    with open(open_regular(path), encoding="utf-8") as f:
+        return f.read()
+
+
+# A read-only file system, another user's file, a FIFO or link placed where a file is expected
+_REFUSED = (errno.EROFS, errno.EACCES, errno.EPERM, errno.ELOOP, errno.EINVAL)
+
+
+def file_refusal(err: OSError) -> str | None:
+    """The one line a command says for an OSError on a file it was given, or None (not such a refusal)."""
+    if err.errno not in _REFUSED:
+        return None
+    return (f"{err.filename or 'a file'}: {err.strerror}; this command needs it as a regular file it may write: copy "
+            "the run folder somewhere writable (`cp -r RUN DIR`) and use the copy, or remove what was placed there")

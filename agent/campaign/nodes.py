@@ -29,11 +29,13 @@ def preflight(rt: Runtime, state: CampaignState) -> dict:
 
 
 def plan(rt: Runtime, state: CampaignState) -> dict:
-    steps, plan_md = planner.make_plan(rt, state["goal"], Preflight.of(state))
+    steps, plan_md, will_not = planner.make_plan(rt, state["goal"], Preflight.of(state))
     rt.run.write_json("plan.json", [s.model_dump(mode="json") for s in steps])
     rt.run.write_text("plan.md", plan_md)
     rt.trace.emit("artifact_written", "control", path="plan.md", bytes=len(plan_md.encode()))
     planner.say_gate(rt, steps)
+    for line in will_not:
+        rt.say(f"[control] note: {line}")
     if rt.early_gpu_lane is None:  # an early GPU lane was announced before it started
         announce(rt, steps, Preflight.of(state))
     return {"steps": [s.model_dump(mode="json") for s in steps]}

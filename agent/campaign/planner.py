@@ -13,7 +13,7 @@ from tools.measure.accuracy import AccuracyPlan, gate_status, offline_skip_reaso
 
 
 def render_plan_md(goal: str, steps: list[PlanStep], ignored: list[str], preflight: Preflight, planner: str,
-                   settings: Settings) -> str:
+                   settings: Settings, will_not: list[str] | tuple[str, ...] = ()) -> str:
     """plan.md; the goal and an LLM planner's reasons are data, so every cell and line is escaped."""
     has_gpu = bool(preflight.gpus)
     lines = [f"# Plan: {md_text(goal)}", "", f"Planner: {planner}.", ""]
@@ -27,6 +27,8 @@ def render_plan_md(goal: str, steps: list[PlanStep], ignored: list[str], preflig
     lines += _server_additions(settings)
     gate = gate_line(steps, settings)
     lines += ["", md_text(gate)] if gate else []
+    if will_not:  # agent/campaign/tuning_caveats.py: said now, not found out on the GPU host
+        lines += ["", "## What will not happen", "", *[f"- {md_text(line)}" for line in will_not]]
     if preflight.notes:
         lines += ["", "## Preflight notes", "", *[f"- {md_text(n)}" for n in preflight.notes]]
     return "\n".join(lines) + "\n"
@@ -64,7 +66,15 @@ def _server_additions(settings: Settings) -> list[str]:
     return ["", table.markdown()]
 
 
-def make_plan(rt: Runtime, goal: str, preflight: Preflight) -> tuple[list[PlanStep], str]:
-    """The deterministic playbook's plan (the LLM planner is its own graph nodes: agent/campaign/llm/planning_nodes.py)."""
+def will_not_happen(steps: list[PlanStep], preflight: Preflight) -> list[str]:
+    """What preflight found would keep the plan's kernel tuning from running or mattering."""
+    return list(preflight.tuning_caveats) if any(step.kind == "tune_kernels" for step in steps) else []
+
+
+def make_plan(rt: Runtime, goal: str, preflight: Preflight) -> tuple[list[PlanStep], str, list[str]]:
+    """The deterministic playbook's plan, its plan.md and what it will not do (the LLM planner is its own
+    graph nodes: agent/campaign/llm/planning_nodes.py)."""
     steps, ignored = plan_goal(goal, pull=rt.settings.pull, measure=rt.settings.measure_params())
-    return steps, render_plan_md(goal, steps, ignored, preflight, "deterministic playbook", rt.settings)
+    will_not = will_not_happen(steps, preflight)
+    return steps, render_plan_md(goal, steps, ignored, preflight, "deterministic playbook", rt.settings,
+                                 will_not), will_not

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from tools import json_data
 from agent.settings.model import Settings
+from agent.campaign.tuning_caveats import tuning_caveats
 from tools.base import ToolError
 from tools.checkpoint.facts import CheckpointFacts
 from tools.checkpoint.read import ReadCheckpointArgs, read_checkpoint
@@ -42,6 +43,8 @@ class Preflight(BaseModel):
     executor: str = "local"
     gpu_plan: GpuPlan | None = Field(None, description="GPUs the scripts name and the servers' TP")
     notes: list[str] = Field(default_factory=list, description="What is missing, for the user and the plan")
+    tuning_caveats: list[str] = Field(default_factory=list, description="Why kernel tuning would not run or not "
+                                      "change the server here, with the fix (agent/campaign/tuning_caveats.py)")
 
     @classmethod
     def of(cls, state: dict) -> "Preflight":
@@ -139,8 +142,10 @@ def run_preflight(settings: Settings, executor: Executor, checked: GpuChoice | N
         notes.append(f"SGLang python {settings.sglang_python!r} not found; pass --sglang-python PATH")
     model_file = _model_file(settings, notes)
     checkpoint = _checkpoint(settings, source, notes) if model_file else None
+    # the source is read here: jobs elsewhere (SSH) tune from their host's tree, which preflight does not read
+    caveats = [] if remote else tuning_caveats(settings, gpus[0].name if gpus else "", source.root if source else None)
     return Preflight(gpus=gpus, sglang_root=source.root if source else None, sglang_source=source,
                      sglang_python=python, model_file=model_file, checkpoint=checkpoint, arch=settings.arch,
-                     executor=str(settings.executor), notes=notes,
+                     executor=str(settings.executor), notes=notes, tuning_caveats=caveats,
                      gpu_plan=GpuPlan(gpus=choice.planned, tp=choice.tp,
                                       notes=[n for n in choice.notes if n.startswith("assumed TP")]))

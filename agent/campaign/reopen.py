@@ -21,6 +21,8 @@ def locked_run(ref: str, runs_dir: str) -> tuple[RunFolder, dict | None, list[di
         result = run.result
     except RunFolderError as err:
         raise CampaignError(f"cannot resume {run.path.name}: {err}") from None
+    if link := run.placed_link():  # resume writes the trace, the result, scripts: never through a link
+        raise CampaignError(f"cannot resume {run.path.name}: {link}")
     if result is not None and result.get("status") == "finished":
         raise CampaignError(f"run {run.path.name} already finished; start a new run "
                             f"or inspect it with `dsv4-agent status {run.path}`")
@@ -28,12 +30,29 @@ def locked_run(ref: str, runs_dir: str) -> tuple[RunFolder, dict | None, list[di
         run.lock()
     except RunFolderError as err:
         raise CampaignError(str(err)) from None
+    if copied := _copy_of_a_live_run(run):
+        run.unlock()
+        raise CampaignError(f"cannot resume {run.path.name}: it is a copy of a run whose jobs still run ({copied}); "
+                            "resume that run, or resume this copy once they have ended")
     try:
         events = read_trace(run.trace_path).events if run.trace_path.exists() else []
     except TraceError as err:
         run.unlock()
         raise CampaignError(f"cannot resume {run.path.name}: {err}") from None
     return run, result, events
+
+
+def _copy_of_a_live_run(run: RunFolder) -> str | None:
+    """The job folder a running job of this run's ledgers was started for, when that is another run's
+    (a ``cp -r`` of a live run folder): resuming the copy would run its jobs a second time."""
+    from tools.jobs import job_folder
+    from tools.jobs.ledger.files import ledger_keys
+
+    for key in ledger_keys(run.jobs_dir):
+        copied = job_folder.snapshot(str(run.jobs_dir / key)).get("copied_from")
+        if copied:
+            return copied
+    return None
 
 
 def resume_settings(run: RunFolder, overrides: dict) -> Settings:
@@ -44,6 +63,11 @@ def resume_settings(run: RunFolder, overrides: dict) -> Settings:
     except CampaignError:
         run.unlock()
         raise
+
+
+def changed_settings(settings: Settings, recorded: dict) -> list[str]:
+    """The settings in force now that differ from the run's recorded ones."""
+    return sorted(k for k, v in settings.public_dump().items() if recorded["settings"].get(k) != v)
 
 
 def complete_finish(run: RunFolder, finished: dict, recorded: dict) -> dict:
@@ -96,3 +120,21 @@ def gpus_now_differ(run: RunFolder, checked) -> str | None:
         return f"{'GPUs ' + ','.join(map(str, gpus)) if gpus else 'no GPU'} with TP {tp}"
 
     return f"{shown(*was)} then, {shown(*now)} now"
+
+
+def say_how_it_resumes(rt, changed: list[str], redone: list[str], damaged: str | None,
+                       regpu: str | None) -> None:
+    """The lines that open a resumed attempt: what is made again, what the trace lost, what changed."""
+    dropped = rt.trace.dropped
+    rt.say(f"[control] resuming {rt.run.path}")
+    if redone:
+        rt.say(f"[control] running again with this host's paths ({', '.join(changed)} changed): {', '.join(redone)}")
+    for problem in ([f"cut off what the crash left at the end of the trace: {dropped.describe()}"] if dropped else []) \
+            + [f"the trace has a sequence gap: {g.describe()}" for g in rt.trace.gaps]:
+        rt.say(f"[control] note: {problem}")
+    if damaged:
+        rt.say("[control] the damaged checkpoint was set aside: the run's progress is re-derived from its step "
+               "outcomes and job ledgers (finished steps reused, running jobs re-attached)")
+    if regpu:
+        rt.say(f"[control] the GPUs differ from the last attempt's ({regpu}): planning again on them; finished "
+               "steps and tuned units are kept, unfinished tuning is handed to these GPUs")

@@ -10,18 +10,22 @@ import shutil
 import sys
 import traceback
 
+from agent.secrets import redact_text
 from agent.campaign.llm.budget import BudgetExhausted
 from agent.campaign.checkpoints import CheckpointError, checkpoint_to_rebuild, set_checkpoint_aside
 from agent.settings.model import Settings
 from agent.campaign.early_lane import start_early
 from agent.run.disk import (DISK_FULL, MIN_FREE_BYTES, free_bytes, is_disk_full, keep_reserve, no_space,
                         release_reserve, too_full)
+from agent.campaign.handoff_review import after_review, review_gate, review_view
+from agent.campaign.hub_check import unreachable_model
 from agent.campaign.interrupts import Interrupted, SignalWatch, invoke_responsively
 from agent.terminal.live import LiveView
 from agent.run.folder import EXIT_CODES, RunFolder, RunFolderError
 from agent.campaign.record_source import LiveSource
 from agent.settings.recorded import CampaignError, missing_host_path, ssh_options_for, vouch_for_run
-from agent.campaign.reopen import complete_finish, gpus_now_differ, locked_run, planned_target_here, resume_settings
+from agent.campaign.reopen import (changed_settings, complete_finish, gpus_now_differ, locked_run, planned_target_here,
+                          resume_settings, say_how_it_resumes)
 from agent.run.status import verdict_line
 from agent.campaign.runtime import Runtime
 from agent.campaign.servers_left import end_servers
@@ -55,13 +59,17 @@ def _open_runtime(run: RunFolder, settings: Settings, goal: str, view: LiveView,
         if resumed_with is not None:
             settings = planned_target_here(settings, executor, resumed_with)
         checked = check_gpus(settings, executor)  # a request that cannot be met is a usage error, before any step
+        if offline := unreachable_model(settings, checked, goal):  # else every bench point fails after retries
+            raise ToolError(offline)
         mtp = up_front(settings, checked) if settings.mtp_steps and resumed_with is None else None  # judged once
     except (ToolError, GpuRequestError) as err:  # e.g. an executor that cannot re-attach to the run's jobs
         trace.close()
         run.unlock()
         raise CampaignError(str(err)) from None
-    return Runtime(settings=settings, run=run, trace=trace, executor=executor, goal=goal, say=view.say, view=view,
-                   source=LiveSource(gpus_checked=checked), mtp_settings=mtp)
+    # The goal is data that travels into the plan's words and the graph's checkpoint.sqlite: redacted here,
+    # as config.json and the trace record it, so a URL password in it is written nowhere.
+    return Runtime(settings=settings, run=run, trace=trace, executor=executor, goal=redact_text(goal), say=view.say,
+                   view=view, source=LiveSource(gpus_checked=checked), mtp_settings=mtp)
 
 
 def _drive(rt: Runtime, thread_id: str, fresh: bool, watch: SignalWatch | None = None, hard_exit: bool = True) -> int:
@@ -115,7 +123,7 @@ def _stop(rt: Runtime, watch: SignalWatch, why: str, hard_exit: bool) -> int:
     """Record ``interrupted`` and end the process (exit 130); a second signal skips the waiting."""
     watch.unless_stop_now(lambda: wait_for_side_effects(INSTALL_WAIT_S), False, INSTALL_WAIT_S)
     running = watch.unless_stop_now(lambda: rt.source.running_jobs(rt.executor), None, JOBS_WAIT_S)
-    note = f"; jobs still running: {', '.join(running)}" if running else (
+    note = f"; jobs still running: {', '.join(running)} (`dsv4-agent jobs {rt.run.path} --stop all` stops them)" if running else (
         "; the jobs were not listed (stopped at once): `dsv4-agent jobs RUN` lists them" if running is None else "")
     code = _finish(rt, "interrupted", f"interrupted by {why}{note}; `dsv4-agent resume {rt.run.path}` continues",
                    signal=why, signal_at=watch.first_at, jobs_running=running)
@@ -198,7 +206,7 @@ def start(settings: Settings, goal: str, view: LiveView | None = None) -> int:
 
 
 def resume(ref: str, runs_dir: str, overrides: dict, view: LiveView | None = None, retry_failed: bool = False,
-           rebuild_checkpoint: bool = False) -> int:
+           rebuild_checkpoint: bool = False, accept_changes: bool = False) -> int:
     view = view or LiveView(force_plain=True)
     run, result, events = locked_run(ref, runs_dir)
     if full := too_full(run.path):
@@ -215,7 +223,7 @@ def resume(ref: str, runs_dir: str, overrides: dict, view: LiveView | None = Non
         run.unlock()
         raise CampaignError(str(err)) from None
     settings = resume_settings(run, overrides)
-    missing = missing_host_path(settings, overrides)
+    missing = missing_host_path(settings, overrides) or review_gate(run, settings, accept_changes)
     if missing:
         run.unlock()
         raise CampaignError(missing)
@@ -231,7 +239,10 @@ def resume(ref: str, runs_dir: str, overrides: dict, view: LiveView | None = Non
     if result is not None:  # a planned/failed/interrupted run: a new attempt, reusing done steps
         os.replace(run.path / "result.json", run.path / f"result.attempt-{len(attempts) + 1}.json")
     thread = f"attempt-{len(attempts) + 1 + (result is not None)}"
-    changed = sorted(k for k, v in settings.public_dump().items() if recorded["settings"].get(k) != v)
+    jobs_elsewhere = settings.executor.kind == "ssh"
+    if held := result is not None and not accept_changes and bool(redone_by(changed_settings(settings, recorded), jobs_elsewhere)):
+        settings = rt.settings = settings.model_copy(update={"plan_only": True})  # no GPU job before a review
+    changed = changed_settings(settings, recorded)
     if changed:  # config.json holds the settings in force (e.g. `jobs RUN` must find a new executor)
         history = [*recorded.get("resumed_with", []), {"attempt": thread, "changed": changed}]
         run.write_json("config.json", {**recorded, "settings": settings.public_dump(), "resumed_with": history})
@@ -239,7 +250,7 @@ def resume(ref: str, runs_dir: str, overrides: dict, view: LiveView | None = Non
     retried = attempts_lib.retry_failed(rt.executor) if retry_failed else []
     # A new attempt on another host (a bundle, another --sglang): what its finished steps made from the
     # old host's paths (the MTP evidence, the scripts) is made again from this host's.
-    jobs_elsewhere = settings.executor.kind == "ssh"
+    reviewed = review_view(run.path) if held else None
     redone = run.forget_outcomes(redone_by(changed, jobs_elsewhere)) if result is not None else []
     dropped = rt.trace.dropped
     rt.trace.emit("run_resumed", "control", run=run.path.name, thread=thread, after=(result or {}).get("status"),
@@ -249,25 +260,10 @@ def resume(ref: str, runs_dir: str, overrides: dict, view: LiveView | None = Non
                   **({"redone": redone} if redone else {}),
                   dropped_tail={"bytes": dropped.size, "lines": dropped.lines, "why": dropped.why} if dropped else None,
                   seq_gaps=[g.describe() for g in rt.trace.gaps])
-    _say_how_it_resumes(rt, changed, redone, damaged, regpu)
-    return _drive_and_let_go(rt, thread, result is not None or bool(damaged or regpu), view)
-
-
-def _say_how_it_resumes(rt: Runtime, changed: list[str], redone: list[str], damaged: str | None,
-                        regpu: str | None) -> None:
-    dropped = rt.trace.dropped
-    rt.say(f"[control] resuming {rt.run.path}")
-    if redone:
-        rt.say(f"[control] running again with this host's paths ({', '.join(changed)} changed): {', '.join(redone)}")
-    for problem in ([f"cut off what the crash left at the end of the trace: {dropped.describe()}"] if dropped else []) \
-            + [f"the trace has a sequence gap: {g.describe()}" for g in rt.trace.gaps]:
-        rt.say(f"[control] note: {problem}")
-    if damaged:
-        rt.say("[control] the damaged checkpoint was set aside: the run's progress is re-derived from its step "
-               "outcomes and job ledgers (finished steps reused, running jobs re-attached)")
-    if regpu:
-        rt.say(f"[control] the GPUs differ from the last attempt's ({regpu}): planning again on them; finished "
-               "steps and tuned units are kept, unfinished tuning is handed to these GPUs")
+    say_how_it_resumes(rt, changed, redone, damaged, regpu)
+    code = _drive_and_let_go(rt, thread, result is not None or bool(damaged or regpu), view)
+    return code if reviewed is None else after_review(rt, reviewed, code, bool(overrides.get("plan_only")), lambda: resume(
+        str(run.path), runs_dir, overrides, view, accept_changes=True))
 
 
 def _drive_and_let_go(rt: Runtime, thread_id: str, fresh: bool, view: LiveView) -> int:

@@ -15,7 +15,8 @@ RUN_OPTIONS = list(OPTIONS.values())
 RESUME_OPTIONS = pick(
     "sglang_python", "sglang_src", "model_path", "tokenizer", "accuracy_data", "executor", "ssh_options", "nvidia_smi",
     "gpus", "tp", "allow_busy_gpus", "max_llm_steps", "llm_max_tokens", "llm_max_seconds", "llm_base_url",
-    "server_env", "allow_flags",
+    "server_env", "allow_flags", "plan_only",
+    plan_only="Write the scripts again (from this host's paths) and stop before any GPU job, for review.",
     sglang_python="Interpreter with SGLang on this host.", sglang_src="SGLang checkout on this host.",
     model_path="Local checkpoint folder on this host.", tokenizer="Local tokenizer on this host.",
     accuracy_data="GSM8K test.jsonl on this host.",
@@ -60,6 +61,8 @@ def run(goal: Goal, config: ConfigFile = None, as_json: JsonFlag = False, **sett
         # is read in the research lane while the GPU jobs run (docs/evidence.md).
         _check_sglang_path(chosen)
         _check_mtp_steps(chosen.mtp_steps)
+        if not chosen.llm_base_url:
+            _check_mtp_model(chosen, goal)
         code = start(chosen, goal, view)
     except (SettingsError, GoalError, CampaignError, RunFolderError, ToolError) as err:
         fail(str(err))
@@ -86,9 +89,15 @@ RebuildCheckpoint = Annotated[bool, typer.Option(
          "ledgers.")]
 
 
+AcceptChanges = Annotated[bool, typer.Option(
+    "--accept-changes", rich_help_panel="Run",
+    help="Go on although the flags, variants or evidence made on this host differ from the run's (changes.md).")]
+
+
 @with_options(RESUME_OPTIONS)
 def resume(run: RunRef, runs_dir: RunsDir = "runs", retry_failed: RetryFailed = False,
-           rebuild_checkpoint: RebuildCheckpoint = False, as_json: JsonFlag = False, **overrides) -> None:
+           rebuild_checkpoint: RebuildCheckpoint = False, accept_changes: AcceptChanges = False,
+           as_json: JsonFlag = False, **overrides) -> None:
     from agent.campaign.preload import preload_graph_libraries
 
     preload_graph_libraries()
@@ -99,7 +108,7 @@ def resume(run: RunRef, runs_dir: RunsDir = "runs", retry_failed: RetryFailed = 
     unpacked = _unpack(run, runs_dir) if run.endswith(".tar.gz") and Path(run).is_file() else None
     try:
         code = resume_run(str(unpacked[0]) if unpacked else run, runs_dir, overrides, view, retry_failed=retry_failed,
-                          rebuild_checkpoint=rebuild_checkpoint)
+                          rebuild_checkpoint=rebuild_checkpoint, accept_changes=accept_changes)
     except CampaignError as err:
         if unpacked and unpacked[1]:
             shutil.rmtree(unpacked[0])  # refused before any change: leave no run behind that this call unpacked
@@ -139,6 +148,9 @@ def bundle(run: RunRef, runs_dir: RunsDir = "runs", output: Output = None, as_js
     target = Path(output) if output else Path(folder.path.name + SUFFIX)
     if target.is_dir() or (output or "").endswith("/"):
         target = target / (folder.path.name + SUFFIX)
+    if not target.parent.is_dir():  # never a folder made where a mistyped path points
+        fail(f"--output {output}: the folder {target.parent} does not exist; create it, or pass --output FILE "
+             "in an existing folder")
     try:
         made = make_bundle(folder, target)
     except BundleError as err:
@@ -189,6 +201,33 @@ def _check_sglang_path(settings) -> None:
                                          version=settings.sglang_version))
     except ToolError as err:
         fail(f"--sglang {settings.sglang_src}: {err}")
+
+
+def _check_mtp_model(settings, goal: str) -> None:
+    """An MTP goal needs the model's architecture: from --model-path's config.json, --arch, or the model's
+    name in the SGLang tree; a model none of them names is refused before a run (no MTP could be planned)."""
+    from agent.campaign.playbook import plan_goal
+
+    if settings.arch or not any(step.kind == "infer_mtp" for step in plan_goal(goal, pull=settings.pull)[0]):
+        return
+    from tools.base import ToolError
+    from tools.mtp.arch import from_config, from_mentions, from_tree
+    from tools.source.resolve import ResolveSourceArgs, resolve_source
+
+    if settings.model_path and from_config(settings.model_path):
+        return
+    try:
+        info = resolve_source(ResolveSourceArgs(path=settings.sglang_src, sglang_python=settings.sglang_python,
+                                                version=settings.sglang_version))
+    except ToolError:
+        return  # no tree to read here: preflight says so, and the research lane says what it could not find
+    if from_tree(settings.model, info.root, info.package_dir) or \
+            from_mentions([settings.model], info.root, info.package_dir).get(settings.model):
+        return
+    config = f"--model-path {settings.model_path} has no config.json" if settings.model_path else "no --model-path"
+    fail(f"the goal asks for MTP, and --model {settings.model} names no model class of SGLang {info.version} at "
+         f"{info.root} ({config}); pass --arch CLASS, or --model-path DIR with the checkpoint's config.json, or "
+         "a goal without MTP")
 
 
 def _check_mtp_steps(entries: list[str]) -> None:

@@ -58,6 +58,15 @@ def answer(argv: list[str]) -> int | None:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return EXIT_PIPE_CLOSED
+    except OSError as err:  # a FIFO, link or unwritable file where a run file is expected: one line
+        from tools.json_data import file_refusal
+
+        if (said := file_refusal(err)) is None:
+            raise
+        from agent.terminal.printable import printable
+
+        print(f"{PROG}: {printable(said)}", file=sys.stderr, flush=True)
+        return 1
     except RecursionError:  # as the whole command line says it (agent/commands/shared.py)
         from tools.json_data import TooDeep
 

@@ -41,6 +41,8 @@ def replay(run: RunRef, timeline: Timeline = False, rerun: Rerun = False, keep: 
         folder = load_run(run, runs_dir)
     except CampaignError as err:
         fail(str(err), EXIT_USAGE)
+    if timeline and (link := folder.placed_link()):  # the timeline and the report are written here
+        fail(link, EXIT_USAGE)
     out: dict = {"run": str(folder.path)}
     try:  # a re-run's settings are checked before anything is replayed or run (agent/settings/of_run.py)
         again = rerun_settings(folder.path, runs_dir) if rerun else None

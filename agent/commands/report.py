@@ -31,6 +31,8 @@ def report(run: RunRef, runs_dir: RunsDir = "runs", compare: CompareWith = None,
     from agent.run.folder import RunFolderError
 
     folder = _find(run, runs_dir)
+    if link := folder.placed_link():  # report.md, report.html and the plots are written here
+        fail(link)
     other = _find(compare, runs_dir) if compare else None
     try:
         _ = folder.result

@@ -21,7 +21,7 @@ from agent.commands.examples import format_examples
 from agent.commands.typer_internals import ClickException, NoArgsIsHelpError, UsageError, plain_bool_flags
 from agent.secrets import redact_text
 from agent.terminal.printable import printable
-from tools.json_data import TooDeep
+from tools.json_data import TooDeep, file_refusal
 
 PROG = "dsv4-agent"
 EXIT_FAILED = 1
@@ -181,6 +181,11 @@ def run_main(group_main, args, prog_name, **extra) -> NoReturn:
         said = err.describe() if isinstance(err, TooDeep) else TooDeep().describe()
         print(f"{PROG}: {printable(said)}", file=sys.stderr, flush=True)
         code = EXIT_USAGE
+    except OSError as err:
+        if (said := file_refusal(err)) is None:
+            raise
+        print(f"{PROG}: {printable(said)}", file=sys.stderr, flush=True)
+        code = 1
     code = code if isinstance(code, int) else 0
     from agent.campaign.preload import still_loading
 

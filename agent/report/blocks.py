@@ -25,6 +25,17 @@ from agent.report.table import Table, md_text
 _MARKDOWN = MarkdownIt("commonmark", {"html": False}).enable("table")
 
 
+def _image_as_text(_renderer, tokens, idx, _options, _env) -> str:
+    """A markdown image in someone else's text is shown as its words and address, never loaded: opening
+    the report must not fetch anything (report.html's content security policy says the same)."""
+    token = tokens[idx]
+    alt = "".join(child.content for child in token.children or [])
+    return f"[image not shown: {html.escape(alt)} &lt;{html.escape(str(token.attrGet('src') or ''))}&gt;]"
+
+
+_MARKDOWN.add_render_rule("image", _image_as_text)
+
+
 def render_markdown(text: str) -> str:
     # raw HTML is off, so a literal "<table>" in the text comes out escaped: only markdown's own tables match
     return _MARKDOWN.render(text).replace("<table>", '<div class="scroll"><table>').replace("</table>",

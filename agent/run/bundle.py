@@ -10,6 +10,7 @@ its own run; any other run of that name is left alone.
 """
 from __future__ import annotations
 
+import glob
 import hashlib
 import io
 import json
@@ -24,6 +25,7 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from agent.run.tar_bounds import TarRefused, check_headers
 from agent.run.folder import RunFolder, RunFolderError
 
 MANIFEST = "bundle.json"
@@ -108,7 +110,7 @@ def _member(name: str, size: int, mode: int, mtime: float) -> tarfile.TarInfo:
 
 
 def _write_archive(run: Path, files: list[Path], manifest: dict, output: Path) -> None:
-    output.parent.mkdir(parents=True, exist_ok=True)
+    _drop_stale_tmp(output)
     tmp = output.with_name(f".{output.name}.tmp{os.getpid()}")
     try:
         with tarfile.open(tmp, "w:gz", format=tarfile.PAX_FORMAT) as tar:
@@ -126,6 +128,14 @@ def _write_archive(run: Path, files: list[Path], manifest: dict, output: Path) -
         os.replace(tmp, output)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def _drop_stale_tmp(output: Path) -> None:
+    """Remove what a bundle killed while writing ``output`` left (``.NAME.tmpPID`` of a process gone)."""
+    for stale in output.parent.glob(f".{glob.escape(output.name)}.tmp*"):
+        pid = stale.name.rsplit(".tmp", 1)[-1]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists() and stale.is_file() and not stale.is_symlink():
+            stale.unlink(missing_ok=True)
 
 
 def _checked_name(member: tarfile.TarInfo, top: str | None) -> PurePosixPath:
@@ -151,6 +161,10 @@ def _kind(member: tarfile.TarInfo) -> str:
 def unpack_bundle(archive: Path, runs_dir: Path) -> tuple[Path, bool]:
     """The run folder ``archive`` holds, unpacked under ``runs_dir`` (True), or found there from an
     earlier unpacking of the same bundle (False). BundleError for anything that is not a sound bundle."""
+    try:
+        check_headers(archive, MAX_BYTES)  # before tarfile reads any of them whole
+    except TarRefused as err:
+        raise BundleError(f"{archive} {err}: not a bundle made by `dsv4-agent bundle`") from None
     with _open(archive) as tar:
         try:
             members = _members(tar)

@@ -6,12 +6,14 @@ the kernel drops it when the holder dies, so a crashed run can be resumed at onc
 """
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
 import re
 import shlex
 import shutil
+import stat
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -38,7 +40,7 @@ def read_result(path: Path) -> dict | None:
     RunFolderError (one line naming the file and the fix) when it holds no result. The agent writes
     it atomically, so a bad one was damaged afterwards; the trace still holds how each attempt ended."""
     try:
-        text = path.read_text()
+        text = json_data.read_text(path)
     except FileNotFoundError:
         return None
     except (OSError, UnicodeDecodeError) as err:
@@ -99,6 +101,8 @@ class RunFolder:
             candidates = runs[-1:]
         for path in candidates:
             if (path / "config.json").exists():
+                if special := _placed_special(path):  # every command reads run files: none may block it
+                    raise RunFolderError(special)
                 return cls(path)
         listing = "dsv4-agent runs" + ("" if str(runs_dir) == "runs" else f" --runs-dir {shlex.quote(str(runs_dir))}")
         raise RunFolderError(f"no run {ref!r} (looked for a folder with config.json at "
@@ -207,9 +211,26 @@ class RunFolder:
         return self.write_json("result.json", {"status": status, "summary": summary,
                                                "finished_at": time.time(), **extra})
 
+    def placed_link(self) -> str | None:
+        """Why this run folder may not be written to, when a symbolic link was placed in it (the agent
+        makes none): a command that writes here would write through it, onto any file the user can."""
+        for folder, dirs, files in os.walk(self.path):
+            for name in dirs + files:
+                path = os.path.join(folder, name)
+                if os.path.islink(path):
+                    return (f"{path} is a symbolic link (to {os.readlink(path)}), which dsv4-agent never makes in a "
+                            "run folder: nothing was written; remove it (or restore the file) and try again")
+        return None
+
     # -- lock ----------------------------------------------------------------------------------
     def lock(self) -> None:
-        f = open(self.path / ".lock", "a+")  # noqa: SIM115  held open: the lock lasts while the file is open
+        try:  # a FIFO or link placed as .lock must not hang or redirect us
+            fd = json_data.open_regular(self.path / ".lock", os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW)
+        except OSError as err:
+            fix = ("remove it (`rm` it: a lock file holds nothing) and try again" if err.errno in (errno.EINVAL, errno.ELOOP)
+                   else "the run folder must be writable: copy it somewhere writable (`cp -r`) and use the copy")
+            raise RunFolderError(f"cannot lock run {self.path.name}: {self.path / '.lock'}: {err.strerror}; {fix}") from None
+        f = open(fd, "a+")  # noqa: SIM115  held open: the lock lasts while the file is open
         try:
             fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -228,3 +249,18 @@ class RunFolder:
         if self._lock_file is not None:
             self._lock_file.close()
             self._lock_file = None
+
+
+def _placed_special(run: Path) -> str | None:
+    """Why the run folder cannot be read: a FIFO, device or socket placed in it (reading one blocks)."""
+    for folder, _dirs, files in os.walk(run):
+        for name in files:
+            path = os.path.join(folder, name)
+            try:
+                mode = os.lstat(path).st_mode
+            except OSError:
+                continue  # gone meanwhile
+            if stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISSOCK(mode):
+                return (f"{path} is not a regular file (a FIFO, device or socket), which dsv4-agent never makes in a "
+                        "run folder and cannot read without blocking: remove it (or restore the file) and try again")
+    return None

@@ -62,7 +62,11 @@ def _lock_holder(path: Path) -> str | None:
     lock = path / ".lock"
     if not lock.exists():
         return None
-    with open(lock) as f:
+    try:
+        fd = json_data.open_regular(lock, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:  # a FIFO or link placed as .lock: no agent holds a lock through it
+        return None
+    with open(fd) as f:
         try:
             fcntl.flock(f, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -123,7 +127,12 @@ def _why_keep(entry: RunEntry) -> str | None:
 
 def _remove_locked(path: Path) -> str | None:
     """Delete the folder while holding its lock; the reason it was kept otherwise."""
-    fd = os.open(path / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+    if path.is_symlink():  # never a lock file made, nor a folder deleted, where the link points
+        return f"a symbolic link (to {os.readlink(path)}), not a run folder: remove the link by hand"
+    try:
+        fd = json_data.open_regular(path / ".lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW)
+    except OSError as err:
+        return f"cannot take its lock ({path / '.lock'}: {err.strerror}): remove that file by hand"
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -131,5 +140,7 @@ def _remove_locked(path: Path) -> str | None:
             return "an agent started driving it just now"
         shutil.rmtree(path)
         return None
+    except OSError as err:  # a read-only file system, a file of another user
+        return f"cannot remove it: {err.strerror} ({err.filename}); remove it by hand"
     finally:
         os.close(fd)

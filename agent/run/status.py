@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from tools import json_data
 from agent.run.folder import RunFolder, RunFolderError
 from agent.terminal.printable import gpu_list, one_line
-from agent.run.trace_read import TraceError, read_trace
+from agent.run.trace_read import TraceError, count_events
 
 if TYPE_CHECKING:
     from tools.jobs import JobState  # status reads no job: pydantic stays unimported
@@ -93,9 +93,9 @@ def status_data(run: RunFolder) -> dict:
     trace: dict = {"events": None, "warning": None, "error": None}
     if run.trace_path.exists():
         try:
-            read = read_trace(run.trace_path, schema=False)  # a count and what is wrong: no pydantic
-            trace.update(events=len(read.events), warning=read.warning or None)
-        except TraceError as err:
+            read = count_events(run.trace_path)  # a count and what is wrong, streamed: no pydantic
+            trace.update(events=read.events, warning=read.warning)
+        except (TraceError, OSError) as err:
             trace["error"] = str(err)
     try:
         result, result_error = run.result, None

@@ -4,8 +4,8 @@ Lines are decoded one by one (a kill can cut one anywhere, even inside a UTF-8 c
 bytes make a reader crash. Found: the good events; the *tail* of bad lines after the last good one
 (``resume`` cuts it off and says so); ``seq`` *gaps* (events lost or written twice); and a bad line
 followed by good events, corruption that ``read_trace`` (resume) refuses and ``read_events``
-(replay, timeline) stops at. ``status`` reads with ``schema=False``: only the envelope is checked
-and pydantic is never imported (docs/trace.md).
+(replay, timeline) stops at. ``status`` counts with ``count_events``: line by line (a trace of any
+size, none of its events kept), only the envelope checked, pydantic never imported.
 """
 from __future__ import annotations
 
@@ -60,9 +60,7 @@ class TraceReadResult:
 
     @property
     def problems(self) -> list[str]:
-        found = [f"trace ends with {self.tail.describe()}; read {len(self.events)} events before it"] \
-            if self.tail else []
-        return found + [f"trace sequence gap: {g.describe()}" for g in self.gaps]
+        return _problems(self.tail, self.gaps, len(self.events))
 
     @property
     def warning(self) -> str | None:
@@ -71,6 +69,11 @@ class TraceReadResult:
     @property
     def next_seq(self) -> int:
         return max((e["seq"] for e in self.events), default=-1) + 1
+
+
+def _problems(tail: TraceTail | None, gaps: list[SeqGap], events: int) -> list[str]:
+    found = [f"trace ends with {tail.describe()}; read {events} events before it"] if tail else []
+    return found + [f"trace sequence gap: {g.describe()}" for g in gaps]
 
 
 @dataclass
@@ -192,3 +195,47 @@ def read_events(path: Path) -> tuple[list[dict], str | None]:
                             f"lost or written twice); the record ends after event {_last(events)}")
         events.append(line.event)
     return events, None
+
+
+@dataclass
+class TraceCount:
+    """What ``status`` says of a trace: its events counted and what is wrong, read line by line (a trace
+    of any size costs the memory of its longest line, not of its events)."""
+
+    events: int = 0
+    warning: str | None = None
+
+
+def count_events(path: Path | str) -> TraceCount:
+    """``read_trace(path, schema=False)``'s count and warning, or its TraceError, without keeping events."""
+    count, last_seq, gaps, size, good_size = 0, None, [], 0, 0
+    bad: list[_Line] = []  # the bad lines since the last good event
+    newer = middle = None
+    with open(json_data.open_regular(path), "rb") as f:
+        for number, raw in enumerate(f, start=1):
+            size += len(raw)
+            if not raw.strip():
+                continue
+            terminated = raw.endswith(b"\n")
+            event, problem = _parse(raw[:-1] if terminated else raw, terminated, schema=False)
+            if event is None:
+                newer = newer or (_Line(number, size, None, problem) if problem.startswith(VERSION) else None)
+                bad.append(_Line(number, size, None, problem))
+                continue
+            middle = middle or (bad[0] if bad else None)
+            if last_seq is None and event["seq"] != 0:
+                gaps.append(SeqGap(-1, event["seq"]))
+            elif last_seq is not None and event["seq"] != last_seq + 1:
+                gaps.append(SeqGap(last_seq, event["seq"]))
+            count, last_seq, good_size, bad = count + 1, event["seq"], size, []
+    tail = TraceTail(size=size - good_size, lines=len(bad), why=f"line {bad[0].number}: {bad[0].problem}") \
+        if bad else None
+    if newer is not None:
+        raise TraceError(f"{path}: line {newer.number}: {newer.problem[len(VERSION):]}")
+    if not count and tail is not None and not (tail.lines == 1 and "torn" in tail.why):
+        raise TraceError(f"{path} holds no trace event ({tail.why}): it is not a record this agent can "
+                         "continue; move it aside to start the run over")
+    if middle is not None:
+        raise TraceError(f"{path}: line {middle.number} is {middle.problem}, and good events follow it: the "
+                         "trace is corrupt in the middle; replay reads it up to there (dsv4-agent replay RUN)")
+    return TraceCount(count, "; ".join(_problems(tail, gaps, count)) or None)

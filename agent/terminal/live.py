@@ -140,7 +140,8 @@ class LiveView:
             row = bench_row(event["variant"]) if event.get("kind") == "bench" else job_key(event)
             job = self.jobs[row]
             left = eta(job, now)
-            self.say(f"[{lane}] progress: {row} {job['done']}/{job['total']} ({crossed:.0%}"
+            share = job["done"] / job["total"]  # the share done, not the quarter it crossed (8/18 is 44%)
+            self.say(f"[{lane}] progress: {row} {job['done']}/{job['total']} ({share:.0%}"
                      f"{f', ETA {clock(left)}' if left is not None else ''})")
 
     def _job(self, event: dict, kind: str, now: float) -> None:

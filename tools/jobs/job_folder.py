@@ -78,6 +78,13 @@ def snapshot(job_dir):
     snap = dict(files, stop=os.path.exists(os.path.join(job_dir, "stop.json")), now=time.time(),
                 alive=processes.is_process(pid, start, token),
                 job_alive=processes.group_alive(wrapper.get("child_pgid"), wrapper.get("child_start_time"), token))
+    # A copy of a run folder (cp -r) holds the original's tokens: its processes run for the original's
+    # folder (their DSV4_JOB_DIR), and the copy neither follows nor signals them.
+    running = pid if snap["alive"] else wrapper.get("child_pgid") if snap["job_alive"] else None
+    started_for = processes.job_dir_of(running) if running else None
+    if started_for and os.path.realpath(started_for) != os.path.realpath(job_dir):
+        snap.update(alive=False, job_alive=False, copied_from=started_for)
+        return snap
     if snap["exit"] is None and snap["command_exit"] is not None and not snap["alive"] and not snap["job_alive"]:
         ended = dict(snap["command_exit"], reason="stopped" if snap["stop"] else "exited", recorded_by="ledger")
         write_json(os.path.join(job_dir, "exit.json"), ended)  # the wrapper died: its leader's record stands
@@ -87,6 +94,10 @@ def snapshot(job_dir):
 
 def unverifiable(snap):
     """Why this job's processes cannot be signalled safely, or '' (a pid runs that we cannot prove ours)."""
+    if snap.get("copied_from"):
+        return ("its processes run for the job folder %s: this run folder is a copy, and a copy never controls "
+                "the original's jobs; nothing was signalled (`dsv4-agent jobs` on the original stops them)"
+                % snap["copied_from"])
     pid, start = wrapper_identity(snap["launch"], snap["wrapper"])
     if pid and start is None and processes.start_time(pid) is not None:
         return ("no start time is recorded for its wrapper (pid %d), so it cannot be told from another process "

@@ -45,6 +45,9 @@ def load_manifest(path: Path) -> Manifest:
         return Manifest.model_validate_json(Path(path).read_text())
     except FileNotFoundError:
         raise ToolError(f"no install manifest at {path}: this run installed no kernel configs") from None
+    except ValueError as err:  # pydantic's ValidationError: damaged or crafted, one line and no traceback
+        raise ToolError(f"{path} is not an install manifest ({str(err).splitlines()[0]}); restore it from the run's "
+                        "copy, or undo the install by hand") from None
 
 
 def install_configs(merged: list[Path], config_dir: Path, run_dir: Path) -> Manifest:

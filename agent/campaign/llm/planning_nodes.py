@@ -15,7 +15,7 @@ from typing import Literal
 
 from agent.campaign.llm.conversation import CONVERSATION_FILE, Conversation
 from agent.campaign.llm.loop import ToolLoop
-from agent.campaign.planner import render_plan_md, say_gate
+from agent.campaign.planner import render_plan_md, say_gate, will_not_happen
 from agent.campaign.preflight import Preflight
 from agent.campaign.gpu_jobs import announce
 from agent.campaign.llm.prompts import quote_untrusted, render
@@ -154,11 +154,14 @@ def llm_plan(rt: Runtime, state: CampaignState) -> dict:
     steps, sections = finish_plan(rt, preflight, answer, _registry(rt, preflight))
     model = (rt.llm.model if rt.llm else None) or rt.settings.llm_model or "replay"
     who = f"LLM ({model} at {redact_text(rt.settings.llm_base_url or 'replay')})"
-    plan_md = render_plan_md(state["goal"], steps, [], preflight, who, rt.settings) + "\n" + sections
+    will_not = will_not_happen(steps, preflight)
+    plan_md = render_plan_md(state["goal"], steps, [], preflight, who, rt.settings, will_not) + "\n" + sections
     dumps = [s.model_dump(mode="json") for s in steps]
     rt.run.write_json("plan.json", dumps)
     rt.run.write_text("plan.md", plan_md)
     rt.trace.emit("artifact_written", "control", path="plan.md", bytes=len(plan_md.encode()))
     say_gate(rt, steps)
+    for line in will_not:
+        rt.say(f"[control] note: {line}")
     announce(rt, steps, preflight)
     return {"steps": dumps}

@@ -176,6 +176,18 @@ def processes_of_job(job_dir, recorded=None):
     return sorted(found)
 
 
+def job_dir_of(pid):
+    """The ledger folder ``pid`` was started for (its ``DSV4_JOB_DIR``), or None."""
+    try:
+        with open("/proc/%d/environ" % int(pid), "rb") as f:
+            environ = f.read(_MAX_ENVIRON)
+    except (OSError, ValueError, TypeError):
+        return None
+    prefix = ("%s=" % JOB_DIR_ENV).encode()
+    found = [item[len(prefix):] for item in environ.split(b"\0") if item.startswith(prefix)]
+    return found[0].decode(errors="replace") if found else None
+
+
 def _with_job_dir(job_dir):
     wanted = ("%s=%s" % (JOB_DIR_ENV, os.path.abspath(str(job_dir)))).encode() + b"\0"
     found = []

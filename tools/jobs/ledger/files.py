@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from pathlib import Path
 
@@ -38,6 +39,17 @@ def tail_log(folder: Path, max_chars: int) -> str:
             return f.read().decode("utf-8", errors="replace")
     except FileNotFoundError:
         return ""
+
+
+_ERROR_WORDS = re.compile(r"error|exception|traceback|failed|refused|denied|not found|no such", re.I)
+
+
+def last_error_line(log_tail: str, max_chars: int = 240) -> str:
+    """Why a command failed, as its output says: the last line that reads like an error, stripped and
+    capped; '' when none does."""
+    lines = [line.strip() for line in log_tail.splitlines() if line.strip()]
+    said = next((line for line in reversed(lines) if _ERROR_WORDS.search(line)), "")
+    return said if len(said) <= max_chars else said[:max_chars - 1] + "…"
 
 
 def ledger_keys(root: Path) -> list[str]:

@@ -11,8 +11,10 @@ from pathlib import Path
 
 from tools.base import ToolError
 from tools.jobs import job_folder
-from tools.jobs.ledger.files import ledger_keys, read_json
+from tools.jobs.ledger.files import last_error_line, ledger_keys, read_json, tail_log
 from tools.jobs.ledger.state import state_fields
+
+LOG_TAIL_BYTES = 8192  # enough for a traceback's last lines, little to read per listed job
 
 
 def ledger_state(root: Path, key: str) -> dict:
@@ -20,7 +22,11 @@ def ledger_state(root: Path, key: str) -> dict:
     folder = Path(root) / key
     if read_json(folder / "job.json") is None:
         raise ToolError(f"no job {key!r} in {root}; `dsv4-agent jobs RUN` lists the run's jobs")
-    return state_fields(key, job_folder.snapshot(str(folder)), str(folder / "log.txt"))
+    fields = state_fields(key, job_folder.snapshot(str(folder)), str(folder / "log.txt"))
+    # "exit code 1" alone says nothing of why
+    if fields["status"] == "failed" and fields["exit_code"] and (why := last_error_line(tail_log(folder, LOG_TAIL_BYTES))):
+        fields["reason"] = f"{fields['reason']}: {why}"
+    return fields
 
 
 def local_jobs(root: Path) -> list[dict]:

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from tools.jobs.spec import JobState
 
 SPAWN_WAIT_S = 5.0
+COPY_NOTE = "runs for another run folder, of which this is a copy: not this run's to follow or stop"
 ORPHAN_NOTE = "its wrapper died; the job's own process group runs on and is followed there"
 
 
@@ -58,6 +59,8 @@ def state_fields(key: str, snap: dict, log_path: str) -> dict:
         state.update(exit_fields(recorded, job))
         state["reason"] = (state["reason"] + "; " if state["reason"] else "") + \
             "its wrapper died, the job's leader recorded the exit"
+    elif snap.get("copied_from"):
+        state["status"], state["reason"] = "lost", f"{COPY_NOTE} ({snap['copied_from']})"
     elif snap.get("job_alive"):
         state["status"], state["reason"] = "running", ORPHAN_NOTE
     elif snap.get("stop"):
