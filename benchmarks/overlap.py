@@ -34,7 +34,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from agent.report.timeline import intersect, measure, union  # noqa: E402
-from agent.trace import read_trace  # noqa: E402
+from agent.run.trace import read_trace  # noqa: E402
 from benchmarks.harness import AGENT, finish, first_run_env, row  # noqa: E402
 from benchmarks.campaign_doubles import campaign_args, campaign_env, package_copy  # noqa: E402
 from tools.source.resolve import ensure_wheel_source  # noqa: E402

@@ -22,7 +22,7 @@ def run_cli(*args: str, cwd: Path, env: dict | None = None) -> subprocess.Comple
     --json output): the same commands, exit codes and streams as ``agent()``, a second faster."""
     from typer.testing import CliRunner
 
-    from agent.cli import app
+    from agent.commands.cli import app
 
     kept = clean_env()
     leaked = {k: None for k in os.environ if k not in kept}  # the settings clean_env drops

@@ -8,7 +8,7 @@ call runs, or with ``:after`` right after it returned: exactly what a
 the real code: the product is not changed, only the one function is wrapped in this process.
 Example: die as the second tuned config is about to be copied into SGLang's folder:
 
-    python tests/fault_injector.py tools.tuning.host_install:replace:2 agent.cli:main "tune kernels" ...
+    python tests/fault_injector.py tools.tuning.host_install:replace:2 agent.commands.cli:main "tune kernels" ...
 """
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ At the first call of MODULE.NAME (NAME may be ``Class.method``) the sorted modul
 FILE as JSON, then the call runs; everything else is the real code, run as it is. Example: what a
 campaign has imported when it launches its first job:
 
-    python tests/modules_at_call.py tools.jobs.local:LocalExecutor.launch mods.json agent.cli:main "tune kernels"
+    python tests/modules_at_call.py tools.jobs.local:LocalExecutor.launch mods.json agent.commands.cli:main "tune kernels"
 """
 from __future__ import annotations
 

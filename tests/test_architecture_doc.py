@@ -11,7 +11,7 @@ ARCHITECTURE = (ROOT / "docs" / "architecture.md").read_text()
 README = (ROOT / "README.md").read_text()
 README_MAX_BYTES = 12_288
 
-# `agent/steps/table.py`, `tools/jobs/{local,ssh,slurm}`, `agent/trace.py:TraceWriter`, `agent/report/`
+# `agent/steps/step_table.py`, `tools/jobs/{local,ssh,slurm}`, `agent/run/trace.py:TraceWriter`, `agent/report/`
 CITED = re.compile(r"\b((?:agent|tools|tests|prompts|docs)/[\w/.*<>-]*(?:\{[\w,]+\}[\w/.*<>-]*)?)(?::(\w+))?")
 
 
@@ -79,7 +79,7 @@ def test_the_things_that_touch_the_world_are_counted_right():
     words = {"three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8}
     said = re.search(r"the (\w+) things that touch the world", ARCHITECTURE)
     assert said, "docs/architecture.md no longer counts the things that touch the world"
-    tree = ast.parse((ROOT / "agent" / "record_source.py").read_text())
+    tree = ast.parse((ROOT / "agent" / "campaign" / "record_source.py").read_text())
     protocol = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "RecordSource")
     methods = [n.name for n in protocol.body if isinstance(n, ast.FunctionDef)]
     assert words.get(said.group(1)) == len(methods), f"RecordSource has {len(methods)} methods: {methods}"

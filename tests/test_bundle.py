@@ -18,7 +18,7 @@ import jsonschema
 import pytest
 
 from agent.replay.driver import EXIT_REPRODUCED, replay_run
-from agent.trace import read_trace
+from agent.run.trace import read_trace
 from tests.campaign_fixtures import DOUBLES, campaign_args, campaign_env, make_campaign_checkout
 from tests.cli_helpers import only_run, run_cli
 from tests.doubles.tokenizer import build_tokenizer
@@ -199,7 +199,7 @@ def test_a_sound_archive_unpacks_and_another_run_of_its_name_is_left_alone(tmp_p
     garbage.write_bytes(b"not gzip at all")
     bad = run_cli("resume", str(garbage), cwd=tmp_path)
     assert bad.returncode == 2 and "not a bundle made by `dsv4-agent bundle`" in bad.stderr
-    from agent.bundle import unpack_bundle
+    from agent.run.bundle import unpack_bundle
 
     archive = _archive(tmp_path / "sound.tar.gz", _good())
     run, fresh = unpack_bundle(archive, tmp_path / "runs")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.bundle_data import BUNDLED_GSM8K
+from agent.run.bundle_data import BUNDLED_GSM8K
 from tests.campaign_fixtures import DOUBLES, campaign_args, campaign_env, make_campaign_checkout
 from tests.cli_helpers import only_run, run_cli
 from tests.decision_fixtures import write_gsm8k

@@ -1,4 +1,4 @@
-"""What resume relies on from LangGraph's SqliteSaver (agent/checkpoints.py), on a real graph: a lane
+"""What resume relies on from LangGraph's SqliteSaver (agent/campaign/checkpoints.py), on a real graph: a lane
 that finished in a superstep that did not commit has its writes saved and would be skipped on
 resume; after ``forget_pending_writes`` every lane of that superstep runs again."""
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Annotated, TypedDict
 import pytest
 from langgraph.graph import END, START, StateGraph
 
-from agent.checkpoints import forget_pending_writes, open_checkpoints
+from agent.campaign.checkpoints import forget_pending_writes, open_checkpoints
 from tests.slowdown import wait_for
 
 

@@ -208,24 +208,24 @@ def test_a_refusal_while_a_background_import_runs_ends_without_the_interpreter_t
     with os._exit after its output is flushed; with nothing loading it exits as usual."""
     import threading
 
-    from agent import preload
-    from agent.commands import base
+    from agent.campaign import preload
+    from agent.commands import shared
 
     release = threading.Event()
     importing = threading.Thread(target=release.wait, daemon=True)
     monkeypatch.setattr(preload, "_GRAPH_PRELOAD", [importing])
-    monkeypatch.setattr(base, "_END_AT_ONCE", True)
+    monkeypatch.setattr(shared, "_END_AT_ONCE", True)
 
     def ended(code):
         raise _Ended(code)
 
-    monkeypatch.setattr(base.os, "_exit", ended)
+    monkeypatch.setattr(shared.os, "_exit", ended)
     importing.start()
     with pytest.raises(_Ended) as hard:
-        base.run_main(lambda **_: 2, None, None)
+        shared.run_main(lambda **_: 2, None, None)
     assert hard.value.args == (2,)
     release.set()
     importing.join()
     with pytest.raises(SystemExit) as usual:
-        base.run_main(lambda **_: 2, None, None)
+        shared.run_main(lambda **_: 2, None, None)
     assert usual.value.code == 2

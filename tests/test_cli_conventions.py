@@ -17,9 +17,9 @@ import jsonschema
 import pytest
 from typer.testing import CliRunner
 
-from agent.cli import app
+from agent.commands.cli import app
 from agent.commands.options import OPTIONS
-from agent.config import Settings
+from agent.settings.model import Settings
 from tests.cli_helpers import AGENT, agent, clean_env, run_cli
 from tests.slowdown import limit
 from tools.jobs import JobSpec, LocalExecutor

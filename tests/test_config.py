@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from agent.config import Settings, SettingsError
-from agent.config_layers import load_settings
-from agent.config_file import ConfigFileError, allow
+from agent.settings.model import Settings, SettingsError
+from agent.settings.layers import load_settings
+from agent.settings.config_file import ConfigFileError, allow
 
 
 def test_defaults(tmp_path: Path):

@@ -11,7 +11,7 @@ from tools.base import ToolError
 from tools.constraints.extract import ExtractConstraintsArgs, extract_constraints
 from tools.measure.accuracy import AccuracyPlan, AccuracyResult, gate, wilson
 from tools.measure.results import record_from_dict
-from tools.measure.variants import evidence_choices, user_choices
+from tools.mtp.variants import evidence_choices, user_choices
 from tools.measure.verdict import Slo, decide, point_stats
 from tools.mtp.infer import InferMtpArgs, infer_mtp
 

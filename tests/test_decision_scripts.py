@@ -13,7 +13,8 @@ from tests.decision_fixtures import write_gsm8k
 from tests.doubles.tokenizer import build_tokenizer
 from tests.slowdown import limit
 from tools.measure.accuracy import AccuracyPlan
-from tools.scripts import FlagChoice, MeasurePlan, RenderScriptsArgs, ServeVariant, render_scripts
+from tools.measure.script_render import RenderScriptsArgs, render_scripts
+from tools.scripts import FlagChoice, MeasurePlan, ServeVariant
 
 
 def _mtp(name: str, steps: int, tok: str) -> ServeVariant:

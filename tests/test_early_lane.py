@@ -1,5 +1,5 @@
 """A fresh campaign's first GPU job starts before LangGraph and the research and report code are imported
-(agent/early_lane.py): the campaign on the doubles of tests/campaign_fixtures.py, with the names in
+(agent/campaign/early_lane.py): the campaign on the doubles of tests/campaign_fixtures.py, with the names in
 ``sys.modules`` written at its first job launch (tests/modules_at_call.py), ends finished and replays."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from agent.replay.driver import EXIT_REPRODUCED, replay_run
-from agent.trace import read_trace
+from agent.run.trace import read_trace
 from tests.campaign_fixtures import campaign_args, campaign_env
 from tests.cli_helpers import clean_env, only_run
 from tests.slowdown import limit
@@ -18,16 +18,16 @@ PROBE = Path(__file__).resolve().parent / "modules_at_call.py"
 LAUNCH = "tools.jobs.local:LocalExecutor.launch"
 # what the first job must not wait for: the graph machinery, the LLM and research code (the MTP evidence
 # engine, the scripts), the measure step and the report
-NOT_BEFORE_THE_FIRST_JOB = ("langgraph", "langchain", "langsmith", "openai", "matplotlib", "agent.graph",
-                            "agent.nodes", "agent.report", "agent.llm.", "agent.steps.write_scripts",
+NOT_BEFORE_THE_FIRST_JOB = ("langgraph", "langchain", "langsmith", "openai", "matplotlib", "agent.campaign.graph",
+                            "agent.campaign.nodes", "agent.report", "agent.campaign.llm.", "agent.steps.write_scripts",
                             "agent.steps.benchmark", "tools.mtp")
-ALLOWED = ("agent.llm.budget",)  # the budget's exception type, which the campaign's driver catches
+ALLOWED = ("agent.campaign.llm.budget",)  # the budget's exception type, which the campaign's driver catches
 
 
 def _campaign_with_probe(root: Path, wheel_root: Path, goal: str,
                          *more: str) -> tuple[subprocess.CompletedProcess, list[str]]:
     modules = root / "modules-at-first-launch.json"
-    done = subprocess.run([sys.executable, str(PROBE), LAUNCH, str(modules), "agent.cli:main",
+    done = subprocess.run([sys.executable, str(PROBE), LAUNCH, str(modules), "agent.commands.cli:main",
                            *campaign_args(root, wheel_root, goal), *more],
                           cwd=root, env=clean_env(campaign_env(root, unit_s=0.05)), capture_output=True, text=True,
                           timeout=limit(240))

@@ -12,7 +12,7 @@ from pathlib import Path
 from agent.steps.measure_plan import mtp_variant
 from tools.mtp.infer import InferMtpArgs, infer_mtp
 from tools.scripts import ServeVariant
-from tools.scripts.render import render_serve_script
+from tools.measure.script_render import render_serve_script
 
 FIXTURE = Path(__file__).parent / "fixtures" / "evidence" / "checkout"
 REPO = Path(__file__).resolve().parents[1]

@@ -224,7 +224,7 @@ def test_wheel_catalog_complete_and_fixture_recipes(sglang_wheel_root):
 
 
 def test_spec_catalog_and_flag_guard_read_the_same_fields(sglang_wheel_root):
-    from agent.llm.flag_guard import server_flag_catalog
+    from agent.campaign.llm.flag_guard import server_flag_catalog
 
     root = sglang_wheel_root
     catalog = spec_catalog(SpecCatalogArgs(package_dir=str(root / "sglang"), root=str(root)))

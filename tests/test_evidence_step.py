@@ -4,11 +4,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from agent.config_layers import load_settings
-from agent.runfolder import RunFolder
+from agent.settings.layers import load_settings
+from agent.run.folder import RunFolder
 from agent.steps.base import PlanStep, StepContext
 from agent.steps.infer_mtp import run
-from agent.trace import TraceWriter, iter_events
+from agent.run.trace import TraceWriter, iter_events
 from tools.gpus import GpuInfo
 from tools.jobs.factory import make_executor
 

@@ -99,9 +99,9 @@ def test_no_rendered_script_holds_a_placeholder_or_an_empty_required_value(tree,
     settings): no `<unresolved`, and no flag that takes a value left without one."""
     from agent.steps.measure_plan import _choice_variant, mtp_variant
     from tools.constraints.extract import ExtractConstraintsArgs, extract_constraints
-    from tools.measure.variants import evidence_choices
+    from tools.mtp.variants import evidence_choices
     from tools.scripts import EnvChoice, FlagChoice, ServeVariant
-    from tools.scripts.render import render_serve_script
+    from tools.measure.script_render import render_serve_script
     from tools.source.fields import read_fields
 
     switches = {flag for f in read_fields(tree / "python/sglang", tree).fields if "bool" in f.type for flag in f.flags}

@@ -15,13 +15,13 @@ import pytest
 from rich.console import Console
 
 from agent.commands.mtp_table import print_answer
-from agent.config_layers import load_settings
-from agent.runfolder import RunFolder
+from agent.settings.layers import load_settings
+from agent.run.folder import RunFolder
 from agent.steps import verify_scripts
 from agent.steps.base import PlanStep, StepContext
 from agent.steps.infer_mtp import run as run_infer
 from agent.steps.write_scripts import run as run_write_scripts
-from agent.trace import TraceWriter
+from agent.run.trace import TraceWriter
 from tools.jobs.factory import make_executor
 from tools.mtp.infer import InferMtpArgs, MtpAnswer, infer_mtp
 from tools.mtp.answer import Verification

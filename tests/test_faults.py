@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from agent.replay.driver import EXIT_REPRODUCED, replay_run
-from agent.trace import read_trace
+from agent.run.trace import read_trace
 from tests.campaign_fixtures import campaign_args, campaign_env, graph_committed, hold_tuning
 from tests.cli_helpers import AGENT, clean_env, only_run, run_cli, start_agent, wait_for
 from tests.conftest import missing

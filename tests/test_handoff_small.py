@@ -215,9 +215,9 @@ def _variants(trace: bytes) -> list[bytes]:
 
 
 def test_status_counts_a_trace_line_by_line_as_the_whole_reader_does(tmp_path):
-    """``status`` streams the trace (agent/trace_read.py count_events): the same count, warning and refusal
+    """``status`` streams the trace (agent/run/trace_read.py count_events): the same count, warning and refusal
     as reading it whole, on a recorded trace and every damaged form of it tried."""
-    from agent.trace_read import TraceError, count_events, read_trace
+    from agent.run.trace_read import TraceError, count_events, read_trace
 
     recorded = next(Path(__file__).parent.glob("golden/*/trace.jsonl")).read_bytes()
     path = tmp_path / "trace.jsonl"

@@ -1,121 +1,24 @@
-"""The import graph of agent/ and tools/, read with ast: imports go one way (tools/ never imports
-agent/, LangGraph or openai) and no modules import each other in a circle, deferred imports
-inside functions included. Imports under ``if TYPE_CHECKING:`` never run and are not counted.
+"""The import graph of agent/ and tools/ (tests/import_graph.py): imports go one way (tools/ never
+imports agent/, LangGraph or openai; no module imports a layer above its own) and no modules import each
+other in a circle, deferred imports inside functions and imports under ``if TYPE_CHECKING:`` included.
 Typer's private modules and SQL on LangGraph's tables each stay in one module."""
 from __future__ import annotations
 
 import ast
 import re
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("agent", "tools")
+from tests.import_graph import (GROUND_MODULES, MODULES, ROOT, circles, climbs, graph, imported, layer_of, shared_names,
+                                top_level)
+
 TOOLS_NEVER_IMPORT = ("agent", "langgraph", "openai")
-
-
-def module_name(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-MODULES = {module_name(p): p for package in PACKAGES for p in (ROOT / package).rglob("*.py")}
-
-
-def _is_type_checking(node: ast.If) -> bool:
-    return "TYPE_CHECKING" in ast.unparse(node.test)
-
-
-def imported(name: str, path: Path) -> set[str]:
-    """Every module ``name`` imports (absolute names, ours and others'), at any depth."""
-    package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
-    found: set[str] = set()
-
-    def visit(node: ast.AST) -> None:
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.If) and _is_type_checking(child):
-                visit(ast.Module(body=child.orelse, type_ignores=[]))
-                continue
-            if isinstance(child, ast.Import):
-                found.update(alias.name for alias in child.names)
-            elif isinstance(child, ast.ImportFrom):
-                base = ".".join(package[:len(package) - child.level + 1] + [child.module or ""]) if child.level \
-                    else child.module
-                base = base.strip(".")
-                # `from pkg import submodule` imports the submodule; `from pkg import name`, the package
-                subs = {f"{base}.{alias.name}" for alias in child.names} & MODULES.keys()
-                found.update(subs or {base})
-                if len(subs) < len(child.names):
-                    found.add(base)
-            visit(child)
-
-    visit(ast.parse(path.read_text()))
-    return found
-
-
-def ours(target: str) -> str | None:
-    """The module of ours that importing ``target`` names (a name inside one resolves to it)."""
-    parts = target.split(".")
-    while parts and ".".join(parts) not in MODULES:
-        parts.pop()
-    return ".".join(parts) or None
-
-
-def graph() -> dict[str, set[str]]:
-    edges = {}
-    for name, path in MODULES.items():
-        targets = {ours(t) for t in imported(name, path)}
-        # a submodule's own packages run before it; naming them is not an edge back
-        edges[name] = {t for t in targets if t and t != name and not name.startswith(t + ".")}
-    return edges
-
-
-def circles(edges: dict[str, set[str]]) -> list[list[str]]:
-    """Strongly connected components of more than one module (Tarjan, iterative)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found = []
-    for start in edges:
-        if start in index:
-            continue
-        work = [(start, iter(sorted(edges[start])))]
-        index[start] = low[start] = len(index)
-        stack.append(start)
-        on_stack.add(start)
-        while work:
-            node, children = work[-1]
-            child = next(children, None)
-            if child is not None:
-                if child not in index:
-                    index[child] = low[child] = len(index)
-                    stack.append(child)
-                    on_stack.add(child)
-                    work.append((child, iter(sorted(edges[child]))))
-                elif child in on_stack:
-                    low[node] = min(low[node], index[child])
-                continue
-            work.pop()
-            if work:
-                low[work[-1][0]] = min(low[work[-1][0]], low[node])
-            if low[node] == index[node]:
-                component = []
-                while True:
-                    member = stack.pop()
-                    on_stack.discard(member)
-                    component.append(member)
-                    if member == node:
-                        break
-                if len(component) > 1:
-                    found.append(sorted(component))
-    return found
 
 
 def test_the_graph_is_read():
     edges = graph()
     assert "tools.recipes.values" in edges["tools.recipes.calls"]
-    assert "agent.trace_read" in edges["agent.trace"]
-    assert "agent.trace_schema" in edges["agent.trace_read"]  # a deferred import inside a function counts
+    assert "agent.run.trace_read" in edges["agent.run.trace"]
+    assert "agent.run.trace_schema" in edges["agent.run.trace_read"]  # a deferred import inside a function counts
+    assert "agent.terminal.live" in edges["agent.campaign.runtime"]  # so does one under TYPE_CHECKING
 
 
 def test_the_circle_finder_finds_a_circle():
@@ -151,4 +54,47 @@ def test_langgraphs_tables_are_queried_by_one_module():
     users = sorted(name for name, path in MODULES.items()
                    if any(isinstance(node, ast.Constant) and isinstance(node.value, str) and LANGGRAPH_SQL.search(node.value)
                           for node in ast.walk(ast.parse(path.read_text()))))
-    assert users == ["agent.checkpoints"], f"SQL on LangGraph's checkpoint tables outside agent/checkpoints.py: {users}"
+    assert users == ["agent.campaign.checkpoints"], f"SQL on LangGraph's checkpoint tables outside agent/campaign/checkpoints.py: {users}"
+
+
+def test_every_module_has_a_layer():
+    missing = sorted(name for name in MODULES if layer_of(name) is None)
+    assert not missing, f"modules no layer of tests/import_graph.py:LAYERS names (add them there): {missing}"
+
+
+def test_the_climb_finder_finds_a_climb():
+    assert layer_of("agent.commands.main") > layer_of("agent.campaign.runtime") > layer_of("agent.run.trace") \
+        > layer_of("tools.base")
+    assert climbs({"agent.run.trace": frozenset({"agent.commands.main", "tools.base"})}) == \
+        ["agent.run.trace -> agent.commands.main"]
+
+
+def test_no_import_climbs_a_layer():
+    found = climbs(graph())
+    assert not found, f"imports from a layer to one above it (tests/import_graph.py:LAYERS): {found}"
+
+
+def test_agents_top_level_holds_package_faces_and_ground_modules():
+    loose = top_level("agent")
+    assert len(loose) <= GROUND_MODULES, f"agent/ holds {len(loose)} modules beside its packages: {loose}"
+
+
+def test_no_two_modules_of_agent_share_a_name():
+    shared = shared_names("agent")
+    assert not shared, f"modules of agent/ that share a file name: {shared}"
+
+
+def test_no_test_module_imports_another():
+    """What tests share lives in tests/ helper modules (fixtures, builders), never in a test module."""
+    tests = ROOT / "tests"
+    found = []
+    for path in sorted(tests.rglob("*.py")):
+        if {"fixtures", "golden"} & set(path.relative_to(tests).parts):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else \
+                re.findall(r"(?:from|import) (tests\.test_\w+)", node.value) if isinstance(node, ast.Constant) and \
+                isinstance(node.value, str) else []
+            found += [f"{path.relative_to(ROOT)}: {n}" for n in names if n.startswith("tests.test_")]
+    assert not found, f"test modules imported by others (move what they share to a helper module): {found}"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.trace import read_trace
+from agent.run.trace import read_trace
 from tests.campaign_fixtures import campaign_args, campaign_env, hold_tuning
 from tests.cli_helpers import only_run, run_cli, start_agent, wait_for
 from tests.slowdown import limit
@@ -103,10 +103,10 @@ def test_a_lane_that_ends_after_the_graph_unwound_leaves_no_traceback(caplog):
     """LangGraph wakes from waiting on a superstep's lanes before their done-callbacks ran, then closes its
     executor; a lane that ends in that moment (after another lane's error or Ctrl-C) fails to record its
     writes in the callback, which concurrent.futures logs as a traceback over the user's terminal. The
-    campaign drops exactly that record (agent/interrupts.py), and nothing else."""
+    campaign drops exactly that record (agent/campaign/interrupts.py), and nothing else."""
     from concurrent.futures import Future, ThreadPoolExecutor
 
-    from agent.interrupts import _quiet_late_lane_writes
+    from agent.campaign.interrupts import _quiet_late_lane_writes
 
     _quiet_late_lane_writes()
     closed = ThreadPoolExecutor(1)
@@ -132,7 +132,7 @@ def test_an_install_let_through_before_the_signal_is_dated_before_it(tmp_path, m
     import threading
     from concurrent.futures import ThreadPoolExecutor
 
-    from agent.interrupts import SignalWatch
+    from agent.campaign.interrupts import SignalWatch
     from tools import stop
     from tests.tuning_fixtures import triton_config
     from tools.tuning import host_install

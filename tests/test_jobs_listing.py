@@ -73,7 +73,7 @@ def test_jobs_prints_what_the_whole_command_line_prints_without_the_models(ledge
     probe = ("import atexit, json, sys\n"
              "atexit.register(lambda: print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
              "('typer', 'pydantic', 'langgraph', 'openai', 'rich'))), file=sys.stderr))\n"
-             f"sys.argv = ['dsv4-agent', *{argv!r}]\nfrom agent.cli import main\nmain()\n")
+             f"sys.argv = ['dsv4-agent', *{argv!r}]\nfrom agent.commands.cli import main\nmain()\n")
     done = subprocess.run([sys.executable, "-c", probe], cwd=work, env=env, capture_output=True, text=True,
                           timeout=limit(60))
     assert done.stdout == run[0].stdout

@@ -5,7 +5,7 @@ or right after it returned): a trace event being written, and each checkpoint La
 before and just after it is on disk. Whatever the instant: ``resume`` finishes the run without a
 traceback, no job is started twice and no tuning unit is tuned twice, and the run replays to exit 0,
 the resumed attempt included (the trace, not the luck of the kill, says which checkpoint the run
-stands on: agent/checkpoints.py). The campaign runs on the doubles of tests/campaign_fixtures.py.
+stands on: agent/campaign/checkpoints.py). The campaign runs on the doubles of tests/campaign_fixtures.py.
 """
 from __future__ import annotations
 
@@ -25,8 +25,8 @@ from tests.slowdown import limit
 
 REPO = Path(__file__).resolve().parents[1]
 INJECTOR = REPO / "tests" / "fault_injector.py"
-SAVE = "agent.traced_saver:TracedSaver.put"
-EVENT = "agent.trace:TraceWriter._append"
+SAVE = "agent.campaign.traced_saver:TracedSaver.put"
+EVENT = "agent.run.trace:TraceWriter._append"
 KILL_POINTS = ([f"{SAVE}:{n}:{when}" for n in range(1, 10) for when in ("before", "after")]
                + [f"{EVENT}:{n}:{when}" for n in (1, 2, 5, 12, 20, 28, 36) for when in ("before", "after")])
 
@@ -40,7 +40,7 @@ def _point_id(point: str) -> str:
 def test_a_run_killed_at_any_point_resumes_once_and_replays_exactly(tmp_path, sglang_wheel_root, point):
     env = campaign_env(tmp_path, unit_s=0.05)
     spec = point.removesuffix(":before")
-    died = subprocess.run([sys.executable, str(INJECTOR), spec, "agent.cli:main",
+    died = subprocess.run([sys.executable, str(INJECTOR), spec, "agent.commands.cli:main",
                            *campaign_args(tmp_path, sglang_wheel_root, "tune kernels")],
                           cwd=tmp_path, env=clean_env(env), capture_output=True, text=True, timeout=limit(240))
     if died.returncode == 0:

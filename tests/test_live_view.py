@@ -12,7 +12,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from agent.live import LiveView, clock
+from agent.terminal.live import LiveView, clock
 from tests.cli_helpers import AGENT, clean_env
 from tests.slowdown import limit
 
@@ -192,7 +192,7 @@ def test_the_live_views_last_screen_ends_with_the_verdict_and_the_report(tmp_pat
     assert not re.search(r"\x1b\[[0-9;]*(?:3[0-8]|9[0-7]|4[0-8])(?:;[0-9;]*)?m", pane)  # NO_COLOR
 
 
-_PROBE = ("import sys; from agent.live import LiveView; view = LiveView(); "
+_PROBE = ("import sys; from agent.terminal.live import LiveView; view = LiveView(); "
           "print(view.plain, 'rich.console' in sys.modules)")
 
 

@@ -5,9 +5,9 @@ import socket
 
 import pytest
 
-from agent.config import Settings
-from agent.llm.client import LLMClient, LLMError, RetryPolicy
-from agent.trace import TraceWriter, read_trace
+from agent.settings.model import Settings
+from agent.campaign.llm.client import LLMClient, LLMError, RetryPolicy
+from agent.run.trace import TraceWriter, read_trace
 from tests.doubles.openai_server import Fail, Reply, ScriptedOpenAI, ToolCall
 
 SECRET = "sk-test-SECRET-0123456789abcdef"

@@ -1,7 +1,7 @@
 """The flag guard against the real sglang 0.5.23 source (wheel corpus)."""
 from __future__ import annotations
 
-from agent.llm.flag_guard import FlagProposal, review_flags, review_markdown, server_flag_catalog
+from agent.campaign.llm.flag_guard import FlagProposal, review_flags, review_markdown, server_flag_catalog
 
 
 def _review(root, proposals, accept=False):

@@ -12,16 +12,16 @@ from pathlib import Path
 
 import pytest
 
-from agent.llm import nodes as llm_nodes
-from agent.campaign import start
-from agent.config import Settings
-from agent.llm.conversation import CONVERSATION_FILE, Conversation
-from agent.runfolder import RunFolder
-from agent.runtime import Runtime
-from agent.trace import TraceWriter, read_trace
+from agent.campaign.llm import planning_nodes as llm_nodes
+from agent.campaign.start_resume import start
+from agent.settings.model import Settings
+from agent.campaign.llm.conversation import CONVERSATION_FILE, Conversation
+from agent.run.folder import RunFolder
+from agent.campaign.runtime import Runtime
+from agent.run.trace import TraceWriter, read_trace
 from tests.cli_helpers import run_cli, start_agent, wait_for
 from tests.doubles.openai_server import Reply, ScriptedOpenAI, ToolCall
-from tests.test_llm_campaign import poisoned_source  # noqa: F401  (fixture: wheel flag definitions + poisoned README)
+from tests.campaign_fixtures import poisoned_source  # noqa: F401  (fixture: wheel flag definitions + poisoned README)
 from tests.slowdown import limit
 from tools.jobs.local import LocalExecutor
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent.llm.prompts import PromptError, prompt_names, quote_untrusted, render
+from agent.campaign.llm.prompts import PromptError, prompt_names, quote_untrusted, render
 
 # One example set of variables per prompt; a new prompt without an entry here fails the test.
 EXAMPLES = {

@@ -6,9 +6,9 @@ import json
 import pytest
 from pydantic import BaseModel, Field
 
-from agent.llm.dispatch import dispatch
-from agent.llm.registry import WITHHELD, RegistryError, build_registry
-from agent.trace import TraceWriter, read_trace
+from agent.campaign.llm.dispatch import dispatch
+from agent.campaign.llm.registry import WITHHELD, RegistryError, build_registry
+from agent.run.trace import TraceWriter, read_trace
 from tools.base import Tool, ToolError
 
 

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from agent.campaign import start
-from agent.config import Settings
-from agent.llm.conversation import Conversation
-from agent.llm.research import OUTCOME_FILE, RESEARCH_FILE
+from agent.campaign.start_resume import start
+from agent.settings.model import Settings
+from agent.campaign.llm.conversation import Conversation
+from agent.campaign.llm.research import OUTCOME_FILE, RESEARCH_FILE
 from agent.replay.driver import EXIT_REPRODUCED, replay_run
-from agent.trace import read_trace
+from agent.run.trace import read_trace
 from tests import shared_trees
 from tests.cli_helpers import run_cli, start_agent, wait_for
 from tests.doubles.openai_server import Reply, ScriptedOpenAI, ToolCall

@@ -7,7 +7,7 @@ import re
 import sys
 from pathlib import Path
 
-from agent.llm.flag_guard import FlagReview, FlagVerdict, review_markdown
+from agent.campaign.llm.flag_guard import FlagReview, FlagVerdict, review_markdown
 from tools.markdown import Markdown, markdown_table, md_cell, md_code
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))

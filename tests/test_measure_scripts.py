@@ -19,9 +19,8 @@ from hypothesis import strategies as st
 from tests.doubles.tokenizer import build_tokenizer
 from tests.slowdown import limit
 from tools.base import ToolError
-from tools.scripts import (
-    EnvChoice, FlagChoice, MeasurePlan, RenderScriptsArgs, ServeVariant, render_scripts, render_serve_script,
-)
+from tools.measure.script_render import RenderScriptsArgs, render_scripts, render_serve_script
+from tools.scripts import EnvChoice, FlagChoice, MeasurePlan, ServeVariant
 
 DOUBLES = Path(__file__).parent / "doubles"
 SHELLCHECK = str(Path(sysconfig.get_path("scripts")) / "shellcheck")

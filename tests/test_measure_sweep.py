@@ -14,14 +14,14 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from agent.config_layers import load_settings
+from agent.settings.layers import load_settings
 from agent.report.blocks import Para, Section
 from agent.report.build import build_report
-from agent.runfolder import RunFolder
+from agent.run.folder import RunFolder
 from agent.steps import benchmark as benchmark_step
 from agent.steps import write_scripts as write_scripts_step
 from agent.steps.base import PlanStep, StepContext, StepOutcome
-from agent.trace import TraceWriter, iter_events
+from agent.run.trace import TraceWriter, iter_events
 from tests.conftest import require_binary
 from tests.doubles.tokenizer import build_tokenizer
 from tests.slowdown import limit
@@ -122,7 +122,7 @@ def test_report_from_the_run_folder_opens_in_chromium(measured, tmp_path):
     (ctx.run.path / "steps").mkdir(exist_ok=True)
     (ctx.run.path / "steps" / "benchmark.json").write_text(json.dumps({"kind": "benchmark", "status": "done",
                                                                         "summary": "4/4 points measured"}))
-    result = CliRunner().invoke(__import__("agent.cli", fromlist=["app"]).app, ["report", str(ctx.run.path)])
+    result = CliRunner().invoke(__import__("agent.commands.cli", fromlist=["app"]).app, ["report", str(ctx.run.path)])
     assert result.exit_code == 0, result.output
     paths = [Path(p) for p in result.output.split()]
     assert {p.name for p in paths} >= {"report.md", "report.html", "tpot_vs_concurrency.png",

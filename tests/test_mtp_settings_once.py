@@ -35,7 +35,7 @@ def test_the_mtp_settings_are_worked_out_once_per_campaign(tmp_path: Path, sglan
 def _pulled_checkout(tmp_path: Path, wheel: Path) -> tuple[Path, str]:
     """An upstream-shaped SGLang clone one commit behind its upstream, the commit forbidding EAGLE."""
     from tests.sync_gitrepos import Upstream
-    from tests.test_sync_recommendation import HOOK, forbid_eagle, sglang_tree
+    from tests.sync_gitrepos import HOOK, forbid_eagle, sglang_tree
 
     upstream = Upstream(tmp_path, sglang_tree(wheel))
     clone = upstream.clone(tmp_path / "sglang")
@@ -69,12 +69,12 @@ def test_a_pull_campaign_judges_the_tree_before_and_after_and_the_step_takes_the
 def test_the_step_judges_again_when_its_gpus_differ_from_the_syncs(tmp_path: Path, sglang_wheel_root: Path,
                                                                     monkeypatch: pytest.MonkeyPatch):
     """A resume on a host with GPUs reuses the sync recorded without them: the step's inputs differ."""
-    from agent.config import Settings
-    from agent.runfolder import RunFolder
+    from agent.settings.model import Settings
+    from agent.run.folder import RunFolder
     from agent.steps.base import PlanStep, StepContext
     from agent.steps.infer_mtp import run as run_infer_step
     from agent.steps.sync import run as run_sync_step
-    from agent.trace import TraceWriter
+    from agent.run.trace import TraceWriter
     from tools.gpus import GpuInfo
     from tools.jobs.local import LocalExecutor
 

@@ -1,5 +1,5 @@
 """At plan time the console and plan.md say when the kernel tuning asked for will not run or not matter
-(agent/tuning_caveats.py), with the fix: a source without the tuning script, DeepGEMM on Hopper."""
+(agent/campaign/tuning_caveats.py), with the fix: a source without the tuning script, DeepGEMM on Hopper."""
 from __future__ import annotations
 
 from tests.campaign_fixtures import MODEL, campaign_args, campaign_env

@@ -1,4 +1,4 @@
-"""agent/quick.py answers the read-only questions without the command-line framework: the same output,
+"""agent/commands/quick.py answers the read-only questions without the command-line framework: the same output,
 errors and exit codes as the whole command line (agent/commands/main.py), and only what they read imported."""
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ def _command_paths(command, ctx, path=()):
 def test_every_command_of_the_whole_command_line_has_its_help_answered_quickly():
     import typer
 
-    from agent import quick
+    from agent.commands import quick
     from agent.commands.main import app
 
     command = typer.main.get_command(app)
@@ -58,7 +58,7 @@ def test_every_command_of_the_whole_command_line_has_its_help_answered_quickly()
         assert set(_command_paths(command, ctx)) == quick.HELP_PATHS
 
 
-@pytest.mark.parametrize("path", sorted(__import__("agent.quick").quick.HELP_PATHS), ids=" ".join)
+@pytest.mark.parametrize("path", sorted(__import__("agent.commands.quick").commands.quick.HELP_PATHS), ids=" ".join)
 def test_each_commands_help_is_the_whole_command_lines(work, tmp_path, path):
     env = clean_env({"DSV4_CACHE_DIR": str(tmp_path / "cache"), "COLUMNS": "90"})
     for _first_and_kept in range(2):
@@ -68,7 +68,7 @@ def test_each_commands_help_is_the_whole_command_lines(work, tmp_path, path):
 
 
 def test_help_is_rendered_from_no_source_the_cache_does_not_watch(tmp_path):
-    probe = ("import json, sys\nfrom agent import quick\n"
+    probe = ("import json, sys\nfrom agent.commands import quick\n"
              "for path in sorted(quick.HELP_PATHS):\n    quick._render_help(path)\n"
              "print(json.dumps(sorted(m.__file__ for m in list(sys.modules.values()) if (getattr(m, '__file__', None) "
              "or '').startswith(tuple(sys.argv[1:])))))\n")
@@ -76,11 +76,11 @@ def test_help_is_rendered_from_no_source_the_cache_does_not_watch(tmp_path):
     done = subprocess.run([sys.executable, "-c", probe, str(repo / "agent" / ""), str(repo / "tools" / "")], cwd=tmp_path, capture_output=True, text=True,
                           timeout=limit(120))
     assert done.returncode == 0, done.stderr
-    from agent import quick
+    from agent.commands import quick
 
     here = repo / "agent"
-    watched = {here / "cli.py", *(here / "commands").glob("*.py"), *((here / s).resolve() for s in quick.HELP_SOURCES)}
-    read = {Path(f) for f in json.loads(done.stdout)} - {here / "__init__.py", here / "quick.py", repo / "tools" /
+    watched = {*(here / "commands").glob("*.py"), *((here / "commands" / s).resolve() for s in quick.HELP_SOURCES)}
+    read = {Path(f) for f in json.loads(done.stdout)} - {here / "__init__.py", repo / "tools" /
                                                         "__init__.py"}
     assert read <= watched, sorted(map(str, read - watched))
 
@@ -94,14 +94,14 @@ def test_help_is_kept_per_terminal_width_and_matches_each(work, tmp_path):
 
 
 def test_a_changed_command_source_renders_help_anew(tmp_path, monkeypatch):
-    from agent import quick
+    from agent.commands import quick
 
     monkeypatch.setenv("DSV4_CACHE_DIR", str(tmp_path))
     first = quick.tool_help()
     (kept,) = (tmp_path / "help").glob("*.txt")
     kept.write_text("stale\n")
     assert quick.tool_help() == "stale\n"  # the same sources: the kept text
-    source = Path(quick.__file__).parent / "commands" / "__init__.py"
+    source = Path(quick.__file__).parent / "__init__.py"
     stat = source.stat()
     try:
         import os
@@ -120,7 +120,7 @@ def test_a_read_only_answer_imports_neither_typer_nor_pydantic(work, tmp_path, f
     probe = ("import atexit, json, sys\n"
              "atexit.register(lambda: print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
              "('typer', 'pydantic', 'langgraph', 'openai', 'matplotlib', 'rich'))), file=sys.stderr))\n"
-             f"sys.argv = ['dsv4-agent', *{form!r}]\nfrom agent.cli import main\nmain()\n")
+             f"sys.argv = ['dsv4-agent', *{form!r}]\nfrom agent.commands.cli import main\nmain()\n")
     done = _run([sys.executable, "-c", probe], work, env)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stderr.strip().splitlines()[-1]) == []

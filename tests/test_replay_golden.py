@@ -13,7 +13,7 @@ import pytest
 from agent.replay.checker import DecisionChecker, ReplayDivergence, ReplayStop
 from agent.replay.driver import EXIT_CUT_SHORT, EXIT_DIVERGED, EXIT_REPRODUCED, replay_run
 from agent.replay.record import RecordError, classify, load_recording
-from agent.trace import TraceError, read_trace
+from agent.run.trace import TraceError, read_trace
 from tests.cli_helpers import run_cli
 
 GOLDEN = Path(__file__).parent / "golden"

@@ -6,15 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from agent.trace import EVENT_TYPES
-from agent.trace_schema import EVENT_MODELS, EventError, json_schema, validate_event
+from agent.run.trace import EVENT_TYPES
+from agent.run.trace_schema import EVENT_MODELS, EventError, json_schema, validate_event
 
 ROOT = Path(__file__).parent.parent
 
 
 def test_schema_doc_is_generated_from_the_models():
     committed = json.loads((ROOT / "docs" / "trace.schema.json").read_text())
-    assert committed == json_schema(), "regenerate: python -m agent.trace_schema > docs/trace.schema.json"
+    assert committed == json_schema(), "regenerate: python -m agent.run.trace_schema > docs/trace.schema.json"
 
 
 def test_every_writer_event_type_has_a_model():

@@ -9,7 +9,7 @@ from PIL import Image
 from agent.replay.record import read_events
 from agent.report.timeline import build_timeline, intersect, measure
 from agent.report.timeline_view import PNG_META_KEY, render_terminal, timeline_for_run, write_png
-from agent.trace_schema import validate_event
+from agent.run.trace_schema import validate_event
 
 GOLDEN = Path(__file__).parent / "golden"
 T0 = 1_800_000_000.0

@@ -36,9 +36,9 @@ def test_a_playbook_run_has_no_llm_sections(tmp_path: Path):
 
 
 def test_plan_md_escapes_an_llm_planners_reasons(tmp_path: Path):
-    from agent.config import Settings
-    from agent.planner import render_plan_md
-    from agent.preflight import Preflight
+    from agent.settings.model import Settings
+    from agent.campaign.planner import render_plan_md
+    from agent.campaign.preflight import Preflight
     from agent.steps.base import PlanStep
 
     preflight = Preflight.model_validate(json.loads((Path(__file__).parent / "golden" / "playbook-mtp-tune"

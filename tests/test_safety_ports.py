@@ -21,7 +21,7 @@ from tests.slowdown import limit
 from tools.jobs.executor import free_local_port
 from tools.measure.server_check import expected_identity, fetch_info, identity_problem
 from tools.scripts import FlagChoice, MeasurePlan, ServeVariant
-from tools.scripts.render import RenderScriptsArgs, render_scripts
+from tools.measure.script_render import RenderScriptsArgs, render_scripts
 
 SGLANG_PYTHON = str(DOUBLES / "sglang_python")
 QUICK = dict(concurrency=[1], input_len=4, output_len=8, min_prompts=2, warmup_requests=1, ready_timeout_s=30)

@@ -1,5 +1,5 @@
 """``jobs RUN`` and ``tuning uninstall RUN`` reach a run's host only under ``resume``'s rule
-(agent/run_reach.py): a crafted run folder naming an ``ssh://`` host (or Slurm) and ssh options that
+(agent/settings/run_reach.py): a crafted run folder naming an ``ssh://`` host (or Slurm) and ssh options that
 write a marker file is refused in one line naming the setting and its option, exit 2, nothing run,
 whether the user gives ssh options of their own or not; the same folder once allowed is reached."""
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Every script renderer, one property: any text in any field arrives as exactly one literal argument
 when the rendered script is executed. The interpreter is tests/doubles/argv_dump (it records its
 argv), reached through a link whose *name* is hostile text too; folders get hostile names; bash runs
-the scripts for real. Renderers: serve_<variant>.sh and run_measure.sh (tools/scripts/render.py),
+the scripts for real. Renderers: serve_<variant>.sh and run_measure.sh (tools/measure/script_render.py),
 the multi-node node scripts and the Slurm batch script (tools/scripts/multinode.py), the per-GPU
 tuning scripts (tools/tuning/render.py)."""
 from __future__ import annotations
@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from tools.scripts.models import EnvChoice, FlagChoice, MeasurePlan, ServeVariant, point_args
 from tools.scripts.multinode import MultinodeServeArgs, node_argv, render_multinode_serve
-from tools.scripts.render import render_measure_script, render_serve_script, server_check_source
+from tools.measure.script_render import render_measure_script, render_serve_script, server_check_source
 from tools.tuning.plan import Unit, plan_units
 from tools.tuning.render import render_tuning
 from tools.tuning.script import introspect_script

@@ -84,7 +84,7 @@ def leftovers(tmp_path):
 
 def _killed_at(root: Path, args: list[str], env: dict, call: str) -> Path:
     """The agent run until the injected SIGKILL at ``call`` (MODULE:FUNCTION:N)."""
-    died = subprocess.run([sys.executable, str(INJECTOR), call, "agent.cli:main", *args], cwd=root,
+    died = subprocess.run([sys.executable, str(INJECTOR), call, "agent.commands.cli:main", *args], cwd=root,
                           env=clean_env(env), capture_output=True, text=True, timeout=limit(300))
     assert died.returncode == -signal.SIGKILL, died.stdout + died.stderr
     return only_run(root)

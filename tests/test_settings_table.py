@@ -1,4 +1,4 @@
-"""The settings are one table (agent/config.py:Settings): every option that sets a setting is built
+"""The settings are one table (agent/settings/model.py:Settings): every option that sets a setting is built
 from its field, each default is written once and shown in help from the field, one option name
 means one thing across commands, and an old spelling gets a "did you mean" (exit 2)."""
 from __future__ import annotations
@@ -8,10 +8,10 @@ import re
 import pytest
 from typer.main import get_command
 
-from agent.cli import app
+from agent.commands.cli import app
 from agent.commands.option_render import TABLE, render, shown_default
 from agent.commands.options import OPTIONS
-from agent.config import Settings
+from agent.settings.model import Settings
 from tests.cli_helpers import run_cli
 
 BRACKETED = re.compile(r"\[([^\]]+)\]")

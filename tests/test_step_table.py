@@ -5,10 +5,10 @@ from typing import get_args
 
 import pytest
 
-from agent.llm.planner import PlanAnswer, ProposedStep, to_steps
-from agent.playbook import plan_goal
+from agent.campaign.llm.plan_contract import PlanAnswer, ProposedStep, to_steps
+from agent.campaign.playbook import plan_goal
 from agent.steps.base import StepKind
-from agent.steps.table import BY_KIND, STEP_ORDER, STEPS, kinds_at, node_lane
+from agent.steps.step_table import BY_KIND, STEP_ORDER, STEPS, kinds_at, node_lane
 
 
 def test_every_step_kind_has_one_row_with_a_runner():

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from agent.config import Settings
-from agent.runfolder import RunFolder
+from agent.settings.model import Settings
+from agent.run.folder import RunFolder
 from agent.steps.base import PlanStep, StepContext
 from agent.steps.sync import previous_answer, run as run_sync_step
-from agent.trace import TraceWriter, iter_events
+from agent.run.trace import TraceWriter, iter_events
 from tests.cli_helpers import run_cli
 from tests.sync_gitrepos import PYPROJECT, Upstream, git, snapshot, write
 from tools.jobs.local import LocalExecutor

@@ -9,79 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.sync_gitrepos import Upstream, git
+from tests.sync_gitrepos import HOOK, Upstream, forbid_eagle, git, sglang_tree
 from tools.sync.upstream import SyncArgs, sync_upstream
-
-HOOK = "python/sglang/srt/arg_groups/deepseek_v4_hook.py"
-COPIED = ("__init__.py", "version.py", "srt/__init__.py", "srt/arg_groups", "srt/speculative/spec_info.py",
-          "srt/models/deepseek_v4.py", "srt/models/deepseek_v4_nextn.py", "test")
-REGISTERED_TEST = '''import unittest
-
-from sglang.test.ci.ci_register import register_cuda_ci
-from sglang.test.test_utils import (
-    DEFAULT_TIMEOUT_FOR_SERVER_LAUNCH,
-    DEFAULT_URL_FOR_TEST,
-    CustomTestCase,
-    popen_launch_server,
-)
-
-register_cuda_ci(est_time=900, suite="stage-c-test-8-gpu-h200")
-
-DEEPSEEK_V4_FLASH_MODEL_PATH = "deepseek-ai/DeepSeek-V4-Flash"
-
-
-class TestDeepSeekV4FlashMTP(CustomTestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.model = DEEPSEEK_V4_FLASH_MODEL_PATH
-        cls.base_url = DEFAULT_URL_FOR_TEST
-        other_args = [
-            "--trust-remote-code",
-            "--tp",
-            "8",
-            "--speculative-algorithm",
-            "EAGLE",
-            "--speculative-num-steps",
-            "3",
-            "--speculative-eagle-topk",
-            "1",
-            "--speculative-num-draft-tokens",
-            "4",
-        ]
-        cls.process = popen_launch_server(
-            cls.model,
-            cls.base_url,
-            timeout=DEFAULT_TIMEOUT_FOR_SERVER_LAUNCH,
-            other_args=other_args,
-        )
-
-
-if __name__ == "__main__":
-    unittest.main()
-'''
-
-
-def sglang_tree(wheel: Path) -> dict[str, str]:
-    files: dict[str, str] = {}
-    for rel in COPIED:
-        src = wheel / "sglang" / rel
-        paths = [src] if src.is_file() else sorted(p for p in src.rglob("*") if p.is_file() and p.suffix == ".py")
-        for path in paths:
-            files[f"python/sglang/{path.relative_to(wheel / 'sglang').as_posix()}"] = path.read_text()
-    files["test/registered/8-gpu-models/test_deepseek_v4_flash_mtp.py"] = REGISTERED_TEST
-    return files
 
 
 @pytest.fixture(scope="module")
 def hook_text(sglang_wheel_root: Path) -> str:
     return (sglang_wheel_root / "sglang/srt/arg_groups/deepseek_v4_hook.py").read_text()
-
-
-def forbid_eagle(hook: str) -> str:
-    """Upstream drops EAGLE for DeepSeek-V4: only DSPARK stays allowed."""
-    old = '        assert cfg.speculative_algorithm in (\n            "EAGLE",\n            "DSPARK",\n        ), ('
-    assert old in hook, "the 0.5.23 hook no longer has the shape this test edits"
-    return hook.replace(old, '        assert cfg.speculative_algorithm in (\n            "DSPARK",\n        ), (')
 
 
 def test_hook_change_changes_the_recommendation(sglang_wheel_root: Path, hook_text: str, tmp_path: Path):
@@ -111,11 +45,11 @@ def test_hook_change_changes_the_recommendation(sglang_wheel_root: Path, hook_te
 
 def test_campaign_step_diffs_against_the_previous_runs_mtp_json(sglang_wheel_root: Path, hook_text: str,
                                                                  tmp_path: Path):
-    from agent.config import Settings
-    from agent.runfolder import RunFolder
+    from agent.settings.model import Settings
+    from agent.run.folder import RunFolder
     from agent.steps.base import PlanStep, StepContext
     from agent.steps.sync import run as run_sync_step
-    from agent.trace import TraceWriter
+    from agent.run.trace import TraceWriter
     from tools.jobs.local import LocalExecutor
     from tools.mtp.infer import InferMtpArgs, infer_mtp
 

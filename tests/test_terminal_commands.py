@@ -21,7 +21,7 @@ def _commands():
     """(path after the tool's name, click command) of every command and group."""
     import typer
 
-    from agent.cli import app
+    from agent.commands.cli import app
 
     found = []
 

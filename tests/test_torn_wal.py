@@ -13,7 +13,7 @@ import signal
 from collections import Counter
 
 from agent.replay.driver import EXIT_REPRODUCED, replay_run
-from agent.trace import read_trace
+from agent.run.trace import read_trace
 from tests.campaign_fixtures import campaign_args, campaign_env, hold_tuning
 from tests.cli_helpers import only_run, run_cli, start_agent, wait_for
 from tests.slowdown import limit

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.trace import TraceError, TraceWriter, read_trace
-from agent.trace_schema import SCHEMA_VERSION
+from agent.run.trace import TraceError, TraceWriter, read_trace
+from agent.run.trace_schema import SCHEMA_VERSION
 
 
 def test_events_carry_the_schema_fields_and_a_gap_free_sequence(tmp_path: Path):
@@ -166,7 +166,7 @@ def test_a_newer_format_is_refused_and_never_cut_off(tmp_path: Path):
 
 
 def test_emit_refuses_an_event_that_does_not_match_its_model(tmp_path: Path):
-    from agent.trace_schema import EventError
+    from agent.run.trace_schema import EventError
 
     w = TraceWriter(tmp_path / "trace.jsonl")
     with pytest.raises(EventError, match="tool_result event: field 'status'"):

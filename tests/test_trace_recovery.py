@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.trace import read_trace
+from agent.run.trace import read_trace
 from tests.campaign_fixtures import campaign_args, campaign_env, hold_tuning
 from tests.cli_helpers import only_run, run_cli, start_agent, wait_for
 from tests.slowdown import limit

@@ -1,5 +1,5 @@
 """Traces are read line by line as they are asked for, never whole (issue 40 item 6): a line over the
-cap (agent/trace_read.py ``MAX_LINE_BYTES``) is refused in one line naming the file by ``replay``,
+cap (agent/run/trace_read.py ``MAX_LINE_BYTES``) is refused in one line naming the file by ``replay``,
 ``replay --timeline`` and ``status``; the lines of a long trace are read from the file as the iterator
 is consumed; replay stops reading at the first bad line."""
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.trace import TraceWriter
-from agent.trace_read import MAX_LINE_BYTES, TraceError, count_events, read_events, read_trace, trace_lines
+from agent.run.trace import TraceWriter
+from agent.run.trace_read import MAX_LINE_BYTES, TraceError, count_events, read_events, read_trace, trace_lines
 from tests.cli_helpers import run_cli
 
 GOLDEN = Path(__file__).parent / "golden" / "playbook-mtp-tune"

@@ -15,10 +15,9 @@ import textwrap
 import time
 from pathlib import Path
 
-from agent.steps.base import PlanStep
 from agent.steps.tune_kernels import run
 from tests.cli_helpers import run_cli
-from tests.test_tuning_step import _context, _double_env, _fake_gpus
+from tests.tune_step_fixtures import NO_DEEPGEMM, SGLANG_PYTHON, discovery_step, double_env, fake_gpus, tune_context
 from tests.tuning_fixtures import config_dir, make_checkout, triton_config
 from tests.slowdown import limit
 from tools.jobs import LocalExecutor
@@ -30,15 +29,8 @@ from tools.tuning.prove import prove_run
 from tools.tuning.shapes import mine_log
 
 REPO = Path(__file__).resolve().parents[1]
-SGLANG_PYTHON = str(REPO / "tests/doubles/sglang_python")
 MODEL_SHAPES = "4096,7168;7168,2048;3072,1536"  # what the "model" runs; 3072,1536 already has a config
 EXISTING = config_file_name(3072, 1536, "NVIDIA H200")
-NO_DEEPGEMM = {"SGLANG_ENABLE_JIT_DEEPGEMM": "0"}  # H200 with DeepGEMM off: SGLang serves FP8 GEMMs with Triton
-
-
-def _step(**params) -> PlanStep:
-    return PlanStep(kind="tune_kernels", lane="gpu", why="goal says tune kernels",
-                    params={"batch_sizes": [1, 16], "poll_s": 0.1, "env": NO_DEEPGEMM, **params})
 
 
 def _model_env(monkeypatch, checkout, shapes=MODEL_SHAPES):
@@ -66,11 +58,11 @@ def test_the_double_logs_sglangs_own_config_lines(tmp_path, monkeypatch, sglang_
 
 
 def test_discovery_boot_tunes_the_logged_shapes_and_the_proof_sees_them_loaded(tmp_path, monkeypatch):
-    calls = _double_env(monkeypatch, tmp_path)
+    calls = double_env(monkeypatch, tmp_path)
     checkout = make_checkout(tmp_path / "sglang", {EXISTING: {"1": triton_config(1)}})
     _model_env(monkeypatch, checkout)
-    ctx = _context(tmp_path, _fake_gpus(2), checkout, shapes=[], sglang_python=SGLANG_PYTHON)
-    outcome = run(ctx, _step())
+    ctx = tune_context(tmp_path, fake_gpus(2), checkout, shapes=[], sglang_python=SGLANG_PYTHON)
+    outcome = run(ctx, discovery_step())
     assert outcome.status == "done" and outcome.reason == "tuned", outcome.summary
     jobs = {j.key: j for j in ctx.executor.jobs()}
     assert jobs["discovery"].kind == "discovery" and jobs["discovery"].status == "stopped"
@@ -84,7 +76,7 @@ def test_discovery_boot_tunes_the_logged_shapes_and_the_proof_sees_them_loaded(t
                                                        for n, k in [(4096, 7168), (7168, 2048)])
 
     # Re-running the step (a resumed run) boots nothing again and installs nothing twice.
-    assert run(ctx, _step()).status == "done" and [j.key for j in ctx.executor.jobs()].count("discovery") == 1
+    assert run(ctx, discovery_step()).status == "done" and [j.key for j in ctx.executor.jobs()].count("discovery") == 1
 
     # The benchmark's server starts after the install and reads the installed folder.
     server = launch_server(ctx.executor, ServeVariant(name="baseline", model_path="/m"), SGLANG_PYTHON,
@@ -103,14 +95,14 @@ def test_discovery_boot_tunes_the_logged_shapes_and_the_proof_sees_them_loaded(t
 
 
 def test_proof_counts_only_servers_started_after_the_install_and_names_what_was_not_loaded(tmp_path, monkeypatch):
-    _double_env(monkeypatch, tmp_path)
+    double_env(monkeypatch, tmp_path)
     checkout = make_checkout(tmp_path / "sglang")
     _model_env(monkeypatch, checkout, shapes="4096,7168;7168,2048")
-    ctx = _context(tmp_path, _fake_gpus(1), checkout, shapes=[], sglang_python=SGLANG_PYTHON)
+    ctx = tune_context(tmp_path, fake_gpus(1), checkout, shapes=[], sglang_python=SGLANG_PYTHON)
     assert prove_run(ctx.run.path) is None  # nothing installed yet
     nothing = run_cli("tuning", "prove", str(ctx.run.path), cwd=tmp_path)
     assert nothing.returncode == 0 and "installed no kernel configs" in nothing.stdout
-    assert run(ctx, _step()).status == "done"
+    assert run(ctx, discovery_step()).status == "done"
     discovery_log = str(ctx.executor.job_dir("discovery") / "log.txt")
     monkeypatch.setenv("DSV4_DOUBLE_FP8_SHAPES", "4096,7168")  # a server that runs only one of the two GEMMs
     server = launch_server(ctx.executor, ServeVariant(name="mtp", model_path="/m"), SGLANG_PYTHON, ready_timeout_s=30)
@@ -131,29 +123,29 @@ def test_proof_counts_only_servers_started_after_the_install_and_names_what_was_
 def test_no_discovery_boot_when_the_triton_path_is_not_used_unless_forced(tmp_path, monkeypatch):
     checkout = make_checkout(tmp_path / "sglang")
     monkeypatch.setenv("DSV4_DOUBLE_STARTUP_S", "0.1")  # the "model" runs no Triton block-FP8 GEMM
-    ctx = _context(tmp_path, _fake_gpus(1), checkout, shapes=[], sglang_python=SGLANG_PYTHON)
-    outcome = run(ctx, _step(env={}))  # H200, DeepGEMM on by default
+    ctx = tune_context(tmp_path, fake_gpus(1), checkout, shapes=[], sglang_python=SGLANG_PYTHON)
+    outcome = run(ctx, discovery_step(env={}))  # H200, DeepGEMM on by default
     assert outcome.status == "skipped" and outcome.reason == "not_engaged_no_discovery"
     assert "would find nothing to tune" in outcome.summary
     assert ctx.executor.jobs() == []
     (tmp_path / "f").mkdir()
-    forced = _context(tmp_path / "f", _fake_gpus(1), checkout, shapes=[], sglang_python=SGLANG_PYTHON, force_tune=True)
-    outcome = run(forced, _step(env={}))
+    forced = tune_context(tmp_path / "f", fake_gpus(1), checkout, shapes=[], sglang_python=SGLANG_PYTHON, force_tune=True)
+    outcome = run(forced, discovery_step(env={}))
     assert outcome.status == "skipped" and outcome.reason == "discovery_found_nothing"
     assert "looked up no W8A8 Block FP8 config" in outcome.summary
     assert [j.kind for j in forced.executor.jobs()] == ["discovery"]
 
 
 def test_a_discovery_server_that_crashes_fails_the_step_and_the_next_run_boots_a_fresh_attempt(tmp_path, monkeypatch):
-    _double_env(monkeypatch, tmp_path)
+    double_env(monkeypatch, tmp_path)
     checkout = make_checkout(tmp_path / "sglang")
     _model_env(monkeypatch, checkout, shapes="4096,7168")
-    ctx = _context(tmp_path, _fake_gpus(1), checkout, shapes=[], sglang_python=SGLANG_PYTHON)
-    crashed = run(ctx, _step(env={**NO_DEEPGEMM, "DSV4_DOUBLE_EXIT_AT_START": "3"}))
+    ctx = tune_context(tmp_path, fake_gpus(1), checkout, shapes=[], sglang_python=SGLANG_PYTHON)
+    crashed = run(ctx, discovery_step(env={**NO_DEEPGEMM, "DSV4_DOUBLE_EXIT_AT_START": "3"}))
     assert crashed.status == "failed" and crashed.reason == "discovery_failed"
     assert "discovery boot (job discovery) failed" in crashed.summary
     assert "CUDA out of memory (simulated" in crashed.summary and "--shapes" in crashed.summary
-    fixed = run(ctx, _step())
+    fixed = run(ctx, discovery_step())
     assert fixed.status == "done", fixed.summary
     assert fixed.data["discovery"]["key"] == "discovery-2"
 
@@ -162,18 +154,17 @@ AGENT = textwrap.dedent("""
     import sys
     sys.path.insert(0, {repo!r})
     from pathlib import Path
-    from tests.test_tuning_discovery import _step, SGLANG_PYTHON
-    from tests.test_tuning_step import _context
+    from tests.tune_step_fixtures import SGLANG_PYTHON, discovery_step, tune_context
     from tests.tuning_fixtures import NVIDIA_SMI_DOUBLE
     from tools.gpus import DetectGpusArgs, detect_gpus
     from agent.steps.tune_kernels import run
     gpus = detect_gpus(DetectGpusArgs(nvidia_smi=str(NVIDIA_SMI_DOUBLE))).gpus
-    run(_context(Path({tmp!r}), gpus, Path({checkout!r}), shapes=[], sglang_python=SGLANG_PYTHON), _step())
+    run(tune_context(Path({tmp!r}), gpus, Path({checkout!r}), shapes=[], sglang_python=SGLANG_PYTHON), discovery_step())
 """)
 
 
 def test_agent_killed_during_discovery_reattaches_to_the_same_server(tmp_path, monkeypatch):
-    _double_env(monkeypatch, tmp_path)
+    double_env(monkeypatch, tmp_path)
     checkout = make_checkout(tmp_path / "sglang")
     _model_env(monkeypatch, checkout, shapes="4096,7168")
     loaded = tmp_path / "loaded"  # the server binds its port only once it exists: still loading when the agent dies
@@ -188,8 +179,8 @@ def test_agent_killed_during_discovery_reattaches_to_the_same_server(tmp_path, m
     agent.wait()
     assert launched.exists() and not (tmp_path / "run/tuning/discovery.json").exists()
     loaded.touch()
-    ctx = _context(tmp_path, _fake_gpus(1), checkout, shapes=[], sglang_python=SGLANG_PYTHON)
-    outcome = run(ctx, _step())
+    ctx = tune_context(tmp_path, fake_gpus(1), checkout, shapes=[], sglang_python=SGLANG_PYTHON)
+    outcome = run(ctx, discovery_step())
     assert outcome.status == "done", outcome.summary
     assert outcome.data["discovery"]["attached"] is True and outcome.data["discovery"]["key"] == "discovery"
     assert [j.key for j in ctx.executor.jobs() if j.kind == "discovery"] == ["discovery"]

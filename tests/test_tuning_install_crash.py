@@ -140,7 +140,7 @@ def test_a_campaign_killed_mid_install_is_finished_by_resume_and_uninstalled_exa
     original = _state(folder)
     env = campaign_env(tmp_path)
     died = subprocess.run([sys.executable, str(INJECTOR), f"tools.tuning.host_install:{kill[0]}:{kill[1]}",
-                           "agent.cli:main", *args], cwd=tmp_path, env=clean_env(env), capture_output=True,
+                           "agent.commands.cli:main", *args], cwd=tmp_path, env=clean_env(env), capture_output=True,
                           text=True, timeout=limit(240))
     assert died.returncode == -signal.SIGKILL, died.stdout + died.stderr
     run = only_run(tmp_path)

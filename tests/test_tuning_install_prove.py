@@ -121,7 +121,7 @@ def test_prove_credits_only_files_the_server_logged_loading(tmp_path):
 
 
 def test_cli_shapes_plan_and_uninstall_errors(tmp_path):
-    from agent.cli import app
+    from agent.commands.cli import app
 
     runner = CliRunner()
     (tmp_path / "config.json").write_text(json.dumps({"architectures": ["DeepseekV4ForCausalLM"], "hidden_size": 4096,

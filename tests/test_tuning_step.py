@@ -10,21 +10,18 @@ import sys
 import textwrap
 from pathlib import Path
 
-from agent.config_layers import load_settings
-from agent.runfolder import RunFolder
-from agent.steps.base import PlanStep, StepContext
+from agent.steps.base import PlanStep
 from agent.steps.tune_kernels import run
-from agent.trace import iter_events, TraceWriter
-from tests.tuning_fixtures import NVIDIA_SMI_DOUBLE, config_dir, make_checkout, triton_config
+from agent.run.trace import iter_events
+from tests.tune_step_fixtures import TUNE_STEP, double_env, fake_gpus, tune_context
+from tests.tuning_fixtures import config_dir, make_checkout, triton_config
 from tests.campaign_fixtures import hold_tuning
 from tests.slowdown import wait_for
-from tools.gpus import DetectGpusArgs, detect_gpus
 from tools.jobs import LocalExecutor
 from tools.tuning.configs import config_file_name
 from tools.tuning.install import uninstall_configs
 
 REPO = Path(__file__).resolve().parents[1]
-SHAPES = ["4096,7168", "7168,2048", "3072,1536"]
 EXISTING = config_file_name(3072, 1536, "NVIDIA H200")
 
 
@@ -32,44 +29,14 @@ def _snapshot(folder: Path) -> dict[str, str]:
     return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir())}
 
 
-def _context(tmp_path, gpu_infos, sglang_root, **settings):
-    run_folder = RunFolder(tmp_path / "run")
-    run_folder.path.mkdir(exist_ok=True)
-    (run_folder.path / "config.json").write_text("{}")
-    values = {"shapes": SHAPES, "sglang_python": sys.executable, "runs_dir": str(tmp_path), **settings}
-    return StepContext(settings=load_settings(values, cwd=tmp_path, environ={}), run=run_folder,
-                       trace=TraceWriter(run_folder.trace_path), executor=LocalExecutor(run_folder.jobs_dir),
-                       gpus=gpu_infos, sglang_root=sglang_root, lane="gpu")
-
-
-def _fake_gpus(count):
-    os.environ["DSV4_FAKE_GPUS"] = str(count)
-    try:
-        return detect_gpus(DetectGpusArgs(nvidia_smi=str(NVIDIA_SMI_DOUBLE))).gpus
-    finally:
-        del os.environ["DSV4_FAKE_GPUS"]
-
-
-def _double_env(monkeypatch, tmp_path, unit_s="0.02"):
-    """Controls of the script double (environment of the jobs: process-boundary configuration)."""
-    calls = tmp_path / "calls.txt"
-    monkeypatch.setenv("DSV4_DOUBLE_CALLS", str(calls))
-    monkeypatch.setenv("DSV4_DOUBLE_UNIT_S", unit_s)
-    return calls
-
-
-STEP = PlanStep(kind="tune_kernels", lane="gpu", why="goal says tune kernels",
-                params={"batch_sizes": [1, 16, 256], "poll_s": 0.1, "server_args": ["--fp8-gemm-backend", "triton"]})
-
-
 def test_fan_out_merge_install_prove_and_uninstall(tmp_path, monkeypatch):
-    calls = _double_env(monkeypatch, tmp_path)
+    calls = double_env(monkeypatch, tmp_path)
     checkout = make_checkout(tmp_path / "sglang", {EXISTING: {"1": triton_config(1)}})
     before = _snapshot(config_dir(checkout))
-    gpus = _fake_gpus(4)
+    gpus = fake_gpus(4)
     assert [g.index for g in gpus] == [0, 1, 2, 3]
-    ctx = _context(tmp_path, gpus, checkout, retune=False)
-    outcome = run(ctx, STEP)
+    ctx = tune_context(tmp_path, gpus, checkout, retune=False)
+    outcome = run(ctx, TUNE_STEP)
     assert outcome.status == "done" and outcome.reason == "tuned", outcome.summary
     assert outcome.data["skipped_existing"] == {"3072,1536": str(config_dir(checkout) / EXISTING)}
     assert outcome.data["engaged"]["verdict"] == "engaged"
@@ -89,7 +56,7 @@ def test_fan_out_merge_install_prove_and_uninstall(tmp_path, monkeypatch):
     assert events.count("job_launched") == 4 and events.count("job_finished") == 4 and "progress" in events
 
     # idempotent: running the step again re-attaches, re-runs nothing, installs nothing twice
-    again = run(ctx, STEP)
+    again = run(ctx, TUNE_STEP)
     assert again.status == "done" and len(calls.read_text().splitlines()) == 6
 
     result = uninstall_configs(ctx.run.path)
@@ -98,16 +65,16 @@ def test_fan_out_merge_install_prove_and_uninstall(tmp_path, monkeypatch):
 
 
 def test_retune_replaces_with_backup_and_uninstall_restores_exactly(tmp_path, monkeypatch):
-    _double_env(monkeypatch, tmp_path)
+    double_env(monkeypatch, tmp_path)
     checkout = make_checkout(tmp_path / "sglang", {EXISTING: {"1": triton_config(1)}})
     before = _snapshot(config_dir(checkout))
-    ctx = _context(tmp_path, _fake_gpus(2), checkout, retune=True, shapes=["3072,1536"])
-    outcome = run(ctx, STEP)
+    ctx = tune_context(tmp_path, fake_gpus(2), checkout, retune=True, shapes=["3072,1536"])
+    outcome = run(ctx, TUNE_STEP)
     assert outcome.status == "done", outcome.summary
     manifest = json.loads((ctx.run.path / "tuning/manifest.json").read_text())
     assert manifest["entries"][0]["backup"] == f"tuning/backup/{EXISTING}"
     assert _snapshot(config_dir(checkout)) != before
-    cli = subprocess.run([sys.executable, "-c", "from agent.cli import main; main()", "tuning", "uninstall",
+    cli = subprocess.run([sys.executable, "-c", "from agent.commands.cli import main; main()", "tuning", "uninstall",
                           str(ctx.run.path)], cwd=REPO, capture_output=True, text=True)
     assert cli.returncode == 0, cli.stderr
     assert f"restored {config_dir(checkout).resolve() / EXISTING}" in cli.stdout
@@ -115,11 +82,11 @@ def test_retune_replaces_with_backup_and_uninstall_restores_exactly(tmp_path, mo
 
 
 def test_a_crashed_job_is_retried_once_and_keeps_finished_units(tmp_path, monkeypatch):
-    calls = _double_env(monkeypatch, tmp_path)
+    calls = double_env(monkeypatch, tmp_path)
     monkeypatch.setenv("DSV4_DOUBLE_CRASH_ONCE", str(tmp_path / "crashed"))
     checkout = make_checkout(tmp_path / "sglang")
-    ctx = _context(tmp_path, _fake_gpus(2), checkout)
-    outcome = run(ctx, STEP)
+    ctx = tune_context(tmp_path, fake_gpus(2), checkout)
+    outcome = run(ctx, TUNE_STEP)
     assert outcome.status == "done", outcome.summary
     assert (tmp_path / "crashed").exists()
     retried = [j for j in outcome.data["jobs"] if len(j["keys"]) == 2]
@@ -129,13 +96,13 @@ def test_a_crashed_job_is_retried_once_and_keeps_finished_units(tmp_path, monkey
 
 
 def test_failing_twice_installs_nothing(tmp_path, monkeypatch):
-    _double_env(monkeypatch, tmp_path)
+    double_env(monkeypatch, tmp_path)
     checkout = make_checkout(tmp_path / "sglang")
     script = checkout / "benchmark/kernels/quantization/tuning_block_wise_kernel.py"
     script.write_text(script.read_text().replace("    _maybe_crash()\n", "    raise RuntimeError('CUDA out of memory (double)')\n"))
     before = _snapshot(config_dir(checkout))
-    ctx = _context(tmp_path, _fake_gpus(1), checkout)
-    outcome = run(ctx, STEP)
+    ctx = tune_context(tmp_path, fake_gpus(1), checkout)
+    outcome = run(ctx, TUNE_STEP)
     assert outcome.status == "failed" and outcome.reason == "tuning_jobs_failed"
     assert "after 2 attempt(s)" in outcome.summary and "Nothing was installed" in outcome.summary
     assert "`dsv4-agent resume RUN` tries again" in outcome.summary
@@ -146,18 +113,18 @@ def test_failing_twice_installs_nothing(tmp_path, monkeypatch):
 AGENT = textwrap.dedent("""
     import sys
     sys.path.insert(0, {repo!r})
-    from tests.test_tuning_step import _context, STEP
+    from tests.tune_step_fixtures import TUNE_STEP, tune_context
     from tests.tuning_fixtures import NVIDIA_SMI_DOUBLE
     from tools.gpus import DetectGpusArgs, detect_gpus
     from pathlib import Path
     from agent.steps.tune_kernels import run
     gpus = detect_gpus(DetectGpusArgs(nvidia_smi=str(NVIDIA_SMI_DOUBLE))).gpus
-    run(_context(Path({tmp!r}), gpus, Path({checkout!r})), STEP)
+    run(tune_context(Path({tmp!r}), gpus, Path({checkout!r})), TUNE_STEP)
 """)
 
 
 def test_agent_killed_mid_tuning_resumes_by_reattaching(tmp_path, monkeypatch):
-    calls = _double_env(monkeypatch, tmp_path)
+    calls = double_env(monkeypatch, tmp_path)
     copies = tmp_path / "copies"
     copies.mkdir()
     # both tuners are held inside their first unit until the agent is dead, however slow the machine
@@ -171,8 +138,8 @@ def test_agent_killed_mid_tuning_resumes_by_reattaching(tmp_path, monkeypatch):
     agent.wait()
     assert not calls.exists()  # no unit finished yet
     hold.unlink()
-    ctx = _context(tmp_path, _fake_gpus(2), checkout)
-    outcome = run(ctx, STEP)
+    ctx = tune_context(tmp_path, fake_gpus(2), checkout)
+    outcome = run(ctx, TUNE_STEP)
     assert outcome.status == "done", outcome.summary
     assert all(j["attached"] for j in outcome.data["jobs"])
     units = [tuple(l.split()[:3]) for l in calls.read_text().splitlines()]
@@ -182,7 +149,7 @@ def test_agent_killed_mid_tuning_resumes_by_reattaching(tmp_path, monkeypatch):
 
 def test_without_gpus_the_step_plans_reviewable_scripts(tmp_path):
     checkout = make_checkout(tmp_path / "sglang")
-    ctx = _context(tmp_path, [], checkout, gpus=[0, 1])
+    ctx = tune_context(tmp_path, [], checkout, gpus=[0, 1])
     outcome = run(ctx, PlanStep(kind="tune_kernels", lane="gpu", why="t", params={}))
     assert outcome.status == "planned" and outcome.reason == "no_gpu" and "no GPU here" in outcome.summary
     assert "bash " in outcome.summary and "tuning/tune_gpu1.sh" in outcome.summary
@@ -192,16 +159,16 @@ def test_without_gpus_the_step_plans_reviewable_scripts(tmp_path):
 
 
 def test_h200_with_deepgemm_skips_tuning_unless_forced(tmp_path, monkeypatch):
-    _double_env(monkeypatch, tmp_path)
+    double_env(monkeypatch, tmp_path)
     checkout = make_checkout(tmp_path / "sglang")
-    ctx = _context(tmp_path, _fake_gpus(1), checkout)
+    ctx = tune_context(tmp_path, fake_gpus(1), checkout)
     outcome = run(ctx, PlanStep(kind="tune_kernels", lane="gpu", why="t", params={"batch_sizes": [1]}))
     assert outcome.status == "skipped" and outcome.reason == "not_engaged" and "--force-tune" in outcome.summary
     assert any("SGLANG_ENABLE_JIT_DEEPGEMM" in e for e in outcome.data["engaged"]["evidence"])
 
 
 def test_wheel_source_without_the_script_explains_how_to_get_it(tmp_path, sglang_wheel_root):
-    ctx = _context(tmp_path, _fake_gpus(1), sglang_wheel_root, shapes=["12345,678"], force_tune=True)
+    ctx = tune_context(tmp_path, fake_gpus(1), sglang_wheel_root, shapes=["12345,678"], force_tune=True)
     outcome = run(ctx, PlanStep(kind="tune_kernels", lane="gpu", why="t", params={"batch_sizes": [1]}))
     assert outcome.status == "skipped" and outcome.reason == "no_tuning_script"
     assert "git clone https://github.com/sgl-project/sglang" in outcome.summary

@@ -56,7 +56,7 @@ def test_boolean_flags_get_a_pass_through_coercion_that_still_parses(capsys):
 
 
 def test_help_imports_no_pydantic():
-    code = ("import sys\nfrom agent.cli import app\nfrom typer.main import get_command\n"
+    code = ("import sys\nfrom agent.commands.cli import app\nfrom typer.main import get_command\n"
             "try:\n    get_command(app).main(['status', '--help'], prog_name='dsv4-agent')\n"
             "except SystemExit:\n    pass\nprint('pydantic' in sys.modules, file=sys.stderr)")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=limit(60))

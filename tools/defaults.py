@@ -1,4 +1,4 @@
-"""Defaults that several layers share, written once: the CLI's settings (agent/config.py) and the
+"""Defaults that several layers share, written once: the CLI's settings (agent/settings/model.py) and the
 tools' own Args take them from here."""
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from agent.commands.base import JsonFlag, RunRef, RunsDir, end_when_written, fail
+from agent.commands.shared import JsonFlag, RunRef, RunsDir, end_when_written, fail
 from agent.commands.options import OPTIONS, flag_names, pick, with_options
 
 RUN_OPTIONS = list(OPTIONS.values())
@@ -43,12 +43,12 @@ RUN_HELP = (
 @with_options(RUN_OPTIONS)
 def run(goal: Goal, config: ConfigFile = None, as_json: JsonFlag = False, **settings) -> None:
     # LangGraph is not preloaded here: a fresh campaign's first GPU job starts before it is imported
-    # (agent/early_lane.py)
-    from agent.campaign import CampaignError, start
-    from agent.config_layers import SettingsError, load_settings
-    from agent.live import LiveView
-    from agent.playbook import GoalError, plan_goal
-    from agent.runfolder import RunFolderError
+    # (agent/campaign/early_lane.py)
+    from agent.campaign.start_resume import CampaignError, start
+    from agent.settings.layers import SettingsError, load_settings
+    from agent.terminal.live import LiveView
+    from agent.campaign.playbook import GoalError, plan_goal
+    from agent.run.folder import RunFolderError
     from tools.base import ToolError
 
     view = LiveView(to_stderr=as_json)
@@ -57,7 +57,7 @@ def run(goal: Goal, config: ConfigFile = None, as_json: JsonFlag = False, **sett
         if not chosen.llm_base_url:
             plan_goal(goal, pull=chosen.pull)  # an unusable goal: refused
         # Refused before a run folder exists: an SGLang path that holds none, a malformed --mtp-steps entry.
-        # The hooks judge --mtp-steps once the GPUs are checked (agent/campaign.py); without it, the evidence
+        # The hooks judge --mtp-steps once the GPUs are checked (agent/campaign/start_resume.py); without it, the evidence
         # is read in the research lane while the GPU jobs run (docs/evidence.md).
         _check_sglang_path(chosen)
         _check_mtp_steps(chosen.mtp_steps)
@@ -98,11 +98,11 @@ AcceptChanges = Annotated[bool, typer.Option(
 def resume(run: RunRef, runs_dir: RunsDir = "runs", retry_failed: RetryFailed = False,
            rebuild_checkpoint: RebuildCheckpoint = False, accept_changes: AcceptChanges = False,
            as_json: JsonFlag = False, **overrides) -> None:
-    from agent.preload import preload_graph_libraries
+    from agent.campaign.preload import preload_graph_libraries
 
     preload_graph_libraries()
-    from agent.campaign import CampaignError, resume as resume_run
-    from agent.live import LiveView
+    from agent.campaign.start_resume import CampaignError, resume as resume_run
+    from agent.terminal.live import LiveView
 
     view = LiveView(to_stderr=as_json)
     unpacked = _unpack(run, runs_dir) if run.endswith(".tar.gz") and Path(run).is_file() else None
@@ -118,7 +118,7 @@ def resume(run: RunRef, runs_dir: RunsDir = "runs", retry_failed: RetryFailed = 
 
 
 def _unpack(archive: str, runs_dir: str):
-    from agent.bundle import BundleError, unpack_bundle
+    from agent.run.bundle import BundleError, unpack_bundle
 
     try:
         return unpack_bundle(Path(archive), Path(runs_dir))
@@ -141,12 +141,12 @@ BUNDLE_HELP = (
 
 def bundle(run: RunRef, runs_dir: RunsDir = "runs", output: Output = None, accuracy_data: AccuracyData = None,
            as_json: JsonFlag = False) -> None:
-    from agent.bundle import SUFFIX, BundleError, make_bundle
-    from agent.bundle_data import BUNDLED_GSM8K, DataError, fetch_accuracy_data, users_source
-    from agent.commands.base import print_json
-    from agent.config import SettingsError
-    from agent.runfolder import RunFolder, RunFolderError
-    from agent.terminal import echo
+    from agent.run.bundle import SUFFIX, BundleError, make_bundle
+    from agent.run.bundle_data import BUNDLED_GSM8K, DataError, fetch_accuracy_data, users_source
+    from agent.commands.shared import print_json
+    from agent.settings.model import SettingsError
+    from agent.run.folder import RunFolder, RunFolderError
+    from agent.terminal.printable import echo
 
     try:
         folder = RunFolder.find(run, runs_dir)
@@ -182,9 +182,9 @@ def bundle(run: RunRef, runs_dir: RunsDir = "runs", output: Output = None, accur
 def _host_options(folder) -> str:
     """The options that give the GPU host's own paths for the ones this run recorded, and the programs,
     hosts and environment it names that are not the defaults (a run folder never gives them back:
-    agent/run_settings.py)."""
-    from agent.config import Settings
-    from agent.run_settings import user_only_fields
+    agent/settings/of_run.py)."""
+    from agent.settings.model import Settings
+    from agent.settings.of_run import user_only_fields
 
     settings = folder.read_json("config.json").get("settings", {})
     wanted = ["--sglang-python PATH"]
@@ -219,7 +219,7 @@ def _check_sglang_path(settings) -> None:
 def _check_mtp_model(settings, goal: str) -> None:
     """An MTP goal needs the model's architecture: from --model-path's config.json, --arch, or the model's
     name in the SGLang tree; a model none of them names is refused before a run (no MTP could be planned)."""
-    from agent.playbook import plan_goal
+    from agent.campaign.playbook import plan_goal
 
     if settings.arch or not any(step.kind == "infer_mtp" for step in plan_goal(goal, pull=settings.pull)[0]):
         return
@@ -245,7 +245,7 @@ def _check_mtp_model(settings, goal: str) -> None:
 
 def _check_mtp_steps(entries: list[str]) -> None:
     if entries:
-        from tools.measure.variants import parse_user_setting  # the evidence engine: only when asked
+        from tools.mtp.variants import parse_user_setting  # the evidence engine: only when asked
 
         for entry in entries:
             parse_user_setting(entry)
@@ -254,7 +254,7 @@ def _check_mtp_steps(entries: list[str]) -> None:
 def _print_result(view, as_json: bool) -> None:
     """With --json, stdout holds only the run's result.json (docs/cli-json.schema.json, `$defs/result`)."""
     if as_json and view.run_path is not None:
-        from agent.commands.base import print_json
-        from agent.runfolder import RunFolder
+        from agent.commands.shared import print_json
+        from agent.run.folder import RunFolder
 
         print_json(RunFolder(view.run_path).result)

@@ -6,8 +6,8 @@ from typing import Annotated
 
 import typer
 
-from agent.commands.base import Command, fail, sub_app
-from agent.terminal import echo
+from agent.commands.shared import Command, fail, sub_app
+from agent.terminal.printable import echo
 
 config = sub_app("Allow or forget a folder's dsv4-agent.toml or a run folder (see docs/config.md).")
 File = Annotated[str, typer.Argument(metavar="FILE", help="The settings file [./dsv4-agent.toml], or a run folder.")]
@@ -16,8 +16,8 @@ File = Annotated[str, typer.Argument(metavar="FILE", help="The settings file [./
 def _runs_or_trusts() -> set[str]:
     """Settings that run programs, send the key, or widen trust (their fields say so), and the host paths:
     what a reader of the file must look at."""
-    from agent.recorded_settings import HOST_PATHS
-    from agent.run_settings import user_only_fields
+    from agent.settings.recorded import HOST_PATHS
+    from agent.settings.of_run import user_only_fields
 
     return set(user_only_fields()) | set(HOST_PATHS)
 
@@ -34,8 +34,8 @@ def allow(file: File = "dsv4-agent.toml") -> None:
     """
     from pathlib import Path
 
-    from agent.config import Settings
-    from agent.config_file import ConfigFileError, allow as record_allowed
+    from agent.settings.model import Settings
+    from agent.settings.config_file import ConfigFileError, allow as record_allowed
 
     if (Path(file) / "config.json").is_file():
         _allow_run(Path(file))
@@ -53,8 +53,8 @@ def allow(file: File = "dsv4-agent.toml") -> None:
 def _allow_run(run) -> None:
     import json
 
-    from agent.recorded_settings import allow_run
-    from agent.run_settings import user_only_fields
+    from agent.settings.recorded import allow_run
+    from agent.settings.of_run import user_only_fields
     from tools.base import ToolError
 
     try:
@@ -72,10 +72,10 @@ def deny(file: File = "dsv4-agent.toml") -> None:
     """Forget that FILE (or a run folder) was allowed: campaigns started in its folder refuse it again."""
     from pathlib import Path
 
-    from agent.config_file import ConfigFileError, deny as forget
+    from agent.settings.config_file import ConfigFileError, deny as forget
 
     if (Path(file) / "config.json").is_file():
-        from agent.recorded_settings import deny_run
+        from agent.settings.recorded import deny_run
 
         echo(f"{'forgot' if deny_run(Path(file)) else 'was not allowed:'} run folder {Path(file).resolve()}")
         return

@@ -1,4 +1,4 @@
-"""The ``dsv4-agent`` command line, whole (agent/cli.py answers the read-only questions before it).
+"""The ``dsv4-agent`` command line, whole (agent/commands/cli.py answers the read-only questions before it).
 
 ``dsv4-agent "GOAL"`` runs a campaign; a first word that names a subcommand runs that instead.
 The commands are plain functions in ``agent/commands/<area>.py``; this module only lists them,
@@ -13,8 +13,8 @@ from typing import Annotated
 import typer
 
 from agent import __version__
-from agent.commands import campaign, config, mtp, replay, report, runs, sync, tuning
-from agent.commands.base import CONTEXT, Command, Group, end_at_once_when_done, run_main
+from agent.commands import campaign, config, mtp, replay, report, runs, tuning, upstream
+from agent.commands.shared import CONTEXT, Command, Group, end_at_once_when_done, run_main
 from agent.commands.typer_internals import UsageError
 
 CAMPAIGN, INSPECT, PARTS = "Campaigns", "Runs", "Evidence and tools"
@@ -30,7 +30,7 @@ COMMANDS = [
     (report.compare, "compare", INSPECT, None),
     (replay.replay, "replay", INSPECT, None),
     (mtp.mtp, "mtp", PARTS, None),
-    (sync.sync, "sync", PARTS, None),
+    (upstream.sync, "sync", PARTS, None),
 ]
 
 
@@ -57,7 +57,7 @@ class GoalFirstGroup(Group):
 
 
 def _is_a_goal(word: str) -> bool:
-    from agent.playbook import understand
+    from agent.campaign.playbook import understand
 
     return bool(understand(word)[0])
 

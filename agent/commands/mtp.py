@@ -7,9 +7,9 @@ import typer
 
 import sys
 
-from agent.commands.base import EXIT_FAILED, PROG, JsonFlag, end_when_written, fail
+from agent.commands.shared import EXIT_FAILED, PROG, JsonFlag, end_when_written, fail
 from agent.commands.options import pick, with_options
-from agent.terminal import echo, printable
+from agent.terminal.printable import echo, printable
 
 Str = Optional[str]
 LOOKUP_TIMEOUT_S = 10.0  # find_spec in --sglang-python: no SGLang import, so a short wait is plenty

@@ -4,7 +4,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from agent.terminal import text
+from agent.terminal.printable import text
 from tools.mtp.answer import MtpAnswer
 from tools.mtp.bearing import folded_line, split_constraints
 

@@ -12,7 +12,7 @@ import typing
 from pathlib import Path
 
 TABLE = Path(__file__).with_name("option_table.py")
-HEADER = '''"""Generated from agent/config.py:Settings by ``python -m agent.commands.option_render``; do not edit.
+HEADER = '''"""Generated from agent/settings/model.py:Settings by ``python -m agent.commands.option_render``; do not edit.
 
 One row per option: field, flag, help (with the default), group, metavar, kind, min, aliases.
 """
@@ -62,7 +62,7 @@ def _min(field, kind: str) -> float | None:
 
 
 def rows() -> list[tuple]:
-    from agent.config import Settings
+    from agent.settings.model import Settings
 
     found = []
     for name, field in Settings.model_fields.items():

@@ -1,4 +1,4 @@
-"""Generated from agent/config.py:Settings by ``python -m agent.commands.option_render``; do not edit.
+"""Generated from agent/settings/model.py:Settings by ``python -m agent.commands.option_render``; do not edit.
 
 One row per option: field, flag, help (with the default), group, metavar, kind, min, aliases.
 """

@@ -1,4 +1,4 @@
-"""The command-line options that set settings, built from the Settings fields (agent/config.py).
+"""The command-line options that set settings, built from the Settings fields (agent/settings/model.py).
 
 Each ``SettingOption`` names the ``Settings`` field it sets, its flag, a metavar, a help line
 (ending with the field's default) and a help panel, all taken from the field through the generated

@@ -5,8 +5,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from agent.commands.base import EXIT_USAGE, JsonFlag, RunRef, fail, print_json
-from agent.terminal import echo
+from agent.commands.shared import EXIT_USAGE, JsonFlag, RunRef, fail, print_json
+from agent.terminal.printable import echo
 
 Timeline = Annotated[bool, typer.Option("--timeline", help="Show lanes, overlap, GPU idle, critical path.")]
 Rerun = Annotated[bool, typer.Option("--rerun", help="Execute the recorded plan again in a new run folder.")]
@@ -31,7 +31,7 @@ def replay(run: RunRef, timeline: Timeline = False, rerun: Rerun = False, keep: 
     change % and whether it is within noise (--tolerance), then the recommended flags and tuned
     shapes; --raw adds the field-by-field diff.
     """
-    from agent.campaign import CampaignError, load_run
+    from agent.campaign.start_resume import CampaignError, load_run
     from agent.replay.record import RecordError
     from agent.replay.rerun import rerun_settings
     from agent.report import timeline_process
@@ -44,7 +44,7 @@ def replay(run: RunRef, timeline: Timeline = False, rerun: Rerun = False, keep: 
     if timeline and (link := folder.placed_link()):  # the timeline and the report are written here
         fail(link, EXIT_USAGE)
     out: dict = {"run": str(folder.path)}
-    try:  # a re-run's settings are checked before anything is replayed or run (agent/run_settings.py)
+    try:  # a re-run's settings are checked before anything is replayed or run (agent/settings/of_run.py)
         again = rerun_settings(folder.path, runs_dir) if rerun else None
     except (CampaignError, RecordError) as err:
         fail(str(err), EXIT_USAGE)

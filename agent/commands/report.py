@@ -5,8 +5,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from agent.commands.base import JsonFlag, RunRef, RunsDir, fail, print_json
-from agent.terminal import echo
+from agent.commands.shared import JsonFlag, RunRef, RunsDir, fail, print_json
+from agent.terminal.printable import echo
 
 CompareWith = Annotated[Optional[str], typer.Option(
     "--compare", metavar="RUN", help="Add a section setting this run beside another (its settings, evidence, flags "
@@ -14,7 +14,7 @@ CompareWith = Annotated[Optional[str], typer.Option(
 
 
 def _find(run: str, runs_dir: str):
-    from agent.runfolder import RunFolder, RunFolderError
+    from agent.run.folder import RunFolder, RunFolderError
 
     try:
         return RunFolder.find(run, runs_dir)
@@ -28,7 +28,7 @@ def report(run: RunRef, runs_dir: RunsDir = "runs", compare: CompareWith = None,
     Example: dsv4-agent report latest --compare runs/20260101T000000Z-enable-mtp"""
     from agent.report.build import build_report
     from agent.report.timeline_view import timeline_sections
-    from agent.runfolder import RunFolderError
+    from agent.run.folder import RunFolderError
 
     folder = _find(run, runs_dir)
     if link := folder.placed_link():  # report.md, report.html and the plots are written here
@@ -40,7 +40,7 @@ def report(run: RunRef, runs_dir: RunsDir = "runs", compare: CompareWith = None,
         echo(f"note: {err}", err=True)
     extra = timeline_sections(folder.path)
     if other is not None:
-        from agent.compare import compare_section
+        from agent.report.compare import compare_section
 
         extra = [compare_section(other.path, folder.path), *extra]
     written = [str(p) for p in build_report(folder.path, extra_sections=extra)]
@@ -61,7 +61,7 @@ def compare(run_a: RunA, run_b: RunB, runs_dir: RunsDir = "runs", as_json: JsonF
     and concurrency, with the spread of the repeats) and the two verdicts.
 
     Example: dsv4-agent compare runs/<before-the-pull> latest"""
-    from agent.compare import compare_runs, render_text
+    from agent.report.compare import compare_runs, render_text
 
     a, b = _find(run_a, runs_dir), _find(run_b, runs_dir)
     data = compare_runs(a.path, b.path)

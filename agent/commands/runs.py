@@ -5,14 +5,14 @@ from typing import Annotated, Optional
 
 import typer
 
-from agent.commands.base import JsonFlag, RunRef, RunsDir, fail, print_json
-from agent.terminal import echo
+from agent.commands.shared import JsonFlag, RunRef, RunsDir, fail, print_json
+from agent.terminal.printable import echo
 
 STOP_ALL = "all"
 
 
 def _find(run: str, runs_dir: str):
-    from agent.campaign import CampaignError, load_run
+    from agent.campaign.start_resume import CampaignError, load_run
 
     try:
         return load_run(run, runs_dir)
@@ -22,7 +22,7 @@ def _find(run: str, runs_dir: str):
 
 def status(run: RunRef, runs_dir: RunsDir = "runs", as_json: JsonFlag = False) -> None:
     """Show a run: its goal, result, verdict and report, and its plan steps with their full outcomes."""
-    from agent.run_status import render_status, status_data
+    from agent.run.status import render_status, status_data
 
     folder = _find(run, runs_dir)
     if as_json:
@@ -54,10 +54,10 @@ def jobs(run: RunRef, logs: Logs = None, stop: Stop = None, retry: Retry = None,
 
     Only jobs in this run's ledger can be stopped, and only through the process identity it recorded.
     """
-    from agent.recorded_settings import CampaignError
-    from agent.run_reach import reach_of_run
-    from agent.run_status import jobs_data, render_jobs
-    from agent.terminal import outage_wait
+    from agent.settings.recorded import CampaignError
+    from agent.settings.run_reach import reach_of_run
+    from agent.run.status import jobs_data, render_jobs
+    from agent.terminal.printable import outage_wait
     from tools.base import ToolError
     from tools.jobs.factory import make_executor
 
@@ -88,7 +88,7 @@ def jobs(run: RunRef, logs: Logs = None, stop: Stop = None, retry: Retry = None,
 def _stop(executor, stop: str, as_json: bool) -> None:
     """Stop one job or every running one; each that could not be stopped is named, and the command
     then fails (every other one is still stopped)."""
-    from agent.run_status import job_data
+    from agent.run.status import job_data
     from tools.base import ToolError
 
     # (key, shown when stopped): a lost job (its wrapper died without a word) is looked at too, as processes
@@ -117,7 +117,7 @@ def _stop(executor, stop: str, as_json: bool) -> None:
 
 
 def _retry(executor, key: str, folder, as_json: bool) -> None:
-    from agent.run_status import job_data
+    from agent.run.status import job_data
     from tools.jobs.attempts import request_retry
 
     state = request_retry(executor, key)
@@ -143,8 +143,8 @@ def runs(runs_dir: RunsDir = "runs", clean: Clean = False, older_than: OlderThan
     """
     from pathlib import Path
 
-    from agent.run_list import clean_runs, list_runs, parse_age
-    from agent.run_status import render_runs
+    from agent.run.listing import clean_runs, list_runs, parse_age
+    from agent.run.status import render_runs
 
     folder = Path(runs_dir)
     if not folder.is_dir():

@@ -5,8 +5,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from agent.commands.base import EXIT_FAILED, Command, JsonFlag, RunRef, RunsDir, fail, sub_app
-from agent.terminal import echo
+from agent.commands.shared import EXIT_FAILED, Command, JsonFlag, RunRef, RunsDir, fail, sub_app
+from agent.terminal.printable import echo
 from tools.defaults import ASSUMED_TARGET_GPUS
 
 tuning = sub_app("FP8 block-GEMM kernel tuning: shapes, plan, prove, uninstall.")
@@ -27,8 +27,8 @@ def uninstall(run: RunRef, runs_dir: RunsDir = "runs", force: Force = False, exe
     On the GPU host when the run installed them there through its SSH executor. Runs that installed
     the same configs may be uninstalled in any order. Exit 1 when a file was left alone.
     """
-    from agent.campaign import CampaignError
-    from agent.runfolder import RunFolder, RunFolderError
+    from agent.campaign.start_resume import CampaignError
+    from agent.run.folder import RunFolder, RunFolderError
     from tools.base import ToolError
     from tools.tuning.install import MANIFEST, load_manifest, uninstall_configs
 
@@ -70,7 +70,7 @@ def prove(run: RunRef, runs_dir: RunsDir = "runs", as_json: JsonFlag = False) ->
 
     Exit 0 when all were loaded (or none were installed), 1 otherwise.
     """
-    from agent.runfolder import RunFolder, RunFolderError
+    from agent.run.folder import RunFolder, RunFolderError
     from tools.base import ToolError
     from agent.report.sections import proof_section
     from tools.tuning.prove import prove_run
@@ -163,8 +163,8 @@ def plan(shape: RequiredShapes, gpu_count: GpuCount = ASSUMED_TARGET_GPUS, batch
 def _uninstall_on_host(folder, installed_by: str, force: bool, executor_given: str | None,
                        ssh_options: list[str] | None):
     """Undo through the executor that installed (with the ssh options the user gives now)."""
-    from agent.run_reach import reach_of_run
-    from agent.terminal import outage_wait
+    from agent.settings.run_reach import reach_of_run
+    from agent.terminal.printable import outage_wait
     from tools.base import ToolError
     from tools.jobs.factory import make_executor
     from tools.tuning.remote_install import uninstall_on_host

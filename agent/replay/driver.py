@@ -14,19 +14,19 @@ from pathlib import Path
 from typing import Callable
 
 from tools import json_data
-from agent.checkpoints import set_checkpoint_aside
-from agent.config import Settings
-from agent.disk import DiskFull
-from agent.early_lane import wait_for_early_lanes
-from agent.interrupts import SignalWatch
-from agent.live import LiveView
+from agent.campaign.checkpoints import set_checkpoint_aside
+from agent.settings.model import Settings
+from agent.run.disk import DiskFull
+from agent.campaign.early_lane import wait_for_early_lanes
+from agent.campaign.interrupts import SignalWatch
+from agent.terminal.live import LiveView
 from agent.replay.checker import DecisionChecker, Divergence, ReplayDivergence, ReplayStop
 from agent.replay.frontier import Frontier, ReplayCut
 from agent.replay.record import Attempt, Recording, RecordError, load_recording
 from agent.replay.served import ReplayLLM, ReplaySource
-from agent.runfolder import RunFolder
-from agent.runtime import Runtime
-from agent.trace import TraceWriter
+from agent.run.folder import RunFolder
+from agent.campaign.runtime import Runtime
+from agent.run.trace import TraceWriter
 from tools.jobs.local import LocalExecutor
 from tools.stop import reset as reset_stop_gate
 
@@ -68,9 +68,9 @@ class ReplayReport:
 
 
 def replay_settings(recording: Recording, runs_dir: Path) -> tuple[Settings, list[str]]:
-    """The recorded settings (agent/run_settings.py: nothing runs, so the record's values stand), the
+    """The recorded settings (agent/settings/of_run.py: nothing runs, so the record's values stand), the
     values the last resume replaced, pointed at a scratch folder."""
-    from agent.run_settings import known_settings, settings_of_run
+    from agent.settings.of_run import known_settings, settings_of_run
 
     earlier: dict = {}
     for resumed in reversed([a.opening for a in recording.attempts[1:]]):  # config.json holds the last values
@@ -134,7 +134,7 @@ def _replay_into(recording: Recording, work_dir: Path, say: Callable[[str], None
 
 def _replay_attempt(rt: Runtime, recording: Recording, attempt: Attempt, frontier: Frontier, last: bool) -> None:
     """Re-drive one recorded attempt as ``start`` or ``resume`` drove it, stopping where it stopped."""
-    from agent.campaign import _drive  # the campaign's own driver: graph, checkpoint, result.json
+    from agent.campaign.start_resume import _drive  # the campaign's own driver: graph, checkpoint, result.json
 
     thread, fresh = _open_attempt(rt, recording, attempt)
     watch = SignalWatch()

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from tools import json_data
-from agent.trace import TraceError
-from agent.trace import read_events as read_good_events
+from agent.run.trace import TraceError
+from agent.run.trace import read_events as read_good_events
 
 VOLATILE = frozenset({"v", "seq", "t", "mono", "pid", "ms", "seconds", "run", "argv", "bytes", "traceback",
                       "signal_at", "checkpoint_id"})
@@ -116,7 +116,7 @@ def split_attempts(events: list[dict]) -> list[Attempt]:
 
 
 def read_events(path: Path) -> tuple[list[dict], str | None]:
-    """The trace's good events and why reading stopped early (agent.trace.read_events), for replay."""
+    """The trace's good events and why reading stopped early (agent.run.trace.read_events), for replay."""
     if not path.exists():
         raise RecordError(f"{path} does not exist: this run has no trace to replay (was it made by dsv4-agent?)")
     try:

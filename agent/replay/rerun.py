@@ -1,7 +1,7 @@
 """Run a recorded campaign again for real, into a new run folder, and say what changed.
 
 The new run is an ordinary campaign (same goal, the recorded settings taken back as ``resume`` takes
-them: agent/run_settings.py; the LLM key is the user's) on the environment as it is now, e.g.
+them: agent/settings/of_run.py; the LLM key is the user's) on the environment as it is now, e.g.
 after ``dsv4-agent sync``. The diff covers what a reviewer compares: MTP evidence and recommended
 flags (``mtp.json`` and the ``infer_mtp`` step's data), tuned shapes (the ``tune_kernels`` step's
 data), and benchmark figures (``bench/*.jsonl`` and the ``benchmark`` step's data).
@@ -90,9 +90,9 @@ def _show(value: Any, limit: int = 80) -> str:
 
 
 def rerun_settings(run_dir: Path, runs_dir: Path | str) -> tuple[str, Any]:
-    """The recorded goal and settings as ``resume`` takes them back (agent/run_settings.py), new runs
+    """The recorded goal and settings as ``resume`` takes them back (agent/settings/of_run.py), new runs
     under ``runs_dir``: checked before anything is replayed or run."""
-    from agent.run_settings import settings_of_run
+    from agent.settings.of_run import settings_of_run
 
     config = _json(run_dir / "config.json")
     if not isinstance(config, dict) or "goal" not in config:
@@ -103,7 +103,7 @@ def rerun_settings(run_dir: Path, runs_dir: Path | str) -> tuple[str, Any]:
 def rerun(run_dir: Path | str, goal: str, settings) -> tuple[int, Path, str]:
     """Start the recorded campaign again with ``goal`` and ``settings`` (``rerun_settings``) as a new run;
     (exit code, new run, diff)."""
-    from agent.campaign import start
+    from agent.campaign.start_resume import start
 
     run_dir = Path(run_dir)
     runs_dir = Path(settings.runs_dir)

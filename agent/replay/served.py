@@ -1,7 +1,7 @@
 """What a replay serves from the record instead of running: preflight, step outcomes, LLM answers.
 
-``ReplaySource`` is the run's ``rt.source`` (``agent.record_source.RecordSource``): the preflight
-node gets the recorded preflight from it, ``agent.lanes.run_step`` a step's recorded outcome
+``ReplaySource`` is the run's ``rt.source`` (``agent.campaign.record_source.RecordSource``): the preflight
+node gets the recorded preflight from it, ``agent.campaign.lanes.run_step`` a step's recorded outcome
 instead of running the step (no GPU, no network, no jobs), the research lane its recorded span.
 ``ReplayLLM`` is the run's ``rt.llm``, with ``LLMClient.chat``'s signature: it checks each request
 against the recorded one and answers with the recorded reply, writing the same
@@ -16,15 +16,15 @@ from pathlib import Path
 from typing import Callable
 
 from tools import json_data
-from agent.llm.client import LLMError, new_input
+from agent.campaign.llm.client import LLMError, new_input
 from agent.replay.checker import Divergence, ReplayDivergence, ReplayStop
 from agent.replay.frontier import Frontier
 from agent.replay.record import Recording, classify, step_results
-from agent.config import Settings
-from agent.preflight import Preflight
-from agent.runfolder import RunFolder
+from agent.settings.model import Settings
+from agent.campaign.preflight import Preflight
+from agent.run.folder import RunFolder
 from agent.steps.base import PlanStep, StepOutcome
-from agent.trace import TraceWriter, redact
+from agent.run.trace import TraceWriter, redact
 from tools.jobs import Executor
 
 
@@ -100,7 +100,7 @@ class ReplaySource:
 
     def span_outcome(self, run: RunFolder, tool: str, outcome_file: Path, execute: Callable[[], dict]) -> dict:
         """The recorded ``tool_result`` of a span the orchestration runs outside the plan's steps
-        (the LLM research, ``agent.llm.research``), with its recorded files copied in; the outcome
+        (the LLM research, ``agent.campaign.llm.research``), with its recorded files copied in; the outcome
         is the recorded ``outcome_file`` when the record kept it, else what the event says."""
         event = self._next_result(f"span {tool}", tool)
         for relative in event.get("artifacts", []):

@@ -24,12 +24,12 @@ from agent.report.configs_in_place import configs_in_place_section
 from tools.measure.accuracy import load_results as load_accuracy
 from tools.measure.decision import bench_records, decide_folder, gates_of
 from tools.measure.results import BenchRecord
-from tools.measure.variants import setting_label
+from tools.mtp.variants import setting_label
 from tools.measure.verdict import PointStats, Slo, Verdict, point_stats
 from tools.scripts.models import MeasurePlan
 from tools.tuning.prove import prove_run
 from agent.secrets import redact_text
-from agent.terminal import printable
+from agent.terminal.printable import printable
 
 
 def _json(path: Path) -> dict | None:

@@ -188,7 +188,7 @@ def warm_up() -> None:
 def timeline_for_run(run_dir: Path | str) -> tuple[Timeline, str | None]:
     """The run's timeline from its good events, and why reading stopped early (None: whole trace)."""
     from agent.report.timeline import build_timeline
-    from agent.trace import read_events
+    from agent.run.trace import read_events
 
     run_dir = Path(run_dir)
     events, stop = read_events(run_dir / "trace.jsonl")

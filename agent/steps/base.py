@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from agent.config import Settings
-from agent.runfolder import RunFolder
-from agent.trace import Lane, TraceWriter
+from agent.settings.model import Settings
+from agent.run.folder import RunFolder
+from agent.run.trace import Lane, TraceWriter
 from tools.gpus import GpuInfo
 from tools.jobs import Executor
 from tools.tuning.prepare import TuningReason
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from tools.gpu_choice import GpuPlan
     from tools.mtp.settings import MtpSettings
 
-StepKind = Literal["sync", "tune_kernels", "infer_mtp", "write_scripts", "benchmark"]  # rows: agent/steps/table.py
+StepKind = Literal["sync", "tune_kernels", "infer_mtp", "write_scripts", "benchmark"]  # rows: agent/steps/step_table.py
 StepStatus = Literal["done", "planned", "skipped", "failed"]
 # Why a step ended as it did, as a code for programs (tests, the CLI); the summary says it for people.
 StepReason = Literal[

@@ -30,7 +30,7 @@ from tools.measure.bench import run_sweep
 from tools.measure.decision import VERDICT_FILE, decide_folder
 from tools.measure.verdict import Slo, Verdict
 from tools.scripts import MeasurePlan
-from tools.scripts.render import render_serve_script
+from tools.measure.script_render import render_serve_script
 
 RECOMMENDED_SCRIPT = "serve_recommended.sh"
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agent.config import Settings
+from agent.settings.model import Settings
 from agent.steps.base import PlanStep, StepContext, StepOutcome
 from tools.base import ToolError
 from tools.gpu_choice import GpuChoice

@@ -1,5 +1,5 @@
 """The measure plan a run reviews and then runs: the baseline plus one MTP variant per distinct
-speculative setting the evidence supports (tools/measure/variants.py), the user's ``--mtp-steps``,
+speculative setting the evidence supports (tools/mtp/variants.py), the user's ``--mtp-steps``,
 repeats, the bench client of this SGLang version, and the accuracy gate.
 
 Variants: ``baseline``; ``mtp`` for the ``infer_mtp`` recommendation; ``mtp-<steps>-<topk>-<draft>``
@@ -18,7 +18,7 @@ from tools.gpu_choice import GpuPlan
 from tools.measure.accept_floors import read_floors
 from tools.measure.accuracy import AccuracyPlan, offline_skip_reason
 from tools.measure.client import bench_client_module
-from tools.measure.variants import SpecChoice
+from tools.mtp.variants import SpecChoice
 from tools.mtp.answer import Recommendation
 from tools.mtp.settings import MtpSettings
 from tools.scripts import EnvChoice, FlagChoice, MeasurePlan, ServeVariant

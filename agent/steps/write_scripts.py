@@ -21,7 +21,7 @@ from agent.steps.measure_plan import build_plan
 from agent.steps.verify_scripts import verify_plan
 from tools.base import ToolError
 from tools.scripts import MeasurePlan
-from tools.scripts.render import SERVER_CHECK, render_measure_script, render_serve_script, server_check_source
+from tools.measure.script_render import SERVER_CHECK, render_measure_script, render_serve_script, server_check_source
 
 PLAN_FILE = "measure_plan.json"
 

@@ -19,6 +19,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from tools.scripts.models import Floor
 from tools.source.confine import outside, read_bounded
 from tools.source.layout import find_package
 
@@ -38,14 +39,6 @@ _ALGORITHM = re.compile(r"(?:--speculative-algorithm(?:=|[\"']\s*,\s*[\"'])|\bsp
                         r"=\s*[\"'])(?P<v>[A-Z0-9_]+)")
 _STEPS = re.compile(r"(?:--speculative-num-steps(?:=|[\"']\s*,\s*[\"']?)|\bspeculative_num_steps\s*(?::\s*\w+\s*)?"
                     r"=\s*)(?P<v>\d+)")
-
-
-class Floor(BaseModel):
-    value: float
-    algorithm: str | None = Field(None, description="--speculative-algorithm nearest the floor; None: not stated")
-    steps: int | None = Field(None, description="--speculative-num-steps nearest the floor; None: not stated")
-    what: str = Field("", description="The asserted expression or attribute")
-    source: str = Field(description="path:line in the SGLang tree")
 
 
 class AcceptCheck(BaseModel):

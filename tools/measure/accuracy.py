@@ -20,23 +20,12 @@ from pydantic import BaseModel, Field
 from tools.base import ToolError, cap_text
 from tools.jobs import Executor, JobSpec
 from tools.jobs.attempts import next_attempt
+from tools.scripts.models import AccuracyPlan
 
 CLIENT = "sglang.test.few_shot_gsm8k"
 _ACCURACY = re.compile(r"^Accuracy:\s*([0-9.]+)\s*$", re.M)
 _INVALID = re.compile(r"^Invalid:\s*([0-9.]+)\s*$", re.M)
 Z95 = 1.959964
-
-
-class AccuracyPlan(BaseModel):
-    """How the gate runs (part of the measure plan)."""
-
-    questions: int = Field(50, ge=1, description="--num-questions (the first N of the data file)")
-    data_path: str | None = Field(None, description="--data-path: a GSM8K test.jsonl; None = SGLang downloads it")
-    shots: int = Field(5, ge=0, description="--num-shots")
-    parallel: int = Field(64, ge=1, description="--parallel")
-    max_new_tokens: int = Field(512, ge=1, description="--max-new-tokens")
-    tolerance: float | None = Field(None, ge=0, le=1, description="Largest accuracy drop allowed; None = 95 % interval")
-    skip_reason: str | None = Field(None, description="Why the gate does not run (then nothing is gated)")
 
 
 class AccuracyResult(BaseModel):

@@ -190,7 +190,7 @@ def run_sweep(executor: Executor, plan: MeasurePlan, python: str, results_dir: P
         _sweep_variant(executor, plan, variant, python, results_file, todo, env, bench_env, emit, out,
                        ready_timeout_s, point_timeout_s, check_accuracy,
                        on_measured if variant is plan.variants[-1] else None)
-    stop_leftover_servers(executor, set(), emit)  # a refusal here is the campaign's to report (agent/campaign.py)
+    stop_leftover_servers(executor, set(), emit)  # a refusal here is the campaign's to report (agent/campaign/start_resume.py)
     return out
 
 

@@ -15,7 +15,7 @@ from tools.child_env import child_env
 from tools.constraints.extract import ExtractConstraintsArgs, Rule, extract_constraints
 from tools.defaults import SGLANG_PYTHON, SGLANG_VERSION
 from tools.measure.client import package_dir
-from tools.measure.variants import SpecChoice, evidence_choices, parse_user_setting, user_choices
+from tools.mtp.variants import SpecChoice, evidence_choices, parse_user_setting, user_choices
 from tools.mtp.infer import InferMtpArgs, MtpAnswer, Recommendation, SourceRef, infer_mtp
 
 CALLS_ENV = "DSV4_MTP_SETTINGS_CALLS"  # a file: each call appends one line (tests count the calls)

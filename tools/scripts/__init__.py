@@ -1,13 +1,12 @@
-"""Reviewable shell scripts (serve_<variant>.sh, run_measure.sh) rendered from jinja2 templates.
+"""Reviewable shell scripts (serve_<variant>.sh, run_measure.sh): what they say (the plan models) and
+their jinja2 templates; tools/measure/script_render.py renders them.
 
-The names below are loaded on first use: settings validation needs the plan models, not the
-renderer (jinja2), and a campaign's first GPU job should not wait for what it does not run."""
+The names below are loaded on first use: settings validation needs the plan models, and a campaign's
+first GPU job should not wait for what it does not run."""
 import importlib
 
 _WHERE = {"BenchPoint": "models", "EnvChoice": "models", "FlagChoice": "models", "MeasurePlan": "models",
-          "ServeVariant": "models", "RENDER_SCRIPTS": "render", "RenderScriptsArgs": "render",
-          "RenderScriptsResult": "render", "render_measure_script": "render", "render_scripts": "render",
-          "render_serve_script": "render"}
+          "ServeVariant": "models"}
 __all__ = sorted(_WHERE)
 
 

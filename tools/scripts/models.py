@@ -11,9 +11,6 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, Field, field_validator
 
-from tools.measure.accept_floors import Floor
-from tools.measure.accuracy import AccuracyPlan
-
 
 MAX_CONCURRENCY = 100_000  # requests in flight at once; more is a typo, and a point that never ends
 
@@ -29,6 +26,27 @@ def _positive_levels(values: list[int]) -> list[int]:
 
 
 ConcurrencyLevels = Annotated[list[int], AfterValidator(_positive_levels)]
+
+
+class AccuracyPlan(BaseModel):
+    """How the gate runs (part of the measure plan)."""
+
+    questions: int = Field(50, ge=1, description="--num-questions (the first N of the data file)")
+    data_path: str | None = Field(None, description="--data-path: a GSM8K test.jsonl; None = SGLang downloads it")
+    shots: int = Field(5, ge=0, description="--num-shots")
+    parallel: int = Field(64, ge=1, description="--parallel")
+    max_new_tokens: int = Field(512, ge=1, description="--max-new-tokens")
+    tolerance: float | None = Field(None, ge=0, le=1, description="Largest accuracy drop allowed; None = 95 % interval")
+    skip_reason: str | None = Field(None, description="Why the gate does not run (then nothing is gated)")
+
+
+class Floor(BaseModel):
+    value: float
+    algorithm: str | None = Field(None, description="--speculative-algorithm nearest the floor; None: not stated")
+    steps: int | None = Field(None, description="--speculative-num-steps nearest the floor; None: not stated")
+    what: str = Field("", description="The asserted expression or attribute")
+    source: str = Field(description="path:line in the SGLang tree")
+
 
 _FLAG = re.compile(r"^--[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

@@ -18,7 +18,7 @@ from tools.scripts.trust import held_back
 
 SERVER_ARG_SOURCE = "user choice (--server-arg)"
 SERVER_ENV_SOURCE = "user choice (--server-env)"
-# Set per variant by the campaign (tools/measure/variants.py); a user's value would hide what was measured.
+# Set per variant by the campaign (tools/mtp/variants.py); a user's value would hide what was measured.
 CAMPAIGN_PREFIX = "--speculative-"
 
 
