@@ -163,8 +163,9 @@ def test_a_resumed_sweep_replaces_a_leftover_server_that_fails_the_identity_chec
            "DSV4_DOUBLE_IDENTITY_FILE": str(identity)}
     args = [*campaign_args(tmp_path, sglang_wheel_root, goal="enable MTP", concurrency="1,2"), "--mtp-variants", "1"]
     proc = start_agent(*args, cwd=tmp_path, env=env)
-    run = wait_for(lambda: next(iter((tmp_path / "runs").glob("*/jobs/bench-baseline-c1")), None) and only_run(tmp_path),
-                   120, "the baseline's first point")
+    # the point's wrapper has started (a folder alone may precede the launch): from then on it runs detached
+    run = wait_for(lambda: next(iter((tmp_path / "runs").glob("*/jobs/bench-baseline-c1/wrapper.json")), None)
+                   and only_run(tmp_path), 120, "the baseline's first point to start")
     proc.send_signal(signal.SIGKILL)  # the agent alone dies; its server runs on
     proc.wait(timeout=limit(10))
     hold.unlink()

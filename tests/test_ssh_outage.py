@@ -139,7 +139,8 @@ def test_jobs_waits_out_the_outage_with_a_line_per_retry_on_stderr(sshd, executo
     run = tmp_path / "run"
     (run / "config.json").write_text(json.dumps({"goal": "tune kernels", "settings": {"executor": "ssh://dsv4-test"}}))
     sshd.take_down()
-    listing = subprocess.Popen([AGENT, "jobs", str(run), *(f"--ssh-option={o}" for o in sshd.options)], cwd=tmp_path,
+    listing = subprocess.Popen([AGENT, "jobs", str(run), "--executor", "ssh://dsv4-test",  # the host is the user's
+                                *(f"--ssh-option={o}" for o in sshd.options)], cwd=tmp_path,
                                env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         first = listing.stderr.readline()  # blocks until the first retry line (or the exit)
