@@ -75,7 +75,7 @@ def _adaptive(answer: MtpAnswer, judge, base: SpecChoice | None) -> SpecChoice |
                 f"{ADAPTIVE_FIELD} server field")
     if base is None or base.flags.get(TOPK, "1") != "1" or base.flags.get(ALGO) != "EAGLE":
         return "adaptive drafting is not in the space: SGLang offers it for EAGLE at topk 1, and no such setting is"
-    flags = {**base.flags, ADAPTIVE_FLAG: "true"}
+    flags = {**base.flags, ADAPTIVE_FLAG: ""}  # a switch (a bool field)
     return SpecChoice(name=_name(base.flags) + "-adaptive", flags=flags,
                       origins={**base.origins, ADAPTIVE_FLAG: field.origin.cite()}, source="hooks",
                       why=[f"{base.label} with adaptive drafting: the tree defines {ADAPTIVE_FIELD} "
