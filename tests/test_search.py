@@ -10,14 +10,21 @@ serves every setting by its model; 5/1/6 is given an accept length of 5 at littl
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
+from collections import Counter
 
 import pytest
 
+from agent.replay.driver import EXIT_REPRODUCED, replay_run
+
 from tests import shared_trees
 from tests.campaign_fixtures import DOUBLES, MODEL, campaign_env
-from tests.cli_helpers import only_run, run_cli
+from tests.cli_helpers import clean_env, only_run, run_cli
 from tests.decision_fixtures import HERE, upstream_checkout
 from tests.doubles.tokenizer import build_tokenizer
+from tests.slowdown import limit
 
 PROFILE = json.dumps({"5/1/6": {"accept": 5, "cost": 0.02}})
 REPEATS = 4
@@ -119,3 +126,39 @@ def test_mtp_steps_outside_the_fenced_space_is_refused_with_its_fence(world, tmp
     out = run_cli(*_args(checkout, tok, "--budget", "30m", "--mtp-steps", "7"), cwd=tmp_path, env=env)
     assert out.returncode == 2, out.stdout[-2000:] + out.stderr[-2000:]
     assert "outside the search space" in out.stderr and "step counts 1..5" in out.stderr
+
+
+def test_replay_re_derives_every_search_decision(searched):
+    run, _ = searched
+    report = replay_run(run)
+    assert report.exit_code == EXIT_REPRODUCED, report.render()
+    assert report.search is not None and not report.search.problems
+    drops, repeats = len(_events(run, "search_drop")), len(_events(run, "search_repeat"))
+    assert report.search.checked == drops + repeats + len(_events(run, "search_budget")) and drops and repeats
+
+
+def test_a_search_killed_after_its_drops_resumes_without_measuring_a_point_twice(world, tmp_path):
+    root, checkout, tok, env = world
+    # die right after the 10th save of bench/search.json: 7 first looks, the drops, the baseline's repeats granted
+    # and measured; the winner's repeats not yet
+    spec = "tools.measure.search:_Clock.save:10:after"
+    died = subprocess.run([sys.executable, str(HERE / "fault_injector.py"), spec, "agent.cli:main",
+                           *_args(checkout, tok, "--budget", "30m")], cwd=tmp_path, env=clean_env(env),
+                          capture_output=True, text=True, timeout=limit(600))
+    assert died.returncode == -signal.SIGKILL, died.stdout[-2000:] + died.stderr[-2000:]
+    run = only_run(tmp_path)
+    before = json.loads((run / "bench" / "search.json").read_text())
+    assert before["drops"] and before["extra"] == ["baseline"]
+    resumed = run_cli("resume", str(run), cwd=tmp_path, env=env)
+    assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
+    after = json.loads((run / "bench" / "search.json").read_text())
+    assert after["drops"] == before["drops"]  # no drop decision lost or changed
+    assert Counter(e["variant"] for e in _events(run, "search_drop")) == Counter(set(before["drops"]))
+    for name, tags in _runs(run).items():
+        assert len(tags) == len(set(tags)), (name, tags)  # no finished point measured again
+    assert after["extra"][0] == "baseline" and len(after["extra"]) == 2
+    assert len(_runs(run)[after["extra"][1]]) == 2 * REPEATS
+    assert after["spent_s"] > before["spent_s"]
+    report = replay_run(run)
+    assert report.exit_code == EXIT_REPRODUCED, report.render()
+    assert report.search is not None and not report.search.problems

@@ -22,7 +22,7 @@ from typing import Callable
 from pydantic import BaseModel, Field
 
 from tools.jobs import Executor
-from tools.measure.bench import SweepResult, run_sweep
+from tools.measure.bench import SweepResult, finished_points, run_sweep
 from tools.measure.decision import bench_records
 from tools.measure.search_budget import Costs, duration_text, estimate
 from tools.measure.search_rules import Drop, first_look_drops, survivors
@@ -129,14 +129,14 @@ def run_search(executor: Executor, plan: MeasurePlan, python: str, results_dir: 
     state, out = clock.state, SweepResult()
     ordered = sorted(plan.variants, key=lambda v: v.name != "baseline")
     for number, variant in enumerate(ordered):
-        if variant.name in state.drops:
-            continue
-        if clock.spent() + _cost(clock, plan, 1) > budget_s:
+        looked = {p.tag(variant.name) for p in plan.model_copy(update={"repeats": 1}).points()} <= \
+            finished_points(results_dir / f"{variant.name}.jsonl", variant.name)
+        if not looked and clock.spent() + _cost(clock, plan, 1) > budget_s:
             state.no_look.append(variant.name)
             state.not_measured.append(f"{variant.name}: no first look (the budget left, "
                                       f"{duration_text(budget_s - clock.spent())}, is less than its estimate)")
             continue
-        _measure(executor, plan, variant, 1, False, clock, results_dir, python, env, out)
+        _measure(executor, plan, variant, 1, False, clock, results_dir, python, env, out)  # finished: skipped
         if number == 0 and state.costs.known():  # the first points price this host: re-estimate the plan
             _reestimate(clock, plan, len(ordered) - 1, 2, "the baseline's first look priced a server start and a repeat")
     records, _ = bench_records(results_dir)
