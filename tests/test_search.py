@@ -162,3 +162,30 @@ def test_a_search_killed_after_its_drops_resumes_without_measuring_a_point_twice
     report = replay_run(run)
     assert report.exit_code == EXIT_REPRODUCED, report.render()
     assert report.search is not None and not report.search.problems
+
+
+def test_when_the_budget_runs_out_the_verdict_names_what_was_not_measured(world, tmp_path):
+    root, checkout, tok, env = world
+    # die right after the drops are saved (7 first looks, then the drops), then spend the budget as a long
+    # earlier attempt would have: the survivors' repeats no longer fit
+    spec = "tools.measure.search:_Clock.save:8:after"
+    died = subprocess.run([sys.executable, str(HERE / "fault_injector.py"), spec, "agent.cli:main",
+                           *_args(checkout, tok, "--budget", "30m")], cwd=tmp_path, env=clean_env(env),
+                          capture_output=True, text=True, timeout=limit(600))
+    assert died.returncode == -signal.SIGKILL, died.stdout[-2000:] + died.stderr[-2000:]
+    run = only_run(tmp_path)
+    state_file = run / "bench" / "search.json"
+    state = json.loads(state_file.read_text())
+    assert state["drops"] and not state["extra"]
+    state_file.write_text(json.dumps({**state, "spent_s": state["budget_s"] - 1}))
+    lines = {name: len(tags) for name, tags in _runs(run).items()}
+    resumed = run_cli("resume", str(run), cwd=tmp_path, env=env)
+    assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
+    assert {name: len(tags) for name, tags in _runs(run).items()} == lines  # nothing more was measured
+    verdict = json.loads((run / "verdict.json").read_text())
+    survivors = [n for n in lines if n not in state["drops"]]
+    assert "not measured within --budget" in verdict["reason"]
+    assert all(f"{name}: {REPEATS - 1} more repeat(s)" in verdict["reason"] for name in survivors), verdict["reason"]
+    assert "not measured within --budget" in resumed.stdout
+    left = [e for e in _events(run, "search_budget") if e["left_s"] <= 1]
+    assert left and all(e["estimate_s"] > e["left_s"] for e in left)

@@ -9,8 +9,9 @@ The fence comes from the evidence and the checkpoint, never from a guess:
   largest any of those settings uses, at topk 1 with SGLang's own topk-1 rewrite applied (draft tokens = steps
   + 1), each judged by the hooks' rules (tools/mtp/pick.py ``Judge``); a step count a rule forbids is fenced
   out, citing the rule;
-- a drafter that drafts a fixed block (DSPARK) keeps the block the checkpoint carries: the space gets no
-  step counts for it;
+- a bundled drafter that drafts a block (DSPARK) gets no step counts; where the tree lets a flag set its
+  block (``speculative_dspark_block_size``), every block size from 1 to the one the checkpoint says it
+  was trained on, else only its own block;
 - adaptive drafting (``--speculative-adaptive``) only where the tree defines that server field, for EAGLE at
   topk 1 (the only shape SGLang offers it for).
 
@@ -29,6 +30,8 @@ from tools.source.origin import Origin
 
 ADAPTIVE_FIELD = "speculative_adaptive"
 ADAPTIVE_FLAG = "--speculative-adaptive"
+BLOCK_FIELD = "speculative_dspark_block_size"
+BLOCK_FLAG = "--speculative-dspark-block-size"
 
 
 class SearchSpace(BaseModel):
@@ -82,6 +85,33 @@ def _adaptive(answer: MtpAnswer, judge, base: SpecChoice | None) -> SpecChoice |
                            f"({field.origin.cite()})"])
 
 
+def _blocks(choice: SpecChoice, judge) -> list[SpecChoice | str]:
+    """A bundled block drafter's block sizes: 1 up to the block it was trained with (the checkpoint's), where the
+    tree lets a flag set the block; else only its own block. Each judged by the hooks' rules."""
+    drafter = judge.own_drafter(choice.flags)
+    trained = drafter.block_size if drafter is not None else None
+    field = judge.fields.get(BLOCK_FIELD)
+    if trained is None or field is None:
+        why = "the checkpoint states no block size" if trained is None else f"this tree defines no {BLOCK_FIELD} field"
+        return [f"{choice.label}: the checkpoint's own drafter drafts the block it carries ({why}); no other block "
+                "size is searched"]
+    out: list[SpecChoice | str] = [f"block sizes 1..{trained}: the drafter was trained on blocks of {trained} "
+                                   "(the checkpoint's dspark_block_size); a larger block drafts positions it never "
+                                   "learned"]
+    for size in range(1, trained):
+        flags = {**choice.flags, BLOCK_FLAG: str(size)}
+        problems = judge.check(flags).problems
+        if problems:
+            text, rule = problems[0]
+            out.append(f"block {size} is fenced out: {text}: {rule.rule} ({rule.origin.cite()})")
+            continue
+        out.append(SpecChoice(name=f"{_name(choice.flags)}-b{size}", flags=flags, source="hooks",
+                              origins={**choice.origins, BLOCK_FLAG: field.origin.cite()},
+                              why=[f"block {size} of the {trained} the drafter was trained on: SGLang sets draft tokens "
+                                   f"= block + 1 ({BLOCK_FIELD}, {field.origin.cite()})"]))
+    return out
+
+
 def fence(answer: MtpAnswer, rules: list[Rule], choices: list[SpecChoice]) -> SearchSpace:
     """The space around the evidence's settings (``choices``), each point citing why it is allowed."""
     judge = _judge(answer, rules)
@@ -89,8 +119,9 @@ def fence(answer: MtpAnswer, rules: list[Rule], choices: list[SpecChoice]) -> Se
     fences: list[str] = []
     stepped = _stepped(choices, judge)
     for block in (c for c in choices if judge.own_drafter(c.flags)):
-        fences.append(f"{block.label}: the checkpoint's own {block.flags.get(ALGO)} drafter drafts the block it "
-                      "carries; no step counts are searched for it")
+        found = _blocks(block, judge)
+        fences += [f for f in found if isinstance(f, str)]
+        points += [p for p in found if not isinstance(p, str) and _key(p.flags) not in {_key(q.flags) for q in points}]
     if not stepped:
         fences.append("no drafter that drafts in steps: no step counts are searched")
         return SearchSpace(points=points, fences=fences)
