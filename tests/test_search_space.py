@@ -1,16 +1,18 @@
 """The fenced search space (tools/measure/search_space.py) on the real SGLang source and real checkpoint configs:
-the step counts the hooks allow for an MTP head, adaptive drafting only where the tree defines the field, a
-bundled DSpark drafter's block sizes only where a flag can set them, each point citing why it is allowed."""
+the step counts the hooks allow for an MTP head, adaptive drafting where the tree defines the field, a
+bundled DSpark drafter's block sizes up to the one it was trained on, each point citing why it is allowed."""
 from __future__ import annotations
 
 import json
 import shutil
 
+import pytest
+
 from tests.conftest import shared_checkpoints
-from tests.decision_fixtures import upstream_checkout
+from tools.base import ToolError
 from tools.mtp.settings import MtpSettingsArgs, mtp_settings
 
-STEPS = "--speculative-num-steps"
+STEPS, ADAPTIVE, BLOCK = "--speculative-num-steps", "--speculative-adaptive", "--speculative-dspark-block-size"
 
 
 def _reap(tmp_path):
@@ -24,38 +26,36 @@ def _reap(tmp_path):
     return folder
 
 
-def test_an_mtp_head_gets_every_step_count_up_to_the_evidence_and_no_adaptive_on_0_5_23(sglang_wheel_root):
+def test_an_mtp_head_gets_every_step_count_up_to_the_evidence_and_adaptive_where_the_tree_has_it(sglang_wheel_root):
     judged = mtp_settings(MtpSettingsArgs(model="deepseek-ai/DeepSeek-V4-Flash", sglang=str(sglang_wheel_root),
                                           search=True))
     space = judged.space
     assert space is not None and space.max_steps is not None
-    steps = sorted(int(p.flags[STEPS]) for p in space.points if STEPS in p.flags)
-    assert steps == list(range(1, space.max_steps + 1))
-    assert all(p.why for p in space.points) and all(p.flags["--speculative-eagle-topk"] == "1"
-                                                    for p in space.points if p.source == "hooks")
+    fixed = [p for p in space.points if ADAPTIVE not in p.flags]
+    assert sorted(int(p.flags[STEPS]) for p in fixed) == list(range(1, space.max_steps + 1))
+    assert all(p.why for p in space.points) and all(p.flags["--speculative-eagle-topk"] == "1" for p in space.points)
     assert [p.name for p in judged.choices] == [p.name for p in space.points]
     assert any(f.startswith(f"step counts 1..{space.max_steps}") for f in space.fences)
-    assert any("defines no speculative_adaptive" in f for f in space.fences)  # 0.5.23 has no such field
+    adaptive = [p for p in space.points if ADAPTIVE in p.flags]  # 0.5.23 defines speculative_adaptive
+    assert len(adaptive) == 1 and adaptive[0].flags[ADAPTIVE] == "" and "spec.py:" in adaptive[0].origins[ADAPTIVE]
 
 
-def test_a_dspark_drafter_keeps_its_own_block_where_no_flag_sets_it(tmp_path, sglang_wheel_root):
+def test_mtp_steps_outside_the_space_is_refused_naming_the_fence(sglang_wheel_root):
+    with pytest.raises(ToolError, match=r"outside the search space.*step counts 1\.\.3"):
+        mtp_settings(MtpSettingsArgs(model="deepseek-ai/DeepSeek-V4-Flash", sglang=str(sglang_wheel_root),
+                                     search=True, mtp_steps=["6"]))
+    inside = mtp_settings(MtpSettingsArgs(model="deepseek-ai/DeepSeek-V4-Flash", sglang=str(sglang_wheel_root),
+                                          search=True, mtp_steps=["2"]))
+    assert "mtp-2-1-3" in [c.name for c in inside.choices]
+
+
+def test_a_dspark_drafter_gets_every_block_up_to_its_trained_one(tmp_path, sglang_wheel_root):
     judged = mtp_settings(MtpSettingsArgs(model="deepseek-ai/DeepSeek-V4-Flash-0731", model_path=str(_reap(tmp_path)),
                                           sglang=str(sglang_wheel_root), search=True))
     space = judged.space
-    assert [p.flags["--speculative-algorithm"] for p in space.points] == ["DSPARK"]
-    assert any("defines no speculative_dspark_block_size field" in f for f in space.fences), space.fences
-    assert space.max_steps is None
-
-
-def test_a_dspark_drafter_gets_every_block_up_to_its_trained_one_where_a_flag_sets_it(tmp_path, sglang_wheel_root):
-    checkout = upstream_checkout(tmp_path / "sglang", sglang_wheel_root)
-    judged = mtp_settings(MtpSettingsArgs(model="deepseek-ai/DeepSeek-V4-Flash-0731", model_path=str(_reap(tmp_path)),
-                                          sglang=str(checkout), search=True))
-    space = judged.space
     trained = judged.checkpoint.drafter_for("DSPARK").block_size
-    blocks = sorted(int(p.flags["--speculative-dspark-block-size"]) for p in space.points
-                    if "--speculative-dspark-block-size" in p.flags)
-    assert trained and blocks == list(range(1, trained)), (trained, blocks)
+    assert {p.flags["--speculative-algorithm"] for p in space.points} == {"DSPARK"} and space.max_steps is None
+    blocks = sorted(int(p.flags[BLOCK]) for p in space.points if BLOCK in p.flags)
+    assert trained and blocks == list(range(1, trained + 1)), (trained, blocks)  # its own block is the recommendation
     assert any(f.startswith(f"block sizes 1..{trained}") for f in space.fences)
-    cited = [p for p in space.points if "--speculative-dspark-block-size" in p.flags]
-    assert all("spec.py:" in p.origins["--speculative-dspark-block-size"] for p in cited)
+    assert all("spec.py:" in p.origins[BLOCK] for p in space.points if p.source == "hooks")

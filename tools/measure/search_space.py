@@ -100,12 +100,14 @@ def _blocks(choice: SpecChoice, judge) -> list[SpecChoice | str]:
                                    "learned"]
     for size in range(1, trained):
         flags = {**choice.flags, BLOCK_FLAG: str(size)}
+        if TOKENS in flags:  # SGLang refuses draft tokens other than block + 1 (its DSpark hook)
+            flags[TOKENS] = str(size + 1)
         problems = judge.check(flags).problems
         if problems:
             text, rule = problems[0]
             out.append(f"block {size} is fenced out: {text}: {rule.rule} ({rule.origin.cite()})")
             continue
-        out.append(SpecChoice(name=f"{_name(choice.flags)}-b{size}", flags=flags, source="hooks",
+        out.append(SpecChoice(name=f"mtp-{choice.flags[ALGO].lower()}-b{size}", flags=flags, source="hooks",
                               origins={**choice.origins, BLOCK_FLAG: field.origin.cite()},
                               why=[f"block {size} of the {trained} the drafter was trained on: SGLang sets draft tokens "
                                    f"= block + 1 ({BLOCK_FIELD}, {field.origin.cite()})"]))
