@@ -95,6 +95,13 @@ def test_every_candidate_gets_a_first_look_and_the_dropped_ones_nothing_more(sea
     assert budget and budget[0]["server_start_s"] > 0 and set(budget[0]["repeat_s"]) == {"1", "4"}
 
 
+def test_the_console_shows_the_budget_left_and_each_decision(searched):
+    _, out = searched
+    assert "search budget: search " in out.stdout and " left; the work left is estimated at " in out.stdout
+    assert "search drop: " in out.stdout and "measurably worse than the best at every level" in out.stdout
+    assert "search repeat: baseline " in out.stdout
+
+
 def test_the_search_picks_what_a_full_measurement_picks_at_half_the_points_or_fewer(world, searched):
     run, _ = searched
     root, checkout, tok, env = world

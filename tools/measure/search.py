@@ -104,12 +104,12 @@ def _reestimate(clock: _Clock, plan: MeasurePlan, looks: int, extras: int, why: 
     work = estimate(costs, looks, {c: looks for c in plan.concurrency}) + \
         estimate(costs, extras, {c: extras * (k - 1) for c in plan.concurrency})
     left = clock.state.budget_s - clock.spent()
+    line = (f"{duration_text(clock.spent())} of {duration_text(clock.state.budget_s)} spent, "
+            f"{duration_text(max(left, 0))} left; the work left is estimated at {duration_text(work)} ({why})")
     clock.emit("search_budget", {"why": why, "budget_s": clock.state.budget_s, "spent_s": round(clock.spent(), 3),
                                  "left_s": round(left, 3), "estimate_s": round(work, 3), "first_looks": looks,
-                                 "extra_repeats_for": extras, **costs.summary()})
-    clock.emit("progress", {"message": f"search: {duration_text(clock.spent())} of {duration_text(clock.state.budget_s)}"
-                                       f" spent, {duration_text(max(left, 0))} left; the work left is estimated at "
-                                       f"{duration_text(work)}"})
+                                 "extra_repeats_for": extras, **costs.summary(), "key": "search", "message": line})
+    clock.emit("progress", {"message": f"search: {line}"})  # the live view's lane row
 
 
 def _measure(executor: Executor, plan: MeasurePlan, variant: ServeVariant, repeats: int, accuracy: bool,
@@ -145,8 +145,8 @@ def run_search(executor: Executor, plan: MeasurePlan, python: str, results_dir: 
         if name not in state.drops:
             state.drops[name] = drop
             emit("search_drop", {"variant": name, "levels": {str(c): e.model_dump() for c, e in drop.levels.items()},
-                                 "message": f"{name} dropped: measurably worse than the best at every level: "
-                                            f"{drop.text()}"})
+                                 "key": name, "message": f"dropped: measurably worse than the best at every level: "
+                                                         f"{drop.text()}"})
     clock.save()
     _extra_repeats(executor, plan, clock, results_dir, python, env, out, survivors(records, names, set(state.drops)))
     return out, state
@@ -168,6 +168,7 @@ def _extra_repeats(executor: Executor, plan: MeasurePlan, clock: _Clock, results
             state.extra.append(name)
             clock.emit("search_repeat", {"variant": name, "repeats": plan.repeats, "estimate_s": round(cost, 3),
                                          "left_s": round(left, 3), "rank": order.index(name) + 1,
-                                         "message": f"{name}: {plan.repeats - 1} more repeat(s) per concurrency"})
+                                         "key": name, "message": f"{plan.repeats - 1} more repeat(s) per concurrency "
+                                         f"(estimated {duration_text(cost)}, {duration_text(max(left, 0))} left)"})
             clock.save()
         _measure(executor, plan, by_name[name], plan.repeats, True, clock, results_dir, python, env, out)
