@@ -91,6 +91,8 @@ def test_every_candidate_gets_a_first_look_and_the_dropped_ones_nothing_more(sea
             assert level["ratio_low"] > 1 and level["low"] > level["best_high"]  # ranges do not overlap
     for name in extra:
         assert len(runs[name]) == 2 * REPEATS
+    servers = sorted(p.name for p in (run / "jobs").glob("serve-*"))
+    assert [s for s in servers if s.startswith("serve-baseline")] == ["serve-baseline"]  # all its repeats on one start
     budget = _events(run, "search_budget")
     assert budget and budget[0]["server_start_s"] > 0 and set(budget[0]["repeat_s"]) == {"1", "4"}
 
@@ -146,16 +148,16 @@ def test_replay_re_derives_every_search_decision(searched):
 
 def test_a_search_killed_after_its_drops_resumes_without_measuring_a_point_twice(world, tmp_path):
     root, checkout, tok, env = world
-    # die right after the 10th save of bench/search.json: 7 first looks, the drops, the baseline's repeats granted
-    # and measured; the winner's repeats not yet
-    spec = "tools.measure.search:_Clock.save:10:after"
+    # die right after the 11th save of bench/search.json (the baseline's grant and points, 6 first looks, the
+    # drops, the baseline's turn among the survivors, the winner's grant): the winner's repeats not yet measured
+    spec = "tools.measure.search:_Clock.save:11:after"
     died = subprocess.run([sys.executable, str(HERE / "fault_injector.py"), spec, "agent.cli:main",
                            *_args(checkout, tok, "--budget", "30m")], cwd=tmp_path, env=clean_env(env),
                           capture_output=True, text=True, timeout=limit(600))
     assert died.returncode == -signal.SIGKILL, died.stdout[-2000:] + died.stderr[-2000:]
     run = only_run(tmp_path)
     before = json.loads((run / "bench" / "search.json").read_text())
-    assert before["drops"] and before["extra"] == ["baseline"]
+    assert before["drops"] and len(before["extra"]) == 2 and before["extra"][0] == "baseline"
     resumed = run_cli("resume", str(run), cwd=tmp_path, env=env)
     assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
     after = json.loads((run / "bench" / "search.json").read_text())
@@ -163,7 +165,8 @@ def test_a_search_killed_after_its_drops_resumes_without_measuring_a_point_twice
     assert Counter(e["variant"] for e in _events(run, "search_drop")) == Counter(set(before["drops"]))
     for name, tags in _runs(run).items():
         assert len(tags) == len(set(tags)), (name, tags)  # no finished point measured again
-    assert after["extra"][0] == "baseline" and len(after["extra"]) == 2
+    assert after["extra"] == before["extra"]  # the grant made before the kill is kept, not decided again
+    assert len(_events(run, "search_repeat")) == 2
     assert len(_runs(run)[after["extra"][1]]) == 2 * REPEATS
     assert after["spent_s"] > before["spent_s"]
     report = replay_run(run)
@@ -173,9 +176,9 @@ def test_a_search_killed_after_its_drops_resumes_without_measuring_a_point_twice
 
 def test_when_the_budget_runs_out_the_verdict_names_what_was_not_measured(world, tmp_path):
     root, checkout, tok, env = world
-    # die right after the drops are saved (7 first looks, then the drops), then spend the budget as a long
-    # earlier attempt would have: the survivors' repeats no longer fit
-    spec = "tools.measure.search:_Clock.save:8:after"
+    # die right after the drops are saved (the baseline's grant and points, 6 first looks, then the drops), then
+    # spend the budget as a long earlier attempt would have: the survivors' repeats no longer fit
+    spec = "tools.measure.search:_Clock.save:9:after"
     died = subprocess.run([sys.executable, str(HERE / "fault_injector.py"), spec, "agent.cli:main",
                            *_args(checkout, tok, "--budget", "30m")], cwd=tmp_path, env=clean_env(env),
                           capture_output=True, text=True, timeout=limit(600))
@@ -183,14 +186,15 @@ def test_when_the_budget_runs_out_the_verdict_names_what_was_not_measured(world,
     run = only_run(tmp_path)
     state_file = run / "bench" / "search.json"
     state = json.loads(state_file.read_text())
-    assert state["drops"] and not state["extra"]
+    assert state["drops"] and state["extra"] == ["baseline"]
     state_file.write_text(json.dumps({**state, "spent_s": state["budget_s"] - 1}))
     lines = {name: len(tags) for name, tags in _runs(run).items()}
     resumed = run_cli("resume", str(run), cwd=tmp_path, env=env)
     assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
     assert {name: len(tags) for name, tags in _runs(run).items()} == lines  # nothing more was measured
     verdict = json.loads((run / "verdict.json").read_text())
-    survivors = [n for n in lines if n not in state["drops"]]
+    survivors = [n for n in lines if n not in state["drops"] and n != "baseline"]
+    assert survivors and lines["baseline"] == 2 * REPEATS
     assert "not measured within --budget" in verdict["reason"]
     assert all(f"{name}: {REPEATS - 1} more repeat(s)" in verdict["reason"] for name in survivors), verdict["reason"]
     assert "not measured within --budget" in resumed.stdout

@@ -1,9 +1,11 @@
 """A measured search of the fenced space under a GPU-time budget: successive halving over the sweep.
 
-1. **First look**: every candidate (the baseline first) gets one repeat per concurrency on its own
-   server (tools/measure/bench.py ``run_sweep`` on a one-variant, one-repeat plan; no accuracy check).
-   The baseline's first look prices a server start and a repeat at each concurrency on this host
-   (tools/measure/search_budget.py), and the plan is re-estimated (``search_budget`` event).
+1. **First look**: every candidate gets one repeat per concurrency on its own server
+   (tools/measure/bench.py ``run_sweep`` on a one-variant, one-repeat plan; no accuracy check). The
+   baseline comes first and, being the reference that is never dropped, gets every repeat on that one
+   server when the budget covers them (a server start saved); its points price a server start and a
+   repeat at each concurrency on this host (tools/measure/search_budget.py), and the plan is
+   re-estimated (``search_budget`` event).
 2. **Drops**: candidates measurably worse than the best at every level are dropped
    (tools/measure/search_rules.py; ``search_drop`` events with the numbers that decided each).
 3. **Extra repeats**: the survivors, baseline first then the most promising, get the remaining repeats and
@@ -29,6 +31,7 @@ from tools.measure.search_rules import Drop, first_look_drops, survivors
 from tools.scripts.models import MeasurePlan, ServeVariant
 
 SEARCH_FILE = "search.json"
+BASELINE = "baseline"
 EventSink = Callable[[str, dict], None]
 
 
@@ -127,18 +130,21 @@ def run_search(executor: Executor, plan: MeasurePlan, python: str, results_dir: 
     emit = on_event or (lambda _type, _data: None)
     clock = _Clock(_load(results_dir / SEARCH_FILE, budget_s, plan.repeats), results_dir / SEARCH_FILE, emit)
     state, out = clock.state, SweepResult()
-    ordered = sorted(plan.variants, key=lambda v: v.name != "baseline")
+    ordered = sorted(plan.variants, key=lambda v: v.name != BASELINE)
     for number, variant in enumerate(ordered):
         looked = {p.tag(variant.name) for p in plan.model_copy(update={"repeats": 1}).points()} <= \
             finished_points(results_dir / f"{variant.name}.jsonl", variant.name)
-        if not looked and clock.spent() + _cost(clock, plan, 1) > budget_s:
+        # the budget was checked against one server start: the baseline always gets its look
+        if not looked and number > 0 and clock.spent() + _cost(clock, plan, 1) > budget_s:
             state.no_look.append(variant.name)
             state.not_measured.append(f"{variant.name}: no first look (the budget left, "
                                       f"{duration_text(budget_s - clock.spent())}, is less than its estimate)")
             continue
-        _measure(executor, plan, variant, 1, False, clock, results_dir, python, env, out)  # finished: skipped
+        # The baseline is the reference, never dropped: its server measures every repeat at once (one start less)
+        full = variant.name == BASELINE and _grant(clock, plan, BASELINE, 1)
+        _measure(executor, plan, variant, plan.repeats if full else 1, full, clock, results_dir, python, env, out)
         if number == 0 and state.costs.known():  # the first points price this host: re-estimate the plan
-            _reestimate(clock, plan, len(ordered) - 1, 2, "the baseline's first look priced a server start and a repeat")
+            _reestimate(clock, plan, len(ordered) - 1, 1, "the baseline's points priced a server start and a repeat")
     records, _ = bench_records(results_dir)
     names = [v.name for v in plan.variants]
     for name, drop in first_look_drops(records, names, list(plan.concurrency)).items():
@@ -157,18 +163,26 @@ def _extra_repeats(executor: Executor, plan: MeasurePlan, clock: _Clock, results
     state, by_name = clock.state, {v.name: v for v in plan.variants}
     _reestimate(clock, plan, 0, len(order), f"{len(state.drops)} dropped after the first look")
     for name in (n for n in order if n not in state.no_look):
-        cost = _cost(clock, plan, plan.repeats - 1)
-        left = state.budget_s - clock.spent()
-        if name not in state.extra and cost > left:
-            state.not_measured.append(f"{name}: {plan.repeats - 1} more repeat(s) per concurrency (estimated "
-                                      f"{duration_text(cost)}, {duration_text(max(left, 0))} left)")
-            clock.save()
-            continue
-        if name not in state.extra:
-            state.extra.append(name)
-            clock.emit("search_repeat", {"variant": name, "repeats": plan.repeats, "estimate_s": round(cost, 3),
-                                         "left_s": round(left, 3), "rank": order.index(name) + 1,
-                                         "key": name, "message": f"{plan.repeats - 1} more repeat(s) per concurrency "
-                                         f"(estimated {duration_text(cost)}, {duration_text(max(left, 0))} left)"})
-            clock.save()
-        _measure(executor, plan, by_name[name], plan.repeats, True, clock, results_dir, python, env, out)
+        if _grant(clock, plan, name, order.index(name) + 1):
+            _measure(executor, plan, by_name[name], plan.repeats, True, clock, results_dir, python, env, out)
+
+
+def _grant(clock: _Clock, plan: MeasurePlan, name: str, rank: int) -> bool:
+    """Whether ``name`` gets every repeat: granted before (a resumed search keeps it), or its estimate fits the
+    budget left (a ``search_repeat`` event); else it is named in ``not_measured``."""
+    state = clock.state
+    if name in state.extra:
+        return True
+    cost, left = _cost(clock, plan, plan.repeats - 1), state.budget_s - clock.spent()
+    more = f"{plan.repeats - 1} more repeat(s) per concurrency"
+    if cost > left:
+        state.not_measured.append(f"{name}: {more} (estimated {duration_text(cost)}, "
+                                  f"{duration_text(max(left, 0))} left)")
+        clock.save()
+        return False
+    state.extra.append(name)
+    clock.emit("search_repeat", {"variant": name, "repeats": plan.repeats, "estimate_s": round(cost, 3),
+                                 "left_s": round(left, 3), "rank": rank, "key": name, "message":
+                                 f"{more} (estimated {duration_text(cost)}, {duration_text(max(left, 0))} left)"})
+    clock.save()
+    return True
