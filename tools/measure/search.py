@@ -161,7 +161,8 @@ def run_search(executor: Executor, plan: MeasurePlan, python: str, results_dir: 
 def _extra_repeats(executor: Executor, plan: MeasurePlan, clock: _Clock, results_dir: Path, python: str,
                    env: dict | None, out: SweepResult, order: list[str]) -> None:
     state, by_name = clock.state, {v.name: v for v in plan.variants}
-    _reestimate(clock, plan, 0, len(order), f"{len(state.drops)} dropped after the first look")
+    waiting = sum(n not in state.extra for n in order)
+    _reestimate(clock, plan, 0, waiting, f"{len(state.drops)} dropped after the first look")
     for name in (n for n in order if n not in state.no_look):
         if _grant(clock, plan, name, order.index(name) + 1):
             _measure(executor, plan, by_name[name], plan.repeats, True, clock, results_dir, python, env, out)
