@@ -41,6 +41,7 @@ BENCHMARKS = [
     ("tuning_assignment.py", "tuning fan-out makespan on real jobs ÷ lower bound, vs SGLang's split", [],
      ["--unit-s", "0.3", "--rounds", "1"], None),
     ("parse_results.py", "parsing 10,000 benchmark records ÷ bare json.loads", [], ["--rounds", "3"], None),
+    ("search_budget.py", "a --budget search ÷ a full measurement of its space, on the doubles", [], [], None),
     ("polling_overhead.py", "agent CPU while 8 tuning jobs run", [], ["--runs", "1"], None),
     ("sync_commit_listing.py", "listing 300 upstream commits with their files", [], ["--repeat", "2"], None),
     ("ssh_calls.py", "SSH ledger calls on the shared connection ÷ each on its own (real sshd)", [],

@@ -36,6 +36,7 @@ ROWS = [
     ('target_concurrency', '--target-concurrency', 'The concurrency you will serve at: the verdict deploys the winner there [the most levels won].', 'Benchmark', 'N', 'int', 1, ()),
     ('mtp_variants', '--mtp-variants', 'Measure at most N MTP settings from the evidence, recommended first [all].', 'Benchmark', 'N', 'int', 1, ()),
     ('mtp_steps', '--mtp-steps', "More MTP settings to measure: steps (1,2,3) or steps/topk/draft (3/1/4), checked against the hooks' rules.", 'Benchmark', 'LIST', 'str', None, ()),
+    ('budget', '--budget', 'GPU time for a measured search of the fenced space (90m, 2h): successive halving [none: every setting, every repeat].', 'Benchmark', 'DURATION', 'str', None, ()),
     ('accuracy_questions', '--accuracy-questions', 'GSM8K questions per variant for the accuracy gate [50].', 'Benchmark', 'N', 'int', 1, ()),
     ('accuracy_data', '--accuracy-data', 'GSM8K test.jsonl (few_shot_gsm8k --data-path); offline without it the gate is skipped.', 'Benchmark', 'FILE', 'str', None, ()),
     ('accuracy_tolerance', '--accuracy-tolerance', "Largest accuracy drop allowed, e.g. 0.02 [the baseline's 95% interval].", 'Benchmark', 'FRACTION', 'float', 0, ()),

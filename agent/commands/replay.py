@@ -78,7 +78,8 @@ def _replay(path, keep, out: dict, as_json: bool) -> int:
     out["replay"] = {"exit_code": report.exit_code, "matched": report.matched, "total": report.total,
                      "events": report.events, "stopped": report.stopped, "plan_same": report.plan_same,
                      "uses_llm": report.uses_llm, "notes": report.notes, "text": report.render(),
-                     "divergence": report.divergence.describe() if report.divergence is not None else None}
+                     "divergence": report.divergence.describe() if report.divergence is not None else None,
+                     "search": report.search.model_dump() if report.search is not None else None}
     _say(out["replay"]["text"], as_json)
     return report.exit_code
 

@@ -28,6 +28,7 @@ from agent.run.folder import RunFolder
 from agent.campaign.runtime import Runtime
 from agent.run.trace import TraceWriter
 from tools.jobs.local import LocalExecutor
+from tools.measure.search_replay import SearchCheck, check_search
 from tools.stop import reset as reset_stop_gate
 
 EXIT_REPRODUCED, EXIT_DIVERGED, EXIT_CUT_SHORT = 0, 1, 3
@@ -44,10 +45,11 @@ class ReplayReport:
     plan_same: bool | None          # replanned steps == plan.json (None: no plan recorded)
     uses_llm: bool
     notes: list[str] = field(default_factory=list)
+    search: SearchCheck | None = None  # a budgeted search's decisions, re-derived from the run folder
 
     @property
     def exit_code(self) -> int:
-        if self.divergence is not None or self.plan_same is False:
+        if self.divergence is not None or self.plan_same is False or (self.search and self.search.problems):
             return EXIT_DIVERGED
         return EXIT_CUT_SHORT if self.stopped else EXIT_REPRODUCED
 
@@ -55,6 +57,8 @@ class ReplayReport:
         mode = "LLM answers served from the record" if self.uses_llm else "deterministic playbook"
         head = f"replay of {self.run_dir} ({mode}; {self.events} events, {self.total} decisions)"
         lines = [head, *[f"note: {n}" for n in self.notes]]
+        if self.search is not None:
+            lines.append(("DIVERGED: " if self.search.problems else "") + self.search.text())
         if self.divergence is not None:
             lines.append(f"DIVERGED after {self.matched} matching decisions: {self.divergence.describe()}")
         elif self.plan_same is False:
@@ -129,7 +133,8 @@ def _replay_into(recording: Recording, work_dir: Path, say: Callable[[str], None
         plan_same = json_data.read((run.path / "plan.json")) == recording.plan
     return ReplayReport(run_dir=recording.run_dir, matched=checker.matched, total=checker.total,
                         events=len(recording.events), divergence=divergence, stopped=checker.stopped,
-                        plan_same=plan_same, uses_llm=recording.uses_llm, notes=notes)
+                        plan_same=plan_same, uses_llm=recording.uses_llm, notes=notes,
+                        search=check_search(recording.run_dir, recording.events))
 
 
 def _replay_attempt(rt: Runtime, recording: Recording, attempt: Attempt, frontier: Frontier, last: bool) -> None:

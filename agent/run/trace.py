@@ -25,6 +25,7 @@ EVENT_TYPES = frozenset({
     "run_started", "run_resumed", "run_finished", "node_started", "node_finished",
     "tool_call", "tool_result", "job_launched", "job_state", "job_finished",
     "artifact_written", "llm_request", "llm_response", "progress", "error", "checkpoint_saved",
+    "search_budget", "search_drop", "search_repeat",
 })
 
 

@@ -164,11 +164,38 @@ class ErrorEvent(Envelope):
     message: str = Field(description="What went wrong")
 
 
+class SearchBudget(Envelope):
+    type: Literal["search_budget"]
+    why: str = Field(description="What prompted the re-estimate")
+    budget_s: float = Field(description="--budget, seconds of GPU time")
+    spent_s: float = Field(description="GPU time the search has spent, every attempt counted")
+    left_s: float = Field(description="budget_s - spent_s")
+    estimate_s: float = Field(description="The work left, priced at the costs seen on this host")
+    server_start_s: float = Field(description="Mean server start seen (the prior before one was seen)")
+    repeat_s: dict[str, float] = Field(description="concurrency -> mean seconds of one repeat of a point")
+
+
+class SearchDrop(Envelope):
+    type: Literal["search_drop"]
+    variant: str = Field(description="The candidate dropped after its first look")
+    levels: dict[str, dict[str, Any]] = Field(description="concurrency -> its TPOT range, the best's and the "
+                                              "ratio's low (tools/measure/search_rules.py LevelEvidence)")
+
+
+class SearchRepeat(Envelope):
+    type: Literal["search_repeat"]
+    variant: str = Field(description="A survivor granted the remaining repeats")
+    repeats: int = Field(description="Repeats per concurrency it will have")
+    estimate_s: float = Field(description="What they are estimated to cost")
+    left_s: float = Field(description="Budget left when they were granted")
+    rank: int = Field(description="Its place among the survivors (baseline first, then fastest first look)")
+
+
 EVENT_MODELS: dict[str, type[Envelope]] = {
     m.model_fields["type"].annotation.__args__[0]: m  # type: ignore[union-attr]
     for m in (RunStarted, RunResumed, RunFinished, NodeStarted, NodeFinished, ToolCall, ToolResult,
               JobLaunched, JobStateEvent, JobFinished, ArtifactWritten, LlmRequest, LlmResponse, Progress,
-              ErrorEvent, CheckpointSaved)
+              ErrorEvent, CheckpointSaved, SearchBudget, SearchDrop, SearchRepeat)
 }
 
 

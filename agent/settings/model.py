@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, PrivateAttr, SecretStr, ValidationInfo, field_validator
+from pydantic import BeforeValidator, Field, PrivateAttr, SecretStr, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
 
 from agent.settings.config_file import ConfigFile
@@ -20,6 +20,7 @@ from agent.secrets import redact, remember, url_password
 from tools.defaults import ASSUMED_TARGET_GPUS, DEFAULT_MODEL, SGLANG_PYTHON, SGLANG_VERSION
 from tools.jobs.executor_spec import ExecutorSetting, ExecutorSpec
 from tools.jobs.outages import DEFAULT_OUTAGE_WAIT_S
+from tools.measure.search_budget import budget_text
 from tools.scripts.models import MAX_CONCURRENCY, ConcurrencyLevels, MeasurePlan
 from tools.scripts.trust import check_allowed_flags
 from tools.scripts.user_args import parse_server_args, parse_server_env
@@ -134,6 +135,9 @@ class Settings(BaseSettings):
     mtp_steps: Annotated[list[str], NoDecode] = setting(
         None, "More MTP settings to measure: steps (1,2,3) or steps/topk/draft (3/1/4), checked against the hooks' "
         "rules.", "--mtp-steps", "LIST", BENCH, factory=list)
+    budget: Annotated[str | None, BeforeValidator(budget_text)] = setting(
+        None, "GPU time for a measured search of the fenced space (90m, 2h): successive halving.", "--budget",
+        "DURATION", BENCH, shown="none: every setting, every repeat")
     accuracy_questions: int = setting(50, "GSM8K questions per variant for the accuracy gate.", "--accuracy-questions",
                                       "N", BENCH, ge=1, le=100_000)
     accuracy_data: str | None = setting(None, "GSM8K test.jsonl (few_shot_gsm8k --data-path); offline without it the gate "

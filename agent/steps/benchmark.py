@@ -26,7 +26,7 @@ from pathlib import Path
 from agent.steps.base import PlanStep, StepContext, StepOutcome
 from agent.steps.measure_plan import build_plan
 from agent.steps.write_scripts import PLAN_FILE
-from tools.measure.bench import run_sweep
+from agent.steps.search_step import measure_points
 from tools.measure.decision import VERDICT_FILE, decide_folder
 from tools.measure.verdict import Slo, Verdict
 from tools.scripts import MeasurePlan
@@ -61,12 +61,10 @@ def run(ctx: StepContext, step: PlanStep) -> StepOutcome:
 
     previous_lane, ctx.lane = ctx.lane, "gpu"
     try:
-        sweep = run_sweep(ctx.executor, plan, ctx.settings.sglang_python, ctx.run.path / "bench", on_event=on_event,
-                          on_measured=lambda: _plots_meanwhile(ctx.run.path))
+        sweep, total, unmeasured = measure_points(ctx, plan, on_event, lambda: _plots_meanwhile(ctx.run.path))
     finally:
         ctx.lane = previous_lane
     measured = len(sweep.done) + len(sweep.skipped)
-    total = len(plan.variants) * len(plan.points())
     # A missing point leaves the step failed, so that resume measures it and keeps the measured ones.
     status, reason = ("done", "measured") if measured == total else \
         ("failed", "points_failed") if measured else ("failed", "nothing_measured")
@@ -77,7 +75,7 @@ def run(ctx: StepContext, step: PlanStep) -> StepOutcome:
                     f"{first.reason.splitlines()[0]}; `dsv4-agent resume {ctx.run.path}` measures the failed "
                     "points again and keeps the measured ones")
     results = {v: str(p) for v, p in sweep.results.items()}
-    verdict = _decide(ctx, plan)
+    verdict = _decide(ctx, plan, unmeasured)
     # Every file the sweep left in bench/ (results, snapshots, failures, accuracy): the report reads them all,
     # and a replay serves exactly these files to it.
     bench = ctx.run.path / "bench"
@@ -106,13 +104,14 @@ def _verdict_line(verdict: Verdict) -> str:
     return "; ".join([line, *[f"WARNING: {c}" for c in verdict.callouts]])
 
 
-def _decide(ctx: StepContext, plan: MeasurePlan) -> Verdict | None:
+def _decide(ctx: StepContext, plan: MeasurePlan, unmeasured: str = "") -> Verdict | None:
     """verdict.json and serve_recommended.sh (the winner's script, the reason as its header comment)."""
     s = ctx.settings
     slo = Slo(max_ttft_ms=s.max_ttft_ms, max_tpot_ms=s.max_tpot_ms, percentile=s.slo_percentile)
     verdict = decide_folder(ctx.run.path / "bench", plan, slo if slo.given else None, s.target_concurrency)
     if verdict is None:
         return None
+    verdict.reason += f"; not measured within --budget: {unmeasured}" if unmeasured else ""
     ctx.write_artifact(VERDICT_FILE, verdict.model_dump_json(indent=2))
     stale = ctx.run.path / RECOMMENDED_SCRIPT
     winner = next((v for v in plan.variants if v.name == verdict.recommended), None)

@@ -31,7 +31,8 @@ def mtp_inputs(settings: Settings, root: Path | None, gpus: list[GpuInfo], tp: i
         model=settings.model, arch=arch or settings.arch, model_path=settings.model_path,
         sglang=str(root) if root else settings.sglang_src, sglang_python=settings.sglang_python,
         version=settings.sglang_version, gpu=gpus[0].name if gpus else None, gpus=len(gpus) or None, tp=tp,
-        mtp_steps=list(settings.mtp_steps), mtp_variants=settings.mtp_variants, checkpoint=checkpoint)
+        mtp_steps=list(settings.mtp_steps), mtp_variants=settings.mtp_variants, checkpoint=checkpoint,
+        search=settings.budget is not None)
 
 
 def settings_record(found: MtpSettings | None) -> dict | None:

@@ -18,6 +18,7 @@ import os
 
 from agent.steps.base import PlanStep, StepContext, StepOutcome
 from agent.steps.measure_plan import build_plan
+from agent.steps.search_step import write_space
 from agent.steps.verify_scripts import verify_plan
 from tools.base import ToolError
 from tools.scripts import MeasurePlan
@@ -54,6 +55,7 @@ def run(ctx: StepContext, step: PlanStep) -> StepOutcome:
     for name, text in {**texts, SERVER_CHECK: server_check_source()}.items():  # run_measure.sh's server check
         os.chmod(ctx.write_artifact(name, text), 0o755)
     ctx.write_artifact(PLAN_FILE, plan.model_dump_json(indent=2))
+    write_space(ctx)  # under --budget: the fenced space, for review before any server starts
     names = [v.name for v in plan.variants]
     summary = (f"wrote {', '.join(texts)} for {' vs '.join(names)} at concurrency "
                f"{' '.join(map(str, plan.concurrency))}; review them before running on a shared cluster")

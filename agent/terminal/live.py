@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from rich.console import Console, Group
     from rich.live import Live
 
-_NOTABLE = {"job_launched", "job_finished", "error"}
+_NOTABLE = {"job_launched", "job_finished", "error", "search_budget", "search_drop", "search_repeat"}
 # What rich reads to treat a stream that is no terminal as one (rich.console.Console.is_terminal).
 _TERMINAL_ENV = ("TTY_COMPATIBLE", "FORCE_COLOR")
 _QUARTERS = (0.25, 0.5, 0.75, 1.0)

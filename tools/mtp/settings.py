@@ -15,6 +15,8 @@ from tools.child_env import child_env
 from tools.constraints.extract import ExtractConstraintsArgs, Rule, extract_constraints
 from tools.defaults import SGLANG_PYTHON, SGLANG_VERSION
 from tools.measure.client import package_dir
+from tools.base import ToolError
+from tools.mtp.search_space import SearchSpace, fence, outside
 from tools.mtp.variants import SpecChoice, evidence_choices, parse_user_setting, user_choices
 from tools.mtp.infer import InferMtpArgs, MtpAnswer, Recommendation, SourceRef, infer_mtp
 
@@ -36,6 +38,8 @@ class MtpSettingsArgs(BaseModel):
     mtp_steps: list[str] = Field(default_factory=list, description="--mtp-steps entries: S or S/K/D")
     mtp_variants: int | None = Field(None, description="--mtp-variants: how many evidence settings to keep")
     checkpoint: CheckpointFacts | None = Field(None, description="The checkpoint's facts, when already read")
+    search: bool = Field(False, description="A budgeted search (--budget): measure the fenced space "
+                         "(tools/mtp/search_space.py); a --mtp-steps entry outside it is refused")
 
 
 class MtpSettings(BaseModel):
@@ -50,6 +54,7 @@ class MtpSettings(BaseModel):
     choices: list[SpecChoice] = Field(description="Settings to measure: recommended first, then evidence, hooks, user")
     left_out: list[str] = Field(default_factory=list, description="Evidence settings not measured, and why")
     no_evidence: str | None = Field(None, description="Why there is nothing to measure, and the fix (None: there is)")
+    space: SearchSpace | None = Field(None, description="The fenced search space (a budgeted search only)")
     answer: MtpAnswer | None = Field(None, exclude=True, description="The whole evidence answer (this process only)")
     rules: list[Rule] = Field(default_factory=list, exclude=True, description="The hook rules (this process only)")
 
@@ -85,10 +90,21 @@ def mtp_settings(args: MtpSettingsArgs) -> MtpSettings:
                                     version=args.version, checkpoint=args.checkpoint))
     rules = hook_rules(answer.source.root)
     choices, left_out = evidence_choices(answer, rules, args.gpu, args.gpus, cap=args.mtp_variants)
-    choices += user_choices(args.mtp_steps, answer, rules, choices)
+    space = fence(answer, rules, choices) if args.search else None
+    mine = user_choices(args.mtp_steps, answer, rules, choices)
+    if space is not None:
+        for choice in mine:
+            fenced = outside(space, choice)
+            if fenced:
+                raise ToolError(f"--mtp-steps {choice.label} is outside the search space --budget measures: {fenced}; "
+                                "pick a setting inside it (plan.md lists them) or drop --budget")
+        choices = list(space.points)
+    else:
+        choices += mine
     missing = no_mtp_evidence(answer, args) if answer.recommended is None else None
     return MtpSettings(inputs=args, source=answer.source, architecture=answer.architecture, checkpoint=answer.checkpoint,
                        recommended=answer.recommended, choices=choices, left_out=left_out, no_evidence=missing,
+                       space=space,
                        answer=answer, rules=rules)
 
 
