@@ -12,6 +12,8 @@ import json
 import signal
 from collections import Counter
 
+import pytest
+
 from agent.replay.driver import EXIT_REPRODUCED, replay_run
 from agent.run.trace import read_trace
 from tests.campaign_fixtures import campaign_args, campaign_env, hold_tuning
@@ -26,7 +28,8 @@ def _saves(root) -> int:
     return traces[0].read_text(errors="replace").count('"type": "checkpoint_saved"') if traces else 0
 
 
-def test_a_torn_write_ahead_log_is_named_and_the_rebuilt_run_replays(tmp_path, sglang_wheel_root):
+@pytest.mark.parametrize("keep", ["half", "header"])  # some saves left, or none (cut before the first whole one)
+def test_a_torn_write_ahead_log_is_named_and_the_rebuilt_run_replays(tmp_path, sglang_wheel_root, keep):
     held, hold = hold_tuning(tmp_path)
     env = {**campaign_env(tmp_path, unit_s=0.4), **held}
     proc = start_agent(*campaign_args(tmp_path, sglang_wheel_root, GOAL), cwd=tmp_path, env=env)
@@ -39,7 +42,7 @@ def test_a_torn_write_ahead_log_is_named_and_the_rebuilt_run_replays(tmp_path, s
     wal = run / "checkpoint.sqlite-wal"
     assert wal.stat().st_size > 0, "the kill left no write-ahead log"
     with open(wal, "r+b") as f:
-        f.truncate(wal.stat().st_size // 2)
+        f.truncate(wal.stat().st_size // 2 if keep == "half" else 32)  # 32 bytes: SQLite's WAL header
     trace_before = (run / "trace.jsonl").read_bytes()
 
     refused = run_cli("resume", str(run), cwd=tmp_path, env=env)

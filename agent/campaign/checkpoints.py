@@ -148,11 +148,22 @@ def checkpoint_problem(path: Path, events: list[dict]) -> str | None:
             tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
             if committed and ("checkpoints" not in tables
                               or db.execute("SELECT 1 FROM checkpoints LIMIT 1").fetchone() is None):
-                return "holds no checkpoint of the run"
+                return _none_left(path, events)
             return _lost_saves(db, events) if "checkpoints" in tables else None
     except sqlite3.DatabaseError as err:
         return f"is damaged ({err})"
     return None
+
+
+def _none_left(path: Path, events: list[dict]) -> str:
+    """No checkpoint at all: where the trace records saves and a write-ahead log lies beside the file, the
+    log was cut before its first whole save (a kill early in the run), and that is what is named."""
+    _, must_hold = thread_to_continue(events)
+    if must_hold and path.with_name(path.name + "-wal").exists():
+        return (f"holds none of the {len(must_hold)} checkpoints the trace records as saved: its write-ahead log "
+                "(checkpoint.sqlite-wal) was cut short by a crash, and resuming from what is left would silently "
+                "step the run back")
+    return "holds no checkpoint of the run"
 
 
 def _lost_saves(db: sqlite3.Connection, events: list[dict]) -> str | None:
