@@ -61,3 +61,55 @@ def test_a_torn_write_ahead_log_is_named_and_the_rebuilt_run_replays(tmp_path, s
     assert calls and max(calls.values()) == 1  # no unit tuned twice
     report = replay_run(run)
     assert report.exit_code == EXIT_REPRODUCED, report.render()
+
+
+def _saved_in_the_log_alone(tmp_path):
+    """What a kill right after the graph's first saves leaves: a real SqliteSaver has saved two checkpoints,
+    and its files are copied while the connection is still open (no close, so no fold into the main file)."""
+    from langgraph.graph import END, START, StateGraph
+    from typing_extensions import TypedDict
+
+    from agent.campaign.checkpoints import open_checkpoints
+
+    class State(TypedDict):
+        n: int
+
+    live = tmp_path / "live"
+    live.mkdir()
+    conn, saver = open_checkpoints(live / "checkpoint.sqlite")
+    graph = StateGraph(State)
+    graph.add_node("preflight", lambda state: {"n": state["n"] + 1})
+    graph.add_edge(START, "preflight")
+    graph.add_edge("preflight", END)
+    config = {"configurable": {"thread_id": "attempt-1"}}
+    graph.compile(checkpointer=saver).invoke({"n": 0}, config)
+    saved = [c.config["configurable"]["checkpoint_id"] for c in saver.list(config)][::-1]
+    crashed = tmp_path / "crashed"
+    crashed.mkdir()
+    for name in ("checkpoint.sqlite", "checkpoint.sqlite-wal"):
+        (crashed / name).write_bytes((live / name).read_bytes())
+    conn.close()
+    events = [{"type": "run_started"}, {"type": "node_started", "node": "preflight"},
+              *({"type": "checkpoint_saved", "checkpoint_id": cid} for cid in saved)]
+    return crashed / "checkpoint.sqlite", events
+
+
+def test_a_log_cut_before_any_node_after_preflight_is_still_named(tmp_path):
+    """The CI case: the kill came after two saves but before the node after preflight started, so only the
+    trace's saves say a checkpoint is owed; the main file holds no table yet."""
+    from agent.campaign.checkpoints import checkpoint_problem
+
+    path, events = _saved_in_the_log_alone(tmp_path)
+    assert len([e for e in events if e["type"] == "checkpoint_saved"]) >= 2
+    assert checkpoint_problem(path, events) is None  # the log whole: every save is there
+    wal = path.with_name("checkpoint.sqlite-wal")
+    with open(wal, "r+b") as f:
+        f.truncate(32)
+    problem = checkpoint_problem(path, events)
+    assert problem is not None and "checkpoint.sqlite-wal" in problem and "step the run back" in problem, problem
+    wal.unlink()
+    path.write_bytes(b"")
+    assert checkpoint_problem(path, events) == "is empty"
+    path.unlink()
+    assert checkpoint_problem(path, events) == "is missing"
+    assert checkpoint_problem(path, events[:2]) is None  # nothing saved, nothing committed: a fresh start

@@ -133,37 +133,42 @@ def checkpoint_to_rebuild(run: RunFolder, events: list[dict], rebuild: bool) -> 
 
 
 def checkpoint_problem(path: Path, events: list[dict]) -> str | None:
-    """Why the checkpoint cannot carry the run on, or None. Missing or empty is a problem only once the
-    trace shows a superstep committed (a node after preflight started: LangGraph saves a superstep's
-    writes before the next one begins); before that a resume starts the graph afresh anyway. The GPU lane
-    is no sign: it may start before the graph (agent/campaign/early_lane.py), and in the graph it starts after sync."""
+    """Why the checkpoint cannot carry the run on, or None. A checkpoint is owed once the trace records a
+    save, or a superstep committed (a node after preflight started: LangGraph saves a superstep's writes
+    before the next one begins); before either, a resume starts the graph afresh anyway. The GPU lane
+    is no sign: it may start before the graph (agent/campaign/early_lane.py), and in the graph it starts after sync.
+    A kill between the first saves and the next node leaves them in the write-ahead log alone (the main
+    file may still be empty): a log cut there loses every save, and that is named like any other loss."""
     committed = any(e["type"] == "node_started" and e.get("node") not in ("preflight", "gpu_lane") for e in events)
+    _, must_hold = thread_to_continue(events)
+    owed = committed or bool(must_hold)
     if not path.exists() or path.stat().st_size == 0:
-        return ("is missing" if not path.exists() else "is empty") if committed else None
+        if not owed:
+            return None
+        return _none_left(path, must_hold) if path.exists() else "is missing"
     try:
         with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
             verdict = db.execute("PRAGMA quick_check").fetchone()[0]
             if verdict != "ok":
                 return f"is damaged ({verdict})"
             tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-            if committed and ("checkpoints" not in tables
-                              or db.execute("SELECT 1 FROM checkpoints LIMIT 1").fetchone() is None):
-                return _none_left(path, events)
+            if owed and ("checkpoints" not in tables
+                         or db.execute("SELECT 1 FROM checkpoints LIMIT 1").fetchone() is None):
+                return _none_left(path, must_hold)
             return _lost_saves(db, events) if "checkpoints" in tables else None
     except sqlite3.DatabaseError as err:
         return f"is damaged ({err})"
     return None
 
 
-def _none_left(path: Path, events: list[dict]) -> str:
+def _none_left(path: Path, must_hold: list[str]) -> str:
     """No checkpoint at all: where the trace records saves and a write-ahead log lies beside the file, the
     log was cut before its first whole save (a kill early in the run), and that is what is named."""
-    _, must_hold = thread_to_continue(events)
     if must_hold and path.with_name(path.name + "-wal").exists():
         return (f"holds none of the {len(must_hold)} checkpoints the trace records as saved: its write-ahead log "
                 "(checkpoint.sqlite-wal) was cut short by a crash, and resuming from what is left would silently "
                 "step the run back")
-    return "holds no checkpoint of the run"
+    return "is empty" if path.stat().st_size == 0 else "holds no checkpoint of the run"
 
 
 def _lost_saves(db: sqlite3.Connection, events: list[dict]) -> str | None:
