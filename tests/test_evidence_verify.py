@@ -22,6 +22,8 @@ from agent.steps.base import PlanStep, StepContext
 from agent.steps.infer_mtp import run as run_infer
 from agent.steps.write_scripts import run as run_write_scripts
 from agent.run.trace import TraceWriter
+from tools.gpu_choice import choose_gpus
+from tools.gpus import DetectGpusResult
 from tools.jobs.factory import make_executor
 from tools.mtp.infer import InferMtpArgs, MtpAnswer, infer_mtp
 from tools.mtp.answer import Verification
@@ -88,7 +90,8 @@ def _context(tmp_path: Path, checkpoint: Path, python: str, sglang_src: Path) ->
                               "sglang_python": python}, cwd=tmp_path, environ={})
     folder = RunFolder.create(tmp_path / "runs", "enable mtp")
     return StepContext(settings=settings, run=folder, trace=TraceWriter(folder.path / "trace.jsonl"),
-                       executor=make_executor("local", tmp_path / "jobs"), gpus=[], sglang_root=None, lane="research")
+                       executor=make_executor("local", tmp_path / "jobs"), gpus=[], sglang_root=None, lane="research",
+                       gpu_plan=choose_gpus(DetectGpusResult(gpus=[]), wanted=None, tp=None).plan)
 
 
 def _campaign_steps(ctx: StepContext):

@@ -26,7 +26,8 @@ from tests.conftest import require_binary
 from tests.doubles.tokenizer import build_tokenizer
 from tests.slowdown import limit
 from tools.base import ToolError
-from tools.gpus import GpuInfo
+from tools.gpu_choice import choose_gpus
+from tools.gpus import DetectGpusResult, GpuInfo
 from tools.jobs import LocalExecutor
 from tools.measure.results import parse_jsonl
 from tools.scripts import EnvChoice, FlagChoice, ServeVariant
@@ -54,7 +55,8 @@ def make_context(run_dir: Path, tok: Path, gpus: list[GpuInfo], recommended: dic
         outcomes["infer_mtp"] = StepOutcome(kind="infer_mtp", status="done", summary="x",
                                             data={"settings": settings_data})
     return StepContext(settings=settings, run=run, trace=TraceWriter(run.trace_path),
-                       executor=LocalExecutor(run.jobs_dir), gpus=gpus, sglang_root=None, outcomes=outcomes)
+                       executor=LocalExecutor(run.jobs_dir), gpus=gpus, sglang_root=None, outcomes=outcomes,
+                       gpu_plan=choose_gpus(DetectGpusResult(gpus=gpus), wanted=None, tp=None).plan)
 
 
 @pytest.fixture(scope="module")

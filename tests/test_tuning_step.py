@@ -183,16 +183,19 @@ def test_the_install_target_is_looked_up_once_a_job_runs_and_its_error_comes_whe
     import pytest
 
     from tools.base import ToolError
+    from tools.gpu_choice import choose_gpus
+    from tools.gpus import DetectGpusResult
     from tools.tuning.outcome import TuneKernelsArgs
     from tools.tuning.tune_gpus import _install_target_meanwhile
 
     launched = threading.Event()
-    no_sglang = TuneKernelsArgs(model="m", sglang_python=sys.executable)  # this venv has no sglang
+    plan = choose_gpus(DetectGpusResult(gpus=[]), wanted=None, tp=None).plan
+    no_sglang = TuneKernelsArgs(model="m", sglang_python=sys.executable, gpu_plan=plan)  # this venv has no sglang
     target = _install_target_meanwhile(no_sglang, LocalExecutor(tmp_path / "jobs"), after=launched)
     assert not target.__self__.done()  # the future's result: nothing looked up before a job is launched
     launched.set()
     with pytest.raises(ToolError, match="has no sglang"):
         target()
-    given = TuneKernelsArgs(model="m", sglang_python=sys.executable, config_dir=str(tmp_path / "configs"))
+    given = TuneKernelsArgs(model="m", sglang_python=sys.executable, config_dir=str(tmp_path / "configs"), gpu_plan=plan)
     found = _install_target_meanwhile(given, LocalExecutor(tmp_path / "jobs"), after=launched)
     assert found() == tmp_path / "configs"

@@ -11,7 +11,8 @@ from agent.run.trace import TraceWriter
 from agent.settings.layers import load_settings
 from agent.steps.base import PlanStep, StepContext
 from tests.tuning_fixtures import NVIDIA_SMI_DOUBLE
-from tools.gpus import DetectGpusArgs, detect_gpus
+from tools.gpu_choice import choose_gpus
+from tools.gpus import DetectGpusArgs, DetectGpusResult, detect_gpus
 from tools.jobs import LocalExecutor
 
 REPO = Path(__file__).resolve().parents[1]
@@ -25,9 +26,12 @@ def tune_context(tmp_path, gpu_infos, sglang_root, **settings):
     run_folder.path.mkdir(exist_ok=True)
     (run_folder.path / "config.json").write_text("{}")
     values = {"shapes": SHAPES, "sglang_python": sys.executable, "runs_dir": str(tmp_path), **settings}
-    return StepContext(settings=load_settings(values, cwd=tmp_path, environ={}), run=run_folder,
-                       trace=TraceWriter(run_folder.trace_path), executor=LocalExecutor(run_folder.jobs_dir),
-                       gpus=gpu_infos, sglang_root=sglang_root, lane="gpu")
+    chosen = load_settings(values, cwd=tmp_path, environ={})
+    plan = choose_gpus(DetectGpusResult(gpus=gpu_infos), wanted=chosen.gpus, tp=chosen.tp,
+                       target_gpus=chosen.target_gpus).plan  # preflight's plan, as the campaign makes it
+    return StepContext(settings=chosen, run=run_folder, trace=TraceWriter(run_folder.trace_path),
+                       executor=LocalExecutor(run_folder.jobs_dir), gpus=gpu_infos, sglang_root=sglang_root,
+                       lane="gpu", gpu_plan=plan)
 
 
 def fake_gpus(count):

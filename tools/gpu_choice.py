@@ -4,11 +4,17 @@ against the GPUs that exist where the jobs run (tools/gpus.py).
 A request that cannot be met is a usage error (``GpuRequestError``, exit 2 naming the GPUs there): a
 missing index, a GPU twice, a TP larger than the GPUs or not dividing them, or a GPU someone else
 uses unless ``--allow-busy-gpus``. Without GPUs the campaign plans for a target: ``--gpus`` or
-``--target-gpus N``, else an 8-GPU node, said so.
+``--target-gpus N``, else an 8-GPU node, said so; TP is ``--tp``, else every GPU of the node.
+
+The answer is one ``GpuPlan``, made once by preflight and taken as it is by every consumer: the
+tuning step (one job per GPU of ``tuning_gpus``, shapes at ``tp``), the serve and measure scripts and
+their servers (``gpus``, ``tp``) and the multi-node scripts (``multinode_tp`` over ``nodes``).
 """
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from typing import Any
+
+from pydantic import BaseModel, Field, model_validator
 
 from tools.defaults import ASSUMED_TARGET_GPUS
 from tools.gpus import DetectGpusResult, GpuInfo
@@ -20,16 +26,56 @@ class GpuRequestError(Exception):
 
 
 class GpuPlan(BaseModel):
+    """The campaign's one GPU plan (see the module docstring for who takes which part)."""
+
     gpus: list[int] | None = Field(None, description="GPU indices the scripts name; None: CUDA_VISIBLE_DEVICES as set")
-    tp: int = Field(1, description="Tensor parallel size of the single-node servers")
+    tp: int = Field(1, ge=1, description="Tensor parallel size of the single-node servers")
+    node_gpus: int = Field(ge=1, description="GPUs of one node: those chosen here, else the target's (--gpus, "
+                                             "--target-gpus N, else 8)")
+    for_target: bool = Field(False, description="Planned without GPUs where the jobs run, for a target machine")
+    nodes: int = Field(1, ge=1, description="Nodes one multi-node server spans (--nodes)")
+    multinode_tp: int | None = Field(None, description="TP of the multi-node server (--tp, else every GPU of every "
+                                                       "node); None with one node")
     notes: list[str] = Field(default_factory=list, description="How the TP was assumed when no GPU is here")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _recorded_before_node_gpus(cls, data: Any) -> Any:
+        """A preflight.json written before the plan named its node's GPUs: the GPUs it names, else its TP."""
+        if isinstance(data, dict) and "node_gpus" not in data:
+            return {**data, "node_gpus": len(data.get("gpus") or []) or data.get("tp") or 1}
+        return data
+
+    @property
+    def tuning_gpus(self) -> list[int]:
+        """One tuning job per GPU of the node: the planned indices, else (a target named by its count) 0..N-1."""
+        return list(self.gpus) if self.gpus is not None else list(range(self.node_gpus))
+
+    def described(self) -> str:
+        """The plan in one line, as the run's output states it (the same words for tuning and scripts)."""
+        if self.gpus is None:
+            where = (f"a target node of {self.node_gpus} GPUs (no GPU here; the servers take the GPUs "
+                     "CUDA_VISIBLE_DEVICES gives)")
+        else:
+            where = f"GPUs {','.join(map(str, self.gpus))}" + (" of the target (no GPU here)" if self.for_target else "")
+        across = f", {self.nodes} nodes at TP {self.multinode_tp}" if self.multinode_tp else ""
+        return f"GPU plan: {where}, servers at TP {self.tp}{across}; tuning jobs on GPUs {_span(self.tuning_gpus)}"
 
 
 class GpuChoice(BaseModel):
     gpus: list[GpuInfo] = Field(description="GPUs the jobs use here (empty: planning for another machine)")
-    planned: list[int] | None = Field(description="GPU indices the scripts name; None leaves CUDA_VISIBLE_DEVICES alone")
-    tp: int = Field(description="Tensor parallel size of the single-node servers")
+    plan: GpuPlan = Field(description="What the scripts, servers and tuning jobs are given")
     notes: list[str] = Field(default_factory=list)
+
+
+def _span(indices: list[int]) -> str:
+    if indices and indices == list(range(indices[0], indices[-1] + 1)) and len(indices) > 2:
+        return f"{indices[0]}-{indices[-1]}"
+    return ",".join(map(str, indices))
+
+
+def _multinode_tp(tp: int | None, node_gpus: int, nodes: int) -> int | None:
+    return None if nodes <= 1 else (tp or node_gpus * nodes)
 
 
 def _listing(gpus: list[GpuInfo]) -> str:
@@ -76,7 +122,9 @@ def choose_gpus(found: DetectGpusResult, *, wanted: list[int] | None, tp: int | 
                               f"lower --tp or choose more GPUs with --gpus")
     _check_divides(tp, len(chosen) * nodes, f"the {len(chosen) * nodes} chosen GPUs", "choose GPUs with --gpus")
     notes = [found.note] if found.note else []
-    return GpuChoice(gpus=chosen, planned=[g.index for g in chosen], tp=tp or len(chosen), notes=notes)
+    plan = GpuPlan(gpus=[g.index for g in chosen], tp=tp or len(chosen), node_gpus=len(chosen), nodes=nodes,
+                   multinode_tp=_multinode_tp(tp, len(chosen), nodes))
+    return GpuChoice(gpus=chosen, plan=plan, notes=notes)
 
 
 def _check_divides(tp: int | None, count: int, what: str, other: str) -> None:
@@ -107,6 +155,8 @@ def _plan_without_gpus(wanted: list[int] | None, tp: int | None, nodes: int, tar
     _check_divides(tp, count * nodes, f"the target's {count * nodes} GPUs", "give the target's GPU count with "
                    "--target-gpus N")
     chosen_tp = tp or count
-    notes.append(f"assumed TP {chosen_tp} ({'--tp' if tp else f'{count} target GPUs'}); the scripts take TP and "
-                 "GPUS from the environment when set")
-    return GpuChoice(gpus=[], planned=wanted, tp=chosen_tp, notes=notes)
+    assumed = (f"assumed TP {chosen_tp} ({'--tp' if tp else f'{count} target GPUs'}); the scripts take TP and "
+               "GPUS from the environment when set")
+    plan = GpuPlan(gpus=wanted, tp=chosen_tp, node_gpus=count, for_target=True, nodes=nodes,
+                   multinode_tp=_multinode_tp(tp, count, nodes), notes=[assumed])
+    return GpuChoice(gpus=[], plan=plan, notes=[*notes, assumed])

@@ -46,12 +46,10 @@ def made_for_other_gpus(step: PlanStep, previous: StepOutcome, ctx: StepContext)
     """Why a recorded outcome no longer fits the GPUs of this attempt (None: it fits). Scripts name their
     GPUs and TP, so ``write_scripts`` is written again for other ones; finished GPU work (tuned units, measured
     points) is never redone: those steps hand on what is left themselves."""
-    if step.kind != "write_scripts":
+    if step.kind != "write_scripts" or ctx.gpu_plan is None:  # None: a record from before plans were kept
         return None
-    from agent.steps.measure_plan import gpu_plan
-
     base = (previous.data.get("variants") or {}).get("baseline") or {}
-    gpus, tp, _ = gpu_plan(ctx)  # preflight's choice for this attempt
+    gpus, tp = ctx.gpu_plan.gpus, ctx.gpu_plan.tp  # preflight's plan for this attempt
     if (base.get("gpus"), base.get("tp")) == (gpus, tp):
         return None
     return f"written for GPUs {base.get('gpus')} with TP {base.get('tp')}, now GPUs {gpus} with TP {tp}"

@@ -42,7 +42,8 @@ class Preflight(BaseModel):
     checkpoint: CheckpointFacts | None = Field(None, description="The checkpoint in hand, read once here")
     arch: str | None = Field(None, description="--arch, when given (used where no checkpoint names one)")
     executor: str = "local"
-    gpu_plan: GpuPlan | None = Field(None, description="GPUs the scripts name and the servers' TP")
+    gpu_plan: GpuPlan | None = Field(None, description="The campaign's one GPU plan: tuning, scripts, servers and "
+                                     "multi-node scripts take it (None: a record from before it was kept)")
     notes: list[str] = Field(default_factory=list, description="What is missing, for the user and the plan")
     tuning_caveats: list[str] = Field(default_factory=list, description="Why kernel tuning would not run or not "
                                       "change the server here, with the fix (agent/campaign/tuning_caveats.py)")
@@ -152,5 +153,4 @@ def run_preflight(settings: Settings, executor: Executor, checked: GpuChoice | N
     return Preflight(gpus=gpus, sglang_root=source.root if source else None, sglang_source=source,
                      sglang_python=python, model_file=model_file, checkpoint=checkpoint, arch=settings.arch,
                      executor=str(settings.executor), notes=notes, tuning_caveats=caveats, kernel_configs=in_place,
-                     gpu_plan=GpuPlan(gpus=choice.planned, tp=choice.tp,
-                                      notes=[n for n in choice.notes if n.startswith("assumed TP")]))
+                     gpu_plan=choice.plan)

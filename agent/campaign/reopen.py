@@ -113,7 +113,7 @@ def gpus_now_differ(run: RunFolder, checked) -> str | None:
         was = ([g["index"] for g in before.get("gpus") or []], (before.get("gpu_plan") or {}).get("tp"))
     except (ValueError, TypeError, KeyError, AttributeError):
         return None
-    now = ([g.index for g in checked.gpus], checked.tp)
+    now = ([g.index for g in checked.gpus], checked.plan.tp)
     if was == now:
         return None
 

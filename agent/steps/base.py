@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 from agent.settings.model import Settings
 from agent.run.folder import RunFolder
 from agent.run.trace import Lane, TraceWriter
+from tools.base import ToolError
 from tools.gpus import GpuInfo
 from tools.jobs import Executor
 from tools.tuning.prepare import TuningReason
@@ -63,7 +64,7 @@ class StepContext:
     sglang_root: Path | None              # resolved SGLang source root (None: not resolved)
     outcomes: dict[str, StepOutcome] = field(default_factory=dict)  # earlier steps, by kind
     lane: Lane = "control"
-    gpu_plan: GpuPlan | None = None       # the GPUs the scripts name and the servers' TP, chosen by preflight
+    gpu_plan: GpuPlan | None = None       # preflight's one GPU plan (None: a step that starts no GPU work)
     mtp_settings: MtpSettings | None = None  # worked out before the run (--mtp-steps checked up front)
     checkpoint: CheckpointFacts | None = None  # the checkpoint in hand, read once by preflight
 
@@ -75,6 +76,13 @@ class StepContext:
     def may_start_gpu_jobs(self) -> bool:
         """GPUs are there and the user did not ask to review the scripts first (--plan-only)."""
         return self.has_gpus and not self.settings.plan_only
+
+    def planned_gpus(self) -> GpuPlan:
+        """Preflight's GPU plan, taken as it is by tuning, scripts and servers (never made again here)."""
+        if self.gpu_plan is None:
+            raise ToolError("this step needs the campaign's GPU plan, which preflight makes; run it through "
+                            "`dsv4-agent` (or resume the run) so preflight plans the GPUs first")
+        return self.gpu_plan
 
     def why_planned(self) -> str:
         """Why a GPU step only writes its scripts, for its summary (see ``may_start_gpu_jobs``)."""

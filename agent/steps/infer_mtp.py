@@ -108,4 +108,4 @@ def up_front(settings: Settings, checked: GpuChoice) -> MtpSettings:
     fix); the step takes the result as it is."""
     from tools.mtp.settings import mtp_settings
 
-    return mtp_settings(mtp_inputs(settings, None, checked.gpus, checked.tp))
+    return mtp_settings(mtp_inputs(settings, None, checked.gpus, checked.plan.tp))

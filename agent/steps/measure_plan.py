@@ -6,7 +6,7 @@ Variants: ``baseline``; ``mtp`` for the ``infer_mtp`` recommendation; ``mtp-<ste
 for every other setting of a recipe that holds under the hooks' rules, for the hooks' automatic
 choice when no recipe has it, and for each ``--mtp-steps`` entry: the settings the ``infer_mtp``
 step judged (tools/mtp/settings.py), read from its outcome, never judged again here. The GPUs and
-TP are preflight's choice. Every flag carries its evidence into the scripts.
+TP are preflight's plan (the one tuning takes). Every flag carries its evidence into the scripts.
 """
 from __future__ import annotations
 
@@ -14,7 +14,6 @@ import os
 
 from agent.steps.base import PlanStep, StepContext
 from agent.steps.infer_mtp import mtp_settings_of
-from tools.gpu_choice import GpuPlan
 from tools.measure.accept_floors import read_floors
 from tools.measure.accuracy import AccuracyPlan, offline_skip_reason
 from tools.measure.client import bench_client_module
@@ -137,19 +136,13 @@ def hold_back_trust(variants: list[ServeVariant], allowed: list[str]) -> tuple[l
     return kept, held
 
 
-def gpu_plan(ctx: StepContext) -> tuple[list[int] | None, int, list[str]]:
-    """GPUs the scripts name, the servers' TP, and a note when the TP was assumed (no GPU here): preflight's
-    choice (a context made without one, or a run recorded before it kept one: the GPUs it has)."""
-    plan = ctx.gpu_plan or GpuPlan(gpus=[g.index for g in ctx.gpus] or None, tp=len(ctx.gpus) or 1)
-    return plan.gpus, plan.tp, list(plan.notes)
-
-
 def build_plan(ctx: StepContext, step: PlanStep) -> tuple[MeasurePlan, list[str], list[str]]:
     """The plan, notes for the step's summary, and the evidence settings left out (and why)."""
     s = ctx.settings
-    gpus, tp, notes = gpu_plan(ctx)
+    gpu_plan = ctx.planned_gpus()  # preflight's, as tuning takes it: the scripts name the same GPUs and TP
+    notes = [*gpu_plan.notes, gpu_plan.described()]
     model = s.model_path or s.model
-    base = ServeVariant(name="baseline", model_path=model, tp=tp, gpus=gpus,
+    base = ServeVariant(name="baseline", model_path=model, tp=gpu_plan.tp, gpus=gpu_plan.gpus,
                         rationale=["SGLang defaults for this model: the reference every ratio is against"])
     variants = [base]
     judged = mtp_settings_of(ctx.outcomes)
@@ -169,6 +162,7 @@ def build_plan(ctx: StepContext, step: PlanStep) -> tuple[MeasurePlan, list[str]
                                    parse_server_env(s.server_env))
     variants, held = hold_back_trust(variants, s.allow_flags)
     notes += held
+    variants = [v.model_copy(update={"rationale": [*v.rationale, gpu_plan.described()]}) for v in variants]
     extra = {k: step.params[k] for k in PLAN_PARAMS if k in step.params}
     tokenizer = s.tokenizer or s.model_path
     plan = MeasurePlan(variants=variants, concurrency=s.concurrency, tokenizer=tokenizer, repeats=s.repeats,

@@ -29,14 +29,13 @@ PLAN_FILE = "measure_plan.json"
 
 def _multinode(ctx: StepContext, plan: MeasurePlan):
     """``--nodes N`` (N > 1): per-node serve scripts and a Slurm batch script per variant."""
-    s = ctx.settings
-    if s.nodes <= 1:
+    s, gpu_plan = ctx.settings, ctx.planned_gpus()
+    if gpu_plan.nodes <= 1:
         return None
     from tools.scripts.multinode_variants import render_variants_multinode
 
-    partition = s.executor.partition
-    written = render_variants_multinode(ctx.run.path, plan.variants, s.nodes, s.sglang_python, plan.port, s.tp,
-                                        len(ctx.gpus), s.dist_init_addr, partition)
+    written = render_variants_multinode(ctx.run.path, plan.variants, gpu_plan, s.sglang_python, plan.port,
+                                        s.dist_init_addr, s.executor.partition)
     for relative in written.files:
         ctx.emit("artifact_written", path=relative, bytes=ctx.run.file(relative).stat().st_size)
     return written

@@ -7,6 +7,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, Field
 
+from tools.gpu_choice import GpuPlan
 from tools.gpus import GpuInfo
 from tools.tuning.plan import DEFAULT_BATCH_SIZES
 from tools.tuning.prepare import TuningPreparation, TuningReason
@@ -23,10 +24,9 @@ class TuneKernelsArgs(BaseModel):
     sglang_src: str | None = Field(None, description="The SGLang checkout the user named, if any")
     sglang_python: str = Field(description="Interpreter with SGLang where the jobs run")
     gpus: list[GpuInfo] = Field(default_factory=list, description="GPUs where the jobs run (empty: none here)")
-    gpu_indices: list[int] | None = Field(None, description="GPUs the user chose, else all found")
-    target_gpus: int | None = Field(None, description="GPUs of the target when planning without any here")
+    gpu_plan: GpuPlan = Field(description="The campaign's GPU plan (preflight's): one job per GPU of its "
+                              "tuning_gpus, shapes split at its TP, as the serve scripts name them")
     start_jobs: bool = Field(True, description="False (--plan-only): write every script, start no GPU job")
-    tp: int | None = Field(None, description="Tensor-parallel size of the server")
     shapes: list[str] = Field(default_factory=list, description="User shapes 'N,K'")
     retune: bool = Field(False, description="Tune shapes that already have configs")
     force_tune: bool = Field(False, description="Tune even where the Triton path is not engaged")

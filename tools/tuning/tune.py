@@ -37,18 +37,6 @@ GPU_HOST_WILL = {  # what resuming on the GPU host does for each verdict that wa
                       "and tune the ones still missing",
     "not_engaged": "decide from its GPU and environment whether the Triton block-FP8 path is used, and tune if it is",
 }
-PLAN_GPUS_WITHOUT_HARDWARE = 8  # a DeepSeek-V4 host; overridden by gpu_indices or tp
-
-
-def plan_gpus(args: TuneKernelsArgs) -> list[int]:
-    if args.gpus:
-        have = [g.index for g in args.gpus]
-        return [g for g in (args.gpu_indices or have) if g in have]
-    if args.gpu_indices:
-        return list(args.gpu_indices)
-    return list(range(args.target_gpus or args.tp or PLAN_GPUS_WITHOUT_HARDWARE))
-
-
 def _waits(args: TuneKernelsArgs) -> str:
     """Why GPU work waits (for a summary): no GPU here, or --plan-only."""
     return "no GPU here" if not args.gpus else ("--plan-only: written for review, no GPU job started; `dsv4-agent "
@@ -64,7 +52,7 @@ def _prepare(args: TuneKernelsArgs, executor: Executor, gpu_list: list[int]) -> 
     log_files = list(dict.fromkeys([*args.log_files, *_earlier_server_logs(executor)]))
     device = args.gpus[0].name if args.gpus else args.device_name
     return prepare_tuning(PrepareTuningArgs(
-        shapes=args.shapes, log_files=log_files, model_path=args.model_path, tp=args.tp or len(gpu_list) or 1,
+        shapes=args.shapes, log_files=log_files, model_path=args.model_path, tp=args.gpu_plan.tp,
         sglang_root=args.sglang_root, device_name=device, retune=args.retune, force_tune=args.force_tune,
         server_args=args.server_args, env=child_env(args.env)))  # what the server will see
 
@@ -91,7 +79,7 @@ def _discover(args: TuneKernelsArgs, executor: Executor, run_dir: Path, rec: Rec
         prep.reason = ("no shapes known and the Triton block-FP8 path is not used here, so a discovery boot "
                        "would find nothing to tune (--force-tune boots it anyway): " + "; ".join(prep.engagement.evidence))
         return prep, {}, "not_engaged_no_discovery"
-    variant = discovery_variant(args.model_path or args.model, args.tp or len(gpu_list), gpu_list,
+    variant = discovery_variant(args.model_path or args.model, args.gpu_plan.tp, gpu_list,
                                 list(args.server_args), dict(args.env))
     rec.emit("progress", message=f"tuning: no shapes known; discovery boot of the baseline server on GPUs {gpu_list}")
     found = run_discovery(executor, variant, args.sglang_python, run_dir / DISCOVERY_STATE,
@@ -120,7 +108,8 @@ def tune_kernels(args: TuneKernelsArgs, executor: Executor, run_dir: Path, rec: 
     """Decide, plan, and (with GPUs) tune, merge and install; the outcome says what happened and why.
     Files are reached by absolute path (jobs run in other folders); messages name ``run_dir`` as given."""
     shown, run_dir = run_dir, run_dir.resolve()
-    gpu_list = plan_gpus(args)
+    gpu_list = args.gpu_plan.tuning_gpus  # preflight's plan, the one the serve scripts name
+    rec.emit("progress", message=f"tuning: {args.gpu_plan.described()}")
     try:
         finished = finish_interrupted_install(args, executor, run_dir, rec)
     except ToolError as err:
@@ -169,7 +158,8 @@ def _write_scripts(args: TuneKernelsArgs, executor: Executor, run_dir: Path, rec
                   + f"; estimated makespan/lower bound {plan.ratio:.2f}"]
     plan_lines += [f"GPU {w.gpu}: {len(w.units)} units, cost {w.est_cost:.1f}: " + " ".join(u.id for u in w.units)
                    for w in plan.per_gpu]
-    rec.write_artifact(f"{TUNING_DIR}/plan.txt", "\n".join(prep.derivation + [""] + plan_lines) + "\n")
+    rec.write_artifact(f"{TUNING_DIR}/plan.txt", "\n".join(
+        prep.derivation + ["", args.gpu_plan.described()] + plan_lines) + "\n")
     artifacts.append(f"{TUNING_DIR}/plan.txt")
     try:
         info = introspect_script(find_script(Path(args.sglang_root) if args.sglang_root else None))
@@ -189,11 +179,12 @@ def _write_scripts(args: TuneKernelsArgs, executor: Executor, run_dir: Path, rec
     if findings:
         rec.emit("error", error="shellcheck_findings", message="shellcheck findings in generated tuning scripts",
                  findings=findings[:4000])
-    data = {"plan": plan_lines, **discovery, "mode": rendered.mode, "scripts": rendered.scripts,
-            "script_notes": info.notes}
+    data = {"plan": plan_lines, "gpu_plan": args.gpu_plan.model_dump(), **discovery, "mode": rendered.mode,
+            "scripts": rendered.scripts, "script_notes": info.notes}
     if not args.gpus or not args.start_jobs:
         runs = " ; ".join(f"bash {shown}/{p}" for p in rendered.scripts.values())
-        return outcome("planned", "no_gpu" if not args.gpus else "plan_only", f"{_waits(args)}: {len(units)} tuning units for {len(gpu_list)} GPUs written "
-                                            f"to {TUNING_DIR}/ ({rendered.mode} mode). On the GPU host run, one per GPU "
-                                            f"in parallel: {cap_lines([runs], 1, 600).text}", prep, artifacts, **data)
+        return outcome("planned", "no_gpu" if not args.gpus else "plan_only",
+                       f"{_waits(args)}: {len(units)} tuning units for {len(gpu_list)} GPUs written to {TUNING_DIR}/ "
+                       f"({rendered.mode} mode; {args.gpu_plan.described()}). On the GPU host run, one per GPU "
+                       f"in parallel: {cap_lines([runs], 1, 600).text}", prep, artifacts, **data)
     return run_on_gpus(args, executor, run_dir, rec, prep, plan, rendered, units, artifacts, data, number)
