@@ -70,3 +70,16 @@ def test_a_4_gpu_target_at_tp_2_is_one_plan_too(tmp_path, sglang_wheel_root, gpu
     assert (plan["tp"], plan["node_gpus"]) == (2, 4)
     assert _tuning_gpus(run) == [0, 1, 2, 3]
     assert _serve_plan(run) == (serve_gpus, "2")
+
+
+def test_multinode_scripts_are_sized_by_the_same_plan(tmp_path):
+    """``--nodes 2`` for a 4-GPU target: the multi-node server spans 2 x 4 GPUs (the plan's node, not a
+    guess of 8 per node), as preflight.json records it."""
+    done = run_cli("benchmark", "--nodes", "2", "--target-gpus", "4", cwd=tmp_path, env=NO_GPU)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    run = only_run(tmp_path)
+    plan = json.loads((run / "preflight.json").read_text())["gpu_plan"]
+    assert (plan["node_gpus"], plan["nodes"], plan["multinode_tp"]) == (4, 2, 8)
+    folder = run / "multinode" / "baseline"
+    assert "--tp-size 8" in (folder / "serve-node1.sh").read_text()
+    assert "#SBATCH --gres=gpu:4" in (folder / "serve-multinode.sbatch").read_text()
