@@ -9,6 +9,7 @@
 # why: holds: speculative_eagle_topk must be 1 ("Only EAGLE speculative algorithm with topk == 1 is supported for") [architecture in ['DeepseekV4ForCausalLM']; algorithm in ['EAGLE']] (sglang/srt/arg_groups/deepseek_v4_hook.py:156)
 # why: holds: speculative_num_steps, speculative_eagle_topk, speculative_num_draft_tokens must be given all together or not at all (when speculative_num_steps is unset the others must be unset too) [algorithm in ['EAGLE', 'EAGLE3', 'FROZEN_KV_MTP', 'STANDALONE']] (sglang/srt/arg_groups/speculative_hook.py:1160)
 # why: checkpoint not read (no --model-path with a config.json): assumed deepseek-ai/DeepSeek-V4-Flash carries the drafter EAGLE loads; the GPU host reads the checkpoint on `dsv4-agent resume RUN --model-path DIR` and refuses a drafter it lacks
+# why: GPU plan: a target node of 8 GPUs (no GPU here; the servers take the GPUs CUDA_VISIBLE_DEVICES gives), servers at TP 8; tuning jobs on GPUs 0-7
 # Usage: [SGLANG_PYTHON=/path/to/python] [PORT=30000] [TP=N] [GPUS=0,1,...] bash serve_mtp.sh
 set -euo pipefail
 
