@@ -57,7 +57,7 @@ class GpuPlan(BaseModel):
             where = (f"a target node of {self.node_gpus} GPUs (no GPU here; the servers take the GPUs "
                      "CUDA_VISIBLE_DEVICES gives)")
         else:
-            where = f"GPUs {','.join(map(str, self.gpus))}" + (" of the target (no GPU here)" if self.for_target else "")
+            where = f"GPUs {','.join(map(str, self.gpus))}{' of the target (no GPU here)' if self.for_target else ''}"
         across = f", {self.nodes} nodes at TP {self.multinode_tp}" if self.multinode_tp else ""
         return f"GPU plan: {where}, servers at TP {self.tp}{across}; tuning jobs on GPUs {_span(self.tuning_gpus)}"
 

@@ -4,8 +4,9 @@ Each variant (baseline, mtp, ...) gets ``multinode/<variant>/``: ``serve-node{R}
 ``serve-slurm-node.sh`` and ``serve-multinode.sbatch`` (see ``tools/scripts/multinode.py``), with the
 variant's own flags and environment. Sizes come from the campaign's GPU plan (tools/gpu_choice.py):
 tensor parallelism across the nodes is its ``multinode_tp`` (--tp, else the GPUs of one node, found
-or planned for the target, x nodes); GPUs per node is that TP / nodes. Node 0's address for the per-node scripts is ``dist_init_addr``, else the
-placeholder ``node0:5000`` (the summary says to replace it; the Slurm script finds node 0 itself).
+or planned for the target, x nodes); GPUs per node is that TP / nodes. Node 0's address for the
+per-node scripts is ``dist_init_addr``, else the placeholder ``node0:5000`` (the summary says to
+replace it; the Slurm script finds node 0 itself).
 """
 from __future__ import annotations
 
@@ -29,11 +30,12 @@ class MultinodeFiles(BaseModel):
     notes: list[str] = Field(default_factory=list)
 
 
-def render_variants_multinode(run_dir: Path, variants: list[ServeVariant], gpu_plan: GpuPlan, python: str, port: int,
-                              dist_init_addr: str | None, partition: str | None = None) -> MultinodeFiles:
+def render_variants_multinode(run_dir: Path, variants: list[ServeVariant], gpu_plan: GpuPlan, python: str,
+                              port: int, dist_init_addr: str | None, partition: str | None = None) -> MultinodeFiles:
     nodes, tp_size = gpu_plan.nodes, gpu_plan.multinode_tp
     if tp_size is None:
-        raise ToolError(f"the GPU plan is for one node ({gpu_plan.described()}); pass --nodes N to write multi-node scripts")
+        raise ToolError(f"the GPU plan is for one node ({gpu_plan.described()}); pass --nodes N to write "
+                        "multi-node scripts")
     if tp_size % nodes:
         raise ToolError(f"tensor parallelism {tp_size} does not split over {nodes} nodes; pass --tp as a multiple of --nodes")
     addr = dist_init_addr or PLACEHOLDER_ADDR

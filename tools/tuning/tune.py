@@ -37,6 +37,8 @@ GPU_HOST_WILL = {  # what resuming on the GPU host does for each verdict that wa
                       "and tune the ones still missing",
     "not_engaged": "decide from its GPU and environment whether the Triton block-FP8 path is used, and tune if it is",
 }
+
+
 def _waits(args: TuneKernelsArgs) -> str:
     """Why GPU work waits (for a summary): no GPU here, or --plan-only."""
     return "no GPU here" if not args.gpus else ("--plan-only: written for review, no GPU job started; `dsv4-agent "
@@ -48,7 +50,7 @@ def _earlier_server_logs(executor: Executor) -> list[str]:
     return [s.log_path for s in executor.jobs() if s.kind in ("serve", "discovery") and Path(s.log_path).exists()]
 
 
-def _prepare(args: TuneKernelsArgs, executor: Executor, gpu_list: list[int]) -> TuningPreparation:
+def _prepare(args: TuneKernelsArgs, executor: Executor) -> TuningPreparation:
     log_files = list(dict.fromkeys([*args.log_files, *_earlier_server_logs(executor)]))
     device = args.gpus[0].name if args.gpus else args.device_name
     return prepare_tuning(PrepareTuningArgs(
@@ -84,7 +86,7 @@ def _discover(args: TuneKernelsArgs, executor: Executor, run_dir: Path, rec: Rec
     rec.emit("progress", message=f"tuning: no shapes known; discovery boot of the baseline server on GPUs {gpu_list}")
     found = run_discovery(executor, variant, args.sglang_python, run_dir / DISCOVERY_STATE,
                           ready_timeout_s=args.discovery_timeout_s, emit=lambda kind, data: rec.emit(kind, **data))
-    prep = _prepare(args, executor, gpu_list)  # the discovery job's log is now among the server logs
+    prep = _prepare(args, executor)  # the discovery job's log is now among the server logs
     if prep.skip_kind != "no_shapes":
         return prep, {"discovery": found.model_dump()}, None
     prep.reason = _nothing_discovered(found)
@@ -115,7 +117,7 @@ def tune_kernels(args: TuneKernelsArgs, executor: Executor, run_dir: Path, rec: 
     except ToolError as err:
         return outcome("failed", "install_failed", f"tuned but not installed: {err}", None, [])
     try:
-        prep = _prepare(args, executor, gpu_list)
+        prep = _prepare(args, executor)
     except ToolError as err:
         return outcome("failed", "tuning_input_error", str(err), None, [])
     try:
