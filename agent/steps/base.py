@@ -20,7 +20,9 @@ from tools.jobs import Executor
 from tools.tuning.prepare import TuningReason
 
 if TYPE_CHECKING:
+    from tools.checkpoint.config import CheckpointConfig
     from tools.checkpoint.facts import CheckpointFacts
+    from tools.mtp.arch import Architecture
     from tools.gpu_choice import GpuPlan
     from tools.mtp.settings import MtpSettings
 
@@ -66,6 +68,8 @@ class StepContext:
     gpu_plan: GpuPlan | None = None       # the GPUs the scripts name and the servers' TP, chosen by preflight
     mtp_settings: MtpSettings | None = None  # worked out before the run (--mtp-steps checked up front)
     checkpoint: CheckpointFacts | None = None  # the checkpoint in hand, read once by preflight
+    checkpoint_config: CheckpointConfig | None = None  # its config.json as preflight read it (the tuning's shapes)
+    architecture: Architecture | None = None  # the model's architecture, decided once by preflight
 
     @property
     def has_gpus(self) -> bool:

@@ -22,7 +22,7 @@ from tools.mtp.answer import (Candidate, Constraint, Dropped, MtpAnswer, Recomme
 from tools.checkpoint.config import config_path
 from tools.checkpoint.facts import CheckpointFacts
 from tools.checkpoint.read import ReadCheckpointArgs, read_checkpoint
-from tools.mtp.arch import from_mentions, from_tree
+from tools.mtp.arch import Architecture, decide_architecture, from_mentions, from_tree
 from tools.mtp.choose import Considered, best, consider, from_hooks, recommendation
 from tools.mtp.drafter_choice import from_checkpoint, why_this_drafter
 from tools.mtp.env import EnvVetter, redacted
@@ -53,6 +53,8 @@ class InferMtpArgs(BaseModel):
     lookup_timeout_s: float = Field(10, gt=0, description="How long --sglang-python may take to say where sglang is")
     checkpoint: CheckpointFacts | None = Field(None, description="The checkpoint's facts when already read "
                                                                  "(else read here from model_path)")
+    architecture: Architecture | None = Field(None, description="The architecture the caller decided (a campaign's "
+                                                                "preflight); None: decided here by the same order")
 
 
 def _checkpoint(args: InferMtpArgs, info: SourceInfo) -> CheckpointFacts | None:
@@ -66,26 +68,13 @@ def _checkpoint(args: InferMtpArgs, info: SourceInfo) -> CheckpointFacts | None:
 
 def _architecture(args: InferMtpArgs, info: SourceInfo, notes: list[str],
                   checkpoint: CheckpointFacts | None) -> str | None:
-    if checkpoint is not None and checkpoint.architecture:
-        served = checkpoint.written_architecture != checkpoint.architecture
-        notes.append(f"architecture {checkpoint.architecture} read from {checkpoint.config}"
-                     + (f" (written {checkpoint.written_architecture}; SGLang serves it as {checkpoint.architecture})"
-                        if served else ""))
-        return checkpoint.architecture
-    if args.arch:
-        notes.append(f"architecture {args.arch} given with --arch")
-        return args.arch
-    guessed = from_tree(args.model, info.root, info.package_dir)
-    if guessed:
-        notes.append(f"architecture {guessed[0]} matched from the model name to {guessed[1].cite()} "
-                     "(no config.json given; pass --arch to override)")
-        return guessed[0]
-    mentioned = from_mentions([args.model], info.root, info.package_dir).get(args.model)
-    if mentioned:
-        notes.append(f"architecture {mentioned[0]} read from the tree naming {args.model.split('/')[-1]}'s family "
-                     f"next to it at {mentioned[1].cite()} (no config.json given; pass --arch to override)")
-        return mentioned[0]
-    return None
+    """The architecture the caller decided, else decided here by the same order (tools/mtp/arch.py)."""
+    decided = args.architecture or decide_architecture(args.model, args.arch, checkpoint, info.root, info.package_dir)
+    if decided.name is not None:
+        notes.append(decided.line())
+    if decided.disagreement():
+        notes.append(decided.disagreement())
+    return decided.name
 
 
 def _same_architecture(recipes: list[Recipe], arch: str, info: SourceInfo) -> list[Recipe]:
