@@ -219,7 +219,7 @@ def test_a_campaign_on_the_0731_checkpoint_serves_and_measures_its_dspark_drafte
 def test_the_llm_flag_guard_refuses_a_drafter_the_checkpoint_lacks(sglang_wheel_root):
     from agent.campaign.llm.flag_guard import FlagProposal, review_flags
     from tools.checkpoint.read import ReadCheckpointArgs, read_checkpoint
-    from tools.mtp.arch import decide_architecture
+    from tools.checkpoint.architecture import decide_architecture
 
     facts = read_checkpoint(ReadCheckpointArgs(model_path=str(shared_checkpoints() / "DeepSeek-V4-Flash-0731"),
                                                package_dir=str(sglang_wheel_root / "sglang")))

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from agent.campaign.llm.flag_guard import FlagProposal, review_flags, review_markdown, server_flag_catalog
-from tools.mtp.arch import Architecture
+from tools.checkpoint.architecture import Architecture
 
 
 def _review(root, proposals, accept=False):

@@ -20,7 +20,7 @@ from tools.checkpoint.read import checkpoint_facts
 from tools.gpu_choice import GpuChoice, GpuPlan, choose_gpus
 from tools.gpus import GpuInfo
 from tools.jobs import Executor
-from tools.mtp.arch import Architecture, decide_architecture
+from tools.checkpoint.architecture import Architecture, decide_architecture
 from tools.source.resolve import ResolveSourceArgs, SourceInfo, resolve_source
 from tools.tuning.in_place import InPlaceArgs, InPlaceResult, configs_in_place
 
@@ -103,7 +103,7 @@ def _checkpoint(config: CheckpointConfig | None, source: SourceInfo | None, note
 
 def _architecture(settings: Settings, config: CheckpointConfig | None, source: SourceInfo | None,
                   notes: list[str]) -> Architecture:
-    """The architecture, decided once (tools/mtp/arch.py); an --arch config.json contradicts is a note."""
+    """The architecture, decided once (tools/checkpoint/architecture.py); an --arch config.json contradicts is a note."""
     decided = decide_architecture(settings.model, settings.arch, config, source.root if source else None,
                                   source.package_dir if source else None)
     notes += [decided.disagreement()] if decided.disagreement() else []

@@ -219,14 +219,14 @@ def _check_sglang_path(settings) -> None:
 def _check_mtp_model(settings, goal: str) -> None:
     """An MTP goal needs the model's architecture: from --model-path's config.json, --arch, or the model's
     name in the SGLang tree; a model none of them names is refused before a run (no MTP could be planned).
-    A config.json is only seen here, not read: preflight reads it once and decides (tools/mtp/arch.py)."""
+    A config.json is only seen here, not read: preflight reads it once and decides (tools/checkpoint/architecture.py)."""
     from agent.campaign.playbook import plan_goal
 
     if settings.arch or not any(step.kind == "infer_mtp" for step in plan_goal(goal, pull=settings.pull)[0]):
         return
     from tools.base import ToolError
     from tools.checkpoint.config import config_path
-    from tools.mtp.arch import decide_architecture
+    from tools.checkpoint.architecture import decide_architecture
     from tools.source.resolve import ResolveSourceArgs, resolve_source
 
     if settings.model_path and config_path(settings.model_path).is_file():

@@ -24,7 +24,7 @@ from agent.report.configs_in_place import configs_in_place_section
 from tools.measure.accuracy import load_results as load_accuracy
 from tools.measure.decision import bench_records, decide_folder, gates_of
 from tools.measure.results import BenchRecord
-from tools.mtp.arch import Architecture
+from tools.checkpoint.architecture import Architecture
 from tools.mtp.variants import setting_label
 from tools.measure.verdict import PointStats, Slo, Verdict, point_stats
 from tools.scripts.models import MeasurePlan

@@ -22,7 +22,7 @@ from tools.tuning.prepare import TuningReason
 if TYPE_CHECKING:
     from tools.checkpoint.config import CheckpointConfig
     from tools.checkpoint.facts import CheckpointFacts
-    from tools.mtp.arch import Architecture
+    from tools.checkpoint.architecture import Architecture
     from tools.gpu_choice import GpuPlan
     from tools.mtp.settings import MtpSettings
 

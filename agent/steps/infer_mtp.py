@@ -19,7 +19,7 @@ from tools.gpus import GpuInfo
 
 if TYPE_CHECKING:  # the evidence engine is imported when it runs (not on the way to the first GPU job)
     from tools.checkpoint.facts import CheckpointFacts
-    from tools.mtp.arch import Architecture
+    from tools.checkpoint.architecture import Architecture
     from tools.mtp.settings import MtpSettings, MtpSettingsArgs
 
 

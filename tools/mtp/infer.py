@@ -22,7 +22,7 @@ from tools.mtp.answer import (Candidate, Constraint, Dropped, MtpAnswer, Recomme
 from tools.checkpoint.config import config_path
 from tools.checkpoint.facts import CheckpointFacts
 from tools.checkpoint.read import ReadCheckpointArgs, read_checkpoint
-from tools.mtp.arch import Architecture, decide_architecture, from_mentions, from_tree
+from tools.checkpoint.architecture import Architecture, decide_architecture, from_mentions, from_tree
 from tools.mtp.choose import Considered, best, consider, from_hooks, recommendation
 from tools.mtp.drafter_choice import from_checkpoint, why_this_drafter
 from tools.mtp.env import EnvVetter, redacted
@@ -67,14 +67,14 @@ def _checkpoint(args: InferMtpArgs, info: SourceInfo) -> CheckpointFacts | None:
 
 
 def _architecture(args: InferMtpArgs, info: SourceInfo, notes: list[str],
-                  checkpoint: CheckpointFacts | None) -> str | None:
-    """The architecture the caller decided, else decided here by the same order (tools/mtp/arch.py)."""
+                  checkpoint: CheckpointFacts | None) -> Architecture:
+    """The architecture the caller decided, else decided here by the same order (tools/checkpoint/architecture.py)."""
     decided = args.architecture or decide_architecture(args.model, args.arch, checkpoint, info.root, info.package_dir)
     if decided.name is not None:
         notes.append(decided.line())
     if decided.disagreement():
         notes.append(decided.disagreement())
-    return decided.name
+    return decided
 
 
 def _same_architecture(recipes: list[Recipe], arch: str, info: SourceInfo) -> list[Recipe]:
@@ -154,7 +154,8 @@ def _infer_mtp(args: InferMtpArgs) -> MtpAnswer:
                                                  speculative_only=True, max_recipes=5000), scope)
     unknowns += recipes.warnings
     checkpoint = _checkpoint(args, info)
-    arch = _architecture(args, info, notes, checkpoint)
+    decided = _architecture(args, info, notes, checkpoint)
+    arch = decided.name
     exact = [r for r in recipes.recipes if same_model(r.model, args.model)]
     pool = exact or (_same_architecture(recipes.recipes, arch, info) if arch else [])
     judge = Judge(rules, arch, fields, checkpoint)
@@ -192,7 +193,7 @@ def _infer_mtp(args: InferMtpArgs) -> MtpAnswer:
                            f"no usable recipe in the tree, and {no_hooks}"))
     unknowns += explain_misses(args.model, Path(info.root), Path(info.package_dir), [c for c, _ in vetted],
                                recipes.warnings, scope)
-    return MtpAnswer(model=args.model, architecture=arch, checkpoint=checkpoint,
+    return MtpAnswer(model=args.model, architecture=arch, architecture_decision=decided, checkpoint=checkpoint,
                      source=SourceRef(kind=info.kind, root=info.root, version=info.version, commit=info.commit),
                      candidates=[c for c, _ in vetted], constraints=constraints,
                      recommended=recommended, unknowns=unknowns)

@@ -16,7 +16,7 @@ from tools.constraints.extract import ExtractConstraintsArgs, Rule, extract_cons
 from tools.defaults import SGLANG_PYTHON, SGLANG_VERSION
 from tools.measure.client import package_dir
 from tools.base import ToolError
-from tools.mtp.arch import Architecture
+from tools.checkpoint.architecture import Architecture
 from tools.mtp.search_space import SearchSpace, fence, outside
 from tools.mtp.variants import SpecChoice, evidence_choices, parse_user_setting, user_choices
 from tools.mtp.infer import InferMtpArgs, MtpAnswer, Recommendation, SourceRef, infer_mtp

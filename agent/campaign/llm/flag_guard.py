@@ -11,7 +11,7 @@ passed on, unless the user gave ``--accept-unsupported-flags`` (origin ``user-ac
 A defined flag can still be wrong for the model: the evidence engine's constraints
 (``tools/constraints/extract.py``, read from SGLang's argument hooks, e.g. "DeepSeek-V4: only EAGLE or
 DSPARK, topk 1") are checked against the proposed values for the model's architecture as preflight decided
-it (``tools/mtp/arch.py``: config.json, else --arch, else the SGLang tree), with SGLang's algorithm
+it (``tools/checkpoint/architecture.py``: config.json, else --arch, else the SGLang tree), with SGLang's algorithm
 aliases resolved first. The proposal is checked as one set, as written, by the same judge the
 evidence engine uses (``tools/mtp/pick.py``): a rule applies only where its condition holds. A
 flag that breaks an applicable rule is rejected with the rule's citation, under the same
@@ -29,7 +29,7 @@ from tools.checkpoint.facts import CheckpointFacts
 from tools.base import ToolError
 from tools.markdown import markdown_table
 from tools.constraints.extract import Rule
-from tools.mtp.arch import Architecture, DecidedBy, decide_architecture
+from tools.checkpoint.architecture import Architecture, DecidedBy, decide_architecture
 from tools.mtp.pick import ALGO, Judge
 from tools.mtp.settings import hook_rules
 from tools.source.fields import FieldCatalog, field_flag, read_fields
@@ -63,7 +63,7 @@ class FlagReview(BaseModel):
     catalog_size: int = Field(0, description="Server flags found in the SGLang source")
     catalog_from: list[str] = Field(default_factory=list, description="Files the flags were read from")
     architecture: str | None = Field(None, description="Architecture the constraints were checked for")
-    architecture_decided_by: DecidedBy | None = Field(None, description="Which source decided it (tools/mtp/arch.py)")
+    architecture_decided_by: DecidedBy | None = Field(None, description="Which source decided it (tools/checkpoint/architecture.py)")
     constraints: str = Field("", description="How the values were checked against SGLang's hook constraints")
 
     @property
