@@ -148,10 +148,9 @@ class Architecture(BaseModel):
         """How it was decided, in words, cited."""
         renamed = f" (written {self.written}; SGLang serves it as {self.name})" if self.written else ""
         return {"config.json": f"read from {self.cited}{renamed}", "--arch": "given with --arch",
-                "model name": f"matched from the model name to {self.cited} (no config.json given; pass --arch "
-                              "to override)",
-                "tree mention": f"read from the tree naming the model's family next to it at {self.cited} "
-                                "(no config.json given; pass --arch to override)",
+                "model name": f"matched from the model name to {self.cited}, as no config.json or --arch names it",
+                "tree mention": f"read from the tree naming the model's family next to it at {self.cited}, as no "
+                                "config.json or --arch names it",
                 "nothing": "named by no config.json, no --arch and no model class of the SGLang tree"}[self.decided_by]
 
     def line(self) -> str:

@@ -176,7 +176,9 @@ def review_flags(proposals: list[FlagProposal], package_dir: Path | None, root: 
     read = fields.files
     seen: set[str] = set()
     verdicts = [_trusted(_verdict(p, catalog, accept_unsupported, seen), list(allowed_trust)) for p in proposals]
-    review = FlagReview(verdicts=verdicts, catalog_size=len(catalog), catalog_from=read)
+    review = FlagReview(verdicts=verdicts, catalog_size=len(catalog), catalog_from=read,
+                        architecture=architecture.name if architecture else None,
+                        architecture_decided_by=architecture.decided_by if architecture else None)
     proposed = {v.flag: v.value for v in verdicts if v.verdict != "rejected"}
     if not proposed:
         return review
