@@ -102,7 +102,8 @@ def _preflight_facts(preflight: Preflight) -> dict[str, str]:
         "gpus": quote_untrusted(", ".join(g.name for g in preflight.gpus) or "none", "nvidia-smi where the GPU jobs run"),
         "sglang_root": quote_untrusted(preflight.sglang_root or "unresolved", "preflight's SGLang source lookup"),
         "architecture": quote_untrusted(decided.line() if decided else "not decided",
-                                        "preflight's architecture decision (tools/checkpoint/architecture.py)"),
+                                        f"{decided.cited}: architectures" if decided and decided.decided_by == "config.json"
+                                        else "preflight's architecture decision (tools/checkpoint/architecture.py)"),
         "notes": quote_untrusted("\n".join(f"- {n}" for n in preflight.notes) or "none", "preflight notes"),
     }
 
