@@ -219,15 +219,17 @@ def test_a_campaign_on_the_0731_checkpoint_serves_and_measures_its_dspark_drafte
 def test_the_llm_flag_guard_refuses_a_drafter_the_checkpoint_lacks(sglang_wheel_root):
     from agent.campaign.llm.flag_guard import FlagProposal, review_flags
     from tools.checkpoint.read import ReadCheckpointArgs, read_checkpoint
+    from tools.checkpoint.architecture import decide_architecture
 
     facts = read_checkpoint(ReadCheckpointArgs(model_path=str(shared_checkpoints() / "DeepSeek-V4-Flash-0731"),
                                                package_dir=str(sglang_wheel_root / "sglang")))
+    decided = decide_architecture("deepseek-ai/DeepSeek-V4-Flash-0731", None, facts)
     eagle = [FlagProposal(flag="--speculative-algorithm", value="EAGLE")]
     review = review_flags(eagle, sglang_wheel_root / "sglang", sglang_wheel_root, False,
-                          model="deepseek-ai/DeepSeek-V4-Flash-0731", architecture=facts.architecture, checkpoint=facts)
+                          model="deepseek-ai/DeepSeek-V4-Flash-0731", architecture=decided, checkpoint=facts)
     assert [v.verdict for v in review.verdicts] == ["rejected"]
     assert "not shown to carry an MTP (NextN) head" in review.verdicts[0].reason
     dspark = [FlagProposal(flag="--speculative-algorithm", value="DSPARK")]
     review = review_flags(dspark, sglang_wheel_root / "sglang", sglang_wheel_root, False,
-                          model="deepseek-ai/DeepSeek-V4-Flash-0731", architecture=facts.architecture, checkpoint=facts)
+                          model="deepseek-ai/DeepSeek-V4-Flash-0731", architecture=decided, checkpoint=facts)
     assert [v.verdict for v in review.verdicts] == ["supported"]

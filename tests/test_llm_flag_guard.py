@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from agent.campaign.llm.flag_guard import FlagProposal, review_flags, review_markdown, server_flag_catalog
+from tools.checkpoint.architecture import Architecture
 
 
 def _review(root, proposals, accept=False):
@@ -65,7 +66,8 @@ def test_a_defined_flag_whose_value_breaks_a_hook_constraint_is_rejected_with_th
     review = review_flags([FlagProposal(flag="--speculative-algorithm", value="STANDALONE"),
                            FlagProposal(flag="--mem-fraction-static", value="0.85")],
                           sglang_wheel_root / "sglang", sglang_wheel_root, False, model=DSV4)
-    assert review.architecture == "DeepseekV4ForCausalLM" and "guessed from the model id" in review.constraints
+    assert review.architecture == "DeepseekV4ForCausalLM" and review.architecture_decided_by == "model name"
+    assert "matched from the model name to sglang/srt/models/" in review.constraints
     verdict = review.rejected[0]
     assert verdict.flag == "--speculative-algorithm" and verdict.origin is None
     assert "only EAGLE, DSPARK" in verdict.reason and "deepseek_v4_hook.py:" in verdict.reason
@@ -82,13 +84,13 @@ def test_topk_other_than_one_is_rejected_for_dsv4_and_aliases_are_resolved_first
                  FlagProposal(flag="--speculative-eagle-topk", value="4"),
                  FlagProposal(flag="--speculative-num-draft-tokens", value="4")]
     review = review_flags(proposals, sglang_wheel_root / "sglang", sglang_wheel_root, False,
-                          architecture="DeepseekV4ForCausalLM")
-    assert "from the model's config.json" in review.constraints
+                          architecture=Architecture(name="DeepseekV4ForCausalLM", decided_by="--arch"))
+    assert "architecture DeepseekV4ForCausalLM (given with --arch)" in review.constraints
     assert [v.flag for v in review.rejected] == ["--speculative-eagle-topk"]
     assert "must be 1" in review.rejected[0].reason and "deepseek_v4_hook.py:" in review.rejected[0].reason
     # the same proposal for an architecture without that rule passes
     other = review_flags(proposals, sglang_wheel_root / "sglang", sglang_wheel_root, False,
-                         architecture="LlamaForCausalLM")
+                         architecture=Architecture(name="LlamaForCausalLM", decided_by="--arch"))
     assert other.rejected == []
 
 

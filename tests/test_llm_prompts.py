@@ -9,7 +9,7 @@ from agent.campaign.llm.prompts import PromptError, prompt_names, quote_untruste
 EXAMPLES = {
     "planner_system": dict(model="deepseek-ai/DeepSeek-V4-Flash", sglang_version="0.5.23", max_steps=30,
                            step_kinds=("sync", "tune_kernels", "infer_mtp", "write_scripts", "benchmark")),
-    "planner_goal": dict(goal="enable MTP", gpus="none", sglang_root="/src", model_config="not given",
+    "planner_goal": dict(goal="enable MTP", gpus="none", sglang_root="/src", architecture="not given",
                          notes="untrusted data from preflight notes", tool_names=["search"],
                          missing=["bounded file read (absent)"]),
     "plan_reminder": dict(step_kinds=("sync", "benchmark"), turns_left=3),

@@ -79,7 +79,8 @@ def start_early(rt: Runtime) -> EarlyLane | None:
     s = rt.settings
     if s.llm_base_url or rt.llm is not None or s.plan_only:  # an LLM plans in the graph; --plan-only starts no job
         return None
-    preflight = rt.source.early_preflight(s, rt.executor)
+    # found once: the graph's preflight node takes it whether or not the lane starts here
+    preflight = rt.early_preflight = rt.source.early_preflight(s, rt.executor)
     if preflight is None or not preflight.gpus:
         return None
     steps, _ignored = plan_goal(rt.goal, pull=s.pull, measure=s.measure_params())
@@ -91,7 +92,6 @@ def start_early(rt: Runtime) -> EarlyLane | None:
     from agent.campaign.gpu_jobs import announce
 
     announce(rt, steps, preflight)
-    rt.early_preflight = preflight
     lane = rt.early_gpu_lane = EarlyLane(rt, steps, preflight)
     _STARTED.append(lane)
     lane.thread.start()

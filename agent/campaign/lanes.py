@@ -32,6 +32,7 @@ def make_context(rt: Runtime, preflight: Preflight, outcomes: dict[str, dict], l
         settings=rt.settings, run=rt.run, trace=rt.trace, executor=rt.executor, gpus=list(preflight.gpus),
         sglang_root=preflight.root, outcomes={k: StepOutcome.model_validate(v) for k, v in outcomes.items()},
         lane=lane, gpu_plan=preflight.gpu_plan, mtp_settings=rt.mtp_settings, checkpoint=preflight.checkpoint,
+        checkpoint_config=preflight.checkpoint_config, architecture=preflight.architecture,
     )
 
 

@@ -19,11 +19,11 @@ def _steps(state: CampaignState) -> list[PlanStep]:
 
 
 def preflight(rt: Runtime, state: CampaignState) -> dict:
-    early, rt.early_preflight = rt.early_preflight, None  # found, written and said before the graph
+    early, rt.early_preflight = rt.early_preflight, None  # found before the graph (written and said if its lane started)
     found = early or rt.source.preflight(rt.settings, rt.executor)
     dump = found.model_dump(mode="json")
     rt.run.write_json("preflight.json", dump)
-    if early is None:
+    if rt.early_gpu_lane is None:
         say_preflight(rt, found)
     return {"preflight": dump}
 

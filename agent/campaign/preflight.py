@@ -6,41 +6,35 @@ its JSON dump, and every reader validates it back into the model (``Preflight.of
 """
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
-from tools import json_data
 from agent.settings.model import Settings
 from agent.campaign.tuning_caveats import tuning_caveats
 from tools.base import ToolError
+from tools.checkpoint.config import CheckpointConfig, config_path, read_config
 from tools.checkpoint.facts import CheckpointFacts
-from tools.checkpoint.read import ReadCheckpointArgs, read_checkpoint
+from tools.checkpoint.read import checkpoint_facts
 from tools.gpu_choice import GpuChoice, GpuPlan, choose_gpus
 from tools.gpus import GpuInfo
 from tools.jobs import Executor
+from tools.checkpoint.architecture import Architecture, decide_architecture
 from tools.source.resolve import ResolveSourceArgs, SourceInfo, resolve_source
 from tools.tuning.in_place import InPlaceArgs, InPlaceResult, configs_in_place
 
 
-class ModelConfigFile(BaseModel):
-    path: str = Field(description="The model's config.json")
-    architectures: list[str] | None = Field(description="Its 'architectures' list, as written")
-
-
 class Preflight(BaseModel):
-    # "model_config" is pydantic's own attribute name, so the field has another name in code.
-    model_config = ConfigDict(validate_by_name=True, validate_by_alias=True, serialize_by_alias=True)
-
     gpus: list[GpuInfo] = Field(default_factory=list, description="GPUs where the GPU jobs run")
     sglang_root: str | None = Field(None, description="The SGLang source root (None: not resolved)")
     sglang_source: SourceInfo | None = None
     sglang_python: str | None = Field(None, description="The interpreter with SGLang (None: not found)")
-    model_file: ModelConfigFile | None = Field(None, alias="model_config")
+    checkpoint_config: CheckpointConfig | None = Field(None, description="--model-path's config.json, read once "
+                                                       "here (the checkpoint's facts and the tuning's shapes)")
     checkpoint: CheckpointFacts | None = Field(None, description="The checkpoint in hand, read once here")
-    arch: str | None = Field(None, description="--arch, when given (used where no checkpoint names one)")
+    architecture: Architecture | None = Field(None, description="The model's architecture, decided once here "
+                                              "(config.json, else --arch, else the SGLang tree), with how")
     executor: str = "local"
     gpu_plan: GpuPlan | None = Field(None, description="The campaign's one GPU plan: tuning, scripts, servers and "
                                      "multi-node scripts take it (None: a record from before it was kept)")
@@ -63,14 +57,6 @@ class Preflight(BaseModel):
     def package_dir(self) -> Path | None:
         return Path(self.sglang_source.package_dir) if self.sglang_source else None
 
-    @property
-    def architecture(self) -> str | None:
-        """The architecture SGLang serves the model as: the checkpoint's, else --arch (the evidence's order)."""
-        if self.checkpoint is not None and self.checkpoint.architecture:
-            return self.checkpoint.architecture
-        names = self.model_file.architectures if self.model_file else None
-        return names[0] if names else self.arch
-
 
 def _resolve_sglang(settings: Settings) -> tuple[SourceInfo | None, str]:
     try:
@@ -89,32 +75,40 @@ def check_gpus(settings: Settings, executor: Executor) -> GpuChoice:
                        allow_busy=settings.allow_busy_gpus, target_gpus=settings.target_gpus, where=where)
 
 
-def _model_file(settings: Settings, notes: list[str]) -> ModelConfigFile | None:
+def _checkpoint_config(settings: Settings, notes: list[str]) -> CheckpointConfig | None:
+    """--model-path's config.json, read here once for the whole campaign (None: not given or unreadable)."""
     if not settings.model_path:
         return None
-    config_path = Path(settings.model_path) / "config.json"
-    if not config_path.exists():
+    if not config_path(settings.model_path).exists():
         notes.append(f"no config.json in --model-path {settings.model_path}")
         return None
     try:
-        config = json_data.read(config_path)
-    except json.JSONDecodeError as err:
-        notes.append(f"{config_path} is not JSON ({err.msg})")
+        return read_config(settings.model_path)
+    except ToolError as err:
+        notes.append(f"checkpoint not read: {err}")
         return None
-    return ModelConfigFile(path=str(config_path), architectures=config.get("architectures"))
 
 
-def _checkpoint(settings: Settings, source: SourceInfo | None, notes: list[str]) -> CheckpointFacts | None:
-    """The checkpoint's facts, read once for the whole campaign (SGLang's rules decide its drafters)."""
-    if source is None or not settings.model_path:
+def _checkpoint(config: CheckpointConfig | None, source: SourceInfo | None, notes: list[str]) -> CheckpointFacts | None:
+    """The checkpoint's facts, from the config read above (SGLang's rules decide its drafters)."""
+    if source is None or config is None:
         return None
     try:
-        facts = read_checkpoint(ReadCheckpointArgs(model_path=settings.model_path, package_dir=source.package_dir))
+        facts = checkpoint_facts(config, source.package_dir)
     except ToolError as err:
         notes.append(f"checkpoint not read: {err}")
         return None
     notes += [f"checkpoint: {line}" for line in facts.unknowns]
     return facts
+
+
+def _architecture(settings: Settings, config: CheckpointConfig | None, source: SourceInfo | None,
+                  notes: list[str]) -> Architecture:
+    """The architecture, decided once (tools/checkpoint/architecture.py); an --arch config.json contradicts is a note."""
+    decided = decide_architecture(settings.model, settings.arch, config, source.root if source else None,
+                                  source.package_dir if source else None)
+    notes += [decided.disagreement()] if decided.disagreement() else []
+    return decided
 
 
 def run_preflight(settings: Settings, executor: Executor, checked: GpuChoice | None = None) -> Preflight:
@@ -144,13 +138,15 @@ def run_preflight(settings: Settings, executor: Executor, checked: GpuChoice | N
         python = settings.sglang_python  # a path on the GPU host, not checkable from here
     elif python is None:
         notes.append(f"SGLang python {settings.sglang_python!r} not found; pass --sglang-python PATH")
-    model_file = _model_file(settings, notes)
-    checkpoint = _checkpoint(settings, source, notes) if model_file else None
+    config = _checkpoint_config(settings, notes)
+    checkpoint = _checkpoint(config, source, notes)
+    architecture = _architecture(settings, config, source, notes)
     # the source is read here: jobs elsewhere (SSH) tune from their host's tree, which preflight does not read
     caveats = [] if remote else tuning_caveats(settings, gpus[0].name if gpus else "", source.root if source else None)
     in_place = None if remote else configs_in_place(InPlaceArgs(sglang_python=settings.sglang_python,
                                                                 sglang_root=source.root if source else None))
     return Preflight(gpus=gpus, sglang_root=source.root if source else None, sglang_source=source,
-                     sglang_python=python, model_file=model_file, checkpoint=checkpoint, arch=settings.arch,
+                     sglang_python=python, checkpoint_config=config, checkpoint=checkpoint,
+                     architecture=architecture,
                      executor=str(settings.executor), notes=notes, tuning_caveats=caveats, kernel_configs=in_place,
                      gpu_plan=choice.plan)

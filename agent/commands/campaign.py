@@ -218,24 +218,25 @@ def _check_sglang_path(settings) -> None:
 
 def _check_mtp_model(settings, goal: str) -> None:
     """An MTP goal needs the model's architecture: from --model-path's config.json, --arch, or the model's
-    name in the SGLang tree; a model none of them names is refused before a run (no MTP could be planned)."""
+    name in the SGLang tree; a model none of them names is refused before a run (no MTP could be planned).
+    A config.json is only seen here, not read: preflight reads it once and decides (tools/checkpoint/architecture.py)."""
     from agent.campaign.playbook import plan_goal
 
     if settings.arch or not any(step.kind == "infer_mtp" for step in plan_goal(goal, pull=settings.pull)[0]):
         return
     from tools.base import ToolError
-    from tools.mtp.arch import from_config, from_mentions, from_tree
+    from tools.checkpoint.config import config_path
+    from tools.checkpoint.architecture import decide_architecture
     from tools.source.resolve import ResolveSourceArgs, resolve_source
 
-    if settings.model_path and from_config(settings.model_path):
+    if settings.model_path and config_path(settings.model_path).is_file():
         return
     try:
         info = resolve_source(ResolveSourceArgs(path=settings.sglang_src, sglang_python=settings.sglang_python,
                                                 version=settings.sglang_version))
     except ToolError:
         return  # no tree to read here: preflight says so, and the research lane says what it could not find
-    if from_tree(settings.model, info.root, info.package_dir) or \
-            from_mentions([settings.model], info.root, info.package_dir).get(settings.model):
+    if decide_architecture(settings.model, None, None, info.root, info.package_dir).name:
         return
     config = f"--model-path {settings.model_path} has no config.json" if settings.model_path else "no --model-path"
     fail(f"the goal asks for MTP, and --model {settings.model} names no model class of SGLang {info.version} at "

@@ -5,7 +5,7 @@ One row per option: field, flag, help (with the default), group, metavar, kind, 
 ROWS = [
     ('model', '--model', 'Model id or path [deepseek-ai/DeepSeek-V4-Flash].', 'Model', 'ID', 'str', None, ()),
     ('model_path', '--model-path', 'Local checkpoint folder (config.json, tokenizer).', 'Model', 'DIR', 'str', None, ()),
-    ('arch', '--arch', 'Model architecture, e.g. DeepseekV4ForCausalLM, for the MTP evidence when --model-path has no config.json [read from it, else matched from the model id].', 'Model', 'CLASS', 'str', None, ()),
+    ('arch', '--arch', 'Model architecture, e.g. DeepseekV4ForCausalLM, where --model-path has no config.json naming one (config.json decides) [read from it, else matched from the model id].', 'Model', 'CLASS', 'str', None, ()),
     ('tokenizer', '--tokenizer', 'Local tokenizer for offline benchmarks.', 'Model', 'DIR', 'str', None, ()),
     ('sglang_src', '--sglang', 'SGLang checkout or package folder [found automatically].', 'SGLang', 'DIR', 'str', None, ()),
     ('sglang_python', '--sglang-python', 'Interpreter with SGLang installed [python3].', 'SGLang', 'PYTHON', 'str', None, ()),

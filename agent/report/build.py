@@ -2,7 +2,7 @@
 ``results.csv`` and ``results.json``.
 
 The page opens with the verdict, so a reader sees the decision first, then the header (model, GPU,
-TP, SGLang version, lengths, prompts, date). ``report.html`` is self-contained (plots are data URIs)
+TP, SGLang version, the architecture and how preflight decided it, lengths, prompts, date). ``report.html`` is self-contained (plots are data URIs)
 and reads on a phone: wide tables scroll in their own box, images scale to the page.
 """
 from __future__ import annotations
@@ -24,6 +24,7 @@ from agent.report.configs_in_place import configs_in_place_section
 from tools.measure.accuracy import load_results as load_accuracy
 from tools.measure.decision import bench_records, decide_folder, gates_of
 from tools.measure.results import BenchRecord
+from tools.checkpoint.architecture import Architecture
 from tools.mtp.variants import setting_label
 from tools.measure.verdict import PointStats, Slo, Verdict, point_stats
 from tools.scripts.models import MeasurePlan
@@ -98,11 +99,23 @@ def header(run_dir: Path, plan: MeasurePlan | None) -> list[tuple[str, str]]:
              ("SGLang", f"{source.get('version') or '?'} ({source.get('kind', '?')}"
                         + (f", commit {source['commit'][:12]}" if source.get("commit") else "") + ")"),
              ("goal", str(config.get("goal", "?")))]
+    rows += _architecture(pre)
     if plan:
         rows += [("lengths", f"input {plan.input_len} / output {plan.output_len} tokens (random ids)"),
                  ("prompts", f"{plan.prompts_per_concurrency} per concurrency slot, at least {plan.min_prompts}; "
                              f"concurrency {' '.join(map(str, plan.concurrency))}; {plan.repeats} repeat(s)")]
     return rows + [("date", time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(when)))]
+
+
+def _architecture(pre: dict) -> list[tuple[str, str]]:
+    """The architecture preflight decided, how, and an --arch that config.json overruled (run-folder data:
+    one that does not validate gives no row)."""
+    try:
+        decided = Architecture.model_validate(pre.get("architecture"))
+    except ValueError:
+        return []
+    note = decided.disagreement()
+    return [("architecture", f"{decided.name or 'unknown'} ({decided.how()})")] + ([("note", note)] if note else [])
 
 
 def _write_atomically(path: Path, text: str, images: Iterable[Image] = ()) -> None:

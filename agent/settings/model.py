@@ -70,8 +70,8 @@ class Settings(BaseSettings):
 
     model: str = setting(DEFAULT_MODEL, "Model id or path.", "--model", "ID", MODEL)
     model_path: str | None = setting(None, "Local checkpoint folder (config.json, tokenizer).", "--model-path", "DIR", MODEL)
-    arch: str | None = setting(None, "Model architecture, e.g. DeepseekV4ForCausalLM, for the MTP evidence when "
-                               "--model-path has no config.json.", "--arch", "CLASS", MODEL,
+    arch: str | None = setting(None, "Model architecture, e.g. DeepseekV4ForCausalLM, where --model-path has no "
+                               "config.json naming one (config.json decides).", "--arch", "CLASS", MODEL,
                                shown="read from it, else matched from the model id")
     tokenizer: str | None = setting(None, "Local tokenizer for offline benchmarks.", "--tokenizer", "DIR", MODEL)
     sglang_src: str | None = setting(None, "SGLang checkout or package folder.", "--sglang", "DIR", SGLANG,

@@ -21,7 +21,9 @@ from tools.jobs import Executor
 from tools.tuning.prepare import TuningReason
 
 if TYPE_CHECKING:
+    from tools.checkpoint.config import CheckpointConfig
     from tools.checkpoint.facts import CheckpointFacts
+    from tools.checkpoint.architecture import Architecture
     from tools.gpu_choice import GpuPlan
     from tools.mtp.settings import MtpSettings
 
@@ -67,6 +69,8 @@ class StepContext:
     gpu_plan: GpuPlan | None = None       # preflight's one GPU plan (None: a step that starts no GPU work)
     mtp_settings: MtpSettings | None = None  # worked out before the run (--mtp-steps checked up front)
     checkpoint: CheckpointFacts | None = None  # the checkpoint in hand, read once by preflight
+    checkpoint_config: CheckpointConfig | None = None  # its config.json as preflight read it (the tuning's shapes)
+    architecture: Architecture | None = None  # the model's architecture, decided once by preflight
 
     @property
     def has_gpus(self) -> bool:

@@ -19,16 +19,18 @@ from tools.gpus import GpuInfo
 
 if TYPE_CHECKING:  # the evidence engine is imported when it runs (not on the way to the first GPU job)
     from tools.checkpoint.facts import CheckpointFacts
+    from tools.checkpoint.architecture import Architecture
     from tools.mtp.settings import MtpSettings, MtpSettingsArgs
 
 
 def mtp_inputs(settings: Settings, root: Path | None, gpus: list[GpuInfo], tp: int | None,
-               arch: str | None = None, checkpoint: CheckpointFacts | None = None) -> MtpSettingsArgs:
-    """What the campaign's MTP settings are judged on (the same for the up-front check and the step)."""
+               checkpoint: CheckpointFacts | None = None, architecture: Architecture | None = None) -> MtpSettingsArgs:
+    """What the campaign's MTP settings are judged on (the same for the up-front check and the step);
+    ``architecture`` is preflight's decision (the up-front check, before preflight, decides it the same way)."""
     from tools.mtp.settings import MtpSettingsArgs
 
     return MtpSettingsArgs(
-        model=settings.model, arch=arch or settings.arch, model_path=settings.model_path,
+        model=settings.model, arch=settings.arch, model_path=settings.model_path, architecture=architecture,
         sglang=str(root) if root else settings.sglang_src, sglang_python=settings.sglang_python,
         version=settings.sglang_version, gpu=gpus[0].name if gpus else None, gpus=len(gpus) or None, tp=tp,
         mtp_steps=list(settings.mtp_steps), mtp_variants=settings.mtp_variants, checkpoint=checkpoint,
@@ -51,17 +53,17 @@ def after_pull(outcomes: dict[str, StepOutcome]) -> MtpSettings | None:
     return MtpSettings.model_validate(record) if record else None
 
 
-def _worked_out(ctx: StepContext, step: PlanStep) -> MtpSettings:
+def _worked_out(ctx: StepContext) -> MtpSettings:
     from tools.mtp.settings import judged_on, mtp_settings, tree_commit
 
-    arch = step.params.get("arch")
     tp = ctx.gpu_plan.tp if ctx.gpu_plan else None
-    wanted = mtp_inputs(ctx.settings, ctx.sglang_root, ctx.gpus, tp, arch, ctx.checkpoint)
+    wanted = mtp_inputs(ctx.settings, ctx.sglang_root, ctx.gpus, tp, ctx.checkpoint, ctx.architecture)
     pulled = after_pull(ctx.outcomes)
     if judged_on(pulled, wanted):
         return pulled
     given = ctx.mtp_settings  # judged up front: taken unless a pull has moved its tree since
-    if (given is not None and given.answer is not None and (not arch or given.inputs.arch == arch)
+    decided = wanted.architecture.name if wanted.architecture else given.architecture if given else None
+    if (given is not None and given.answer is not None and given.architecture == decided
             and given.source.commit == tree_commit(given.source.root)):
         return given
     return mtp_settings(wanted)
@@ -71,7 +73,7 @@ def run(ctx: StepContext, step: PlanStep) -> StepOutcome:
     from tools.mtp.render import evidence_markdown
 
     try:
-        found = _worked_out(ctx, step)
+        found = _worked_out(ctx)
     except ToolError as err:
         return StepOutcome(kind="infer_mtp", status="failed", reason="inference_failed",
                            summary=f"MTP inference failed: {err}", data={"answer": None, "settings": None})

@@ -60,7 +60,7 @@ def run(ctx: StepContext, step: PlanStep) -> StepOutcome:
             sglang_python=settings.sglang_python, previous_answer=str(previous) if previous else None,
             report_from=report_from, mtp=mtp_inputs(settings, ctx.sglang_root, ctx.gpus,
                                                     ctx.gpu_plan.tp if ctx.gpu_plan else None,
-                                                    checkpoint=ctx.checkpoint)))
+                                                    checkpoint=ctx.checkpoint, architecture=ctx.architecture)))
     except ToolError as err:
         return _failed(ctx, str(err))
 

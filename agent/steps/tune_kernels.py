@@ -19,7 +19,8 @@ PARAMS = ("log_files", "server_args", "env", "device_name", "batch_sizes", "conf
 def tuning_args(ctx: StepContext, step: PlanStep) -> TuneKernelsArgs:
     s = ctx.settings
     return TuneKernelsArgs(
-        model=s.model, model_path=s.model_path, sglang_root=str(ctx.sglang_root) if ctx.sglang_root else None,
+        model=s.model, model_path=s.model_path, checkpoint_config=ctx.checkpoint_config,
+        sglang_root=str(ctx.sglang_root) if ctx.sglang_root else None,
         sglang_src=s.sglang_src, sglang_python=s.sglang_python, gpus=ctx.gpus, gpu_plan=ctx.planned_gpus(),
         start_jobs=not s.plan_only,
         shapes=list(s.shapes or []), retune=s.retune, force_tune=s.force_tune,

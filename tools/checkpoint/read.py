@@ -114,7 +114,11 @@ def _mtp_head(config: CheckpointConfig, package_dir: str, index: TensorIndex | N
 
 def read_checkpoint(args: ReadCheckpointArgs) -> CheckpointFacts:
     """ToolError (one line) when config.json is missing or unreadable; everything else is a fact or an unknown."""
-    config = read_config(args.model_path)
+    return checkpoint_facts(read_config(args.model_path), args.package_dir)
+
+
+def checkpoint_facts(config: CheckpointConfig, package_dir: str) -> CheckpointFacts:
+    """The facts of a checkpoint whose config.json is already read (a campaign reads it once, in preflight)."""
     folder = Path(config.path).parent
     index, no_index = read_index(folder)
     unknowns = [] if index is not None or no_index.startswith("no ") else [no_index]
@@ -125,8 +129,8 @@ def read_checkpoint(args: ReadCheckpointArgs) -> CheckpointFacts:
         unknowns.append("config.json names no architecture: no drafter can be decided")
         drafters: list[Drafter] = []
     else:
-        dspark = _dspark(config, args.package_dir, index, folder)
-        mtp = _mtp_head(config, args.package_dir, index, bundled=bool(dspark and dspark.carried))
+        dspark = _dspark(config, package_dir, index, folder)
+        mtp = _mtp_head(config, package_dir, index, bundled=bool(dspark and dspark.carried))
         drafters = [d for d in (mtp, dspark) if d is not None]
     return CheckpointFacts(folder=str(folder), config=config.path, architecture=config.architecture,
                            written_architecture=config.written_architecture, nested=config.nested,

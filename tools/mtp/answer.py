@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from tools.checkpoint.facts import CheckpointFacts
+from tools.checkpoint.architecture import Architecture
 from tools.source.origin import Origin
 
 
@@ -128,6 +129,8 @@ class Verification(BaseModel):
 class MtpAnswer(BaseModel):
     model: str
     architecture: str | None
+    architecture_decision: Architecture | None = Field(None, description="How the architecture was decided: "
+                                                       "config.json, else --arch, else the SGLang tree")
     checkpoint: CheckpointFacts | None = Field(None, description="The checkpoint in hand (--model-path), read as data")
     source: SourceRef
     candidates: list[Candidate]

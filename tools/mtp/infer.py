@@ -22,7 +22,7 @@ from tools.mtp.answer import (Candidate, Constraint, Dropped, MtpAnswer, Recomme
 from tools.checkpoint.config import config_path
 from tools.checkpoint.facts import CheckpointFacts
 from tools.checkpoint.read import ReadCheckpointArgs, read_checkpoint
-from tools.mtp.arch import from_mentions, from_tree
+from tools.checkpoint.architecture import Architecture, decide_architecture, from_mentions, from_tree
 from tools.mtp.choose import Considered, best, consider, from_hooks, recommendation
 from tools.mtp.drafter_choice import from_checkpoint, why_this_drafter
 from tools.mtp.env import EnvVetter, redacted
@@ -53,6 +53,8 @@ class InferMtpArgs(BaseModel):
     lookup_timeout_s: float = Field(10, gt=0, description="How long --sglang-python may take to say where sglang is")
     checkpoint: CheckpointFacts | None = Field(None, description="The checkpoint's facts when already read "
                                                                  "(else read here from model_path)")
+    architecture: Architecture | None = Field(None, description="The architecture the caller decided (a campaign's "
+                                                                "preflight); None: decided here by the same order")
 
 
 def _checkpoint(args: InferMtpArgs, info: SourceInfo) -> CheckpointFacts | None:
@@ -65,27 +67,14 @@ def _checkpoint(args: InferMtpArgs, info: SourceInfo) -> CheckpointFacts | None:
 
 
 def _architecture(args: InferMtpArgs, info: SourceInfo, notes: list[str],
-                  checkpoint: CheckpointFacts | None) -> str | None:
-    if checkpoint is not None and checkpoint.architecture:
-        served = checkpoint.written_architecture != checkpoint.architecture
-        notes.append(f"architecture {checkpoint.architecture} read from {checkpoint.config}"
-                     + (f" (written {checkpoint.written_architecture}; SGLang serves it as {checkpoint.architecture})"
-                        if served else ""))
-        return checkpoint.architecture
-    if args.arch:
-        notes.append(f"architecture {args.arch} given with --arch")
-        return args.arch
-    guessed = from_tree(args.model, info.root, info.package_dir)
-    if guessed:
-        notes.append(f"architecture {guessed[0]} matched from the model name to {guessed[1].cite()} "
-                     "(no config.json given; pass --arch to override)")
-        return guessed[0]
-    mentioned = from_mentions([args.model], info.root, info.package_dir).get(args.model)
-    if mentioned:
-        notes.append(f"architecture {mentioned[0]} read from the tree naming {args.model.split('/')[-1]}'s family "
-                     f"next to it at {mentioned[1].cite()} (no config.json given; pass --arch to override)")
-        return mentioned[0]
-    return None
+                  checkpoint: CheckpointFacts | None) -> Architecture:
+    """The architecture the caller decided, else decided here by the same order (tools/checkpoint/architecture.py)."""
+    decided = args.architecture or decide_architecture(args.model, args.arch, checkpoint, info.root, info.package_dir)
+    if decided.name is not None:
+        notes.append(decided.line())
+    if decided.disagreement():
+        notes.append(decided.disagreement())
+    return decided
 
 
 def _same_architecture(recipes: list[Recipe], arch: str, info: SourceInfo) -> list[Recipe]:
@@ -165,7 +154,8 @@ def _infer_mtp(args: InferMtpArgs) -> MtpAnswer:
                                                  speculative_only=True, max_recipes=5000), scope)
     unknowns += recipes.warnings
     checkpoint = _checkpoint(args, info)
-    arch = _architecture(args, info, notes, checkpoint)
+    decided = _architecture(args, info, notes, checkpoint)
+    arch = decided.name
     exact = [r for r in recipes.recipes if same_model(r.model, args.model)]
     pool = exact or (_same_architecture(recipes.recipes, arch, info) if arch else [])
     judge = Judge(rules, arch, fields, checkpoint)
@@ -203,7 +193,7 @@ def _infer_mtp(args: InferMtpArgs) -> MtpAnswer:
                            f"no usable recipe in the tree, and {no_hooks}"))
     unknowns += explain_misses(args.model, Path(info.root), Path(info.package_dir), [c for c, _ in vetted],
                                recipes.warnings, scope)
-    return MtpAnswer(model=args.model, architecture=arch, checkpoint=checkpoint,
+    return MtpAnswer(model=args.model, architecture=arch, architecture_decision=decided, checkpoint=checkpoint,
                      source=SourceRef(kind=info.kind, root=info.root, version=info.version, commit=info.commit),
                      candidates=[c for c, _ in vetted], constraints=constraints,
                      recommended=recommended, unknowns=unknowns)

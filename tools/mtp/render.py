@@ -9,8 +9,11 @@ from tools.mtp.bearing import folded_line, split_constraints
 def evidence_markdown(answer: MtpAnswer, max_constraints: int = 40) -> str:
     src = answer.source
     out = [f"# Speculative decoding evidence for {answer.model}", "",
-           f"- architecture: {answer.architecture or 'unknown'}",
+           f"- architecture: {answer.architecture or 'unknown'}"
+           + (f" ({answer.architecture_decision.how()})" if answer.architecture_decision else ""),
            f"- source: {src.kind} at {src.root} (version {src.version or '?'}, commit {src.commit or '-'})", ""]
+    overruled = answer.architecture_decision.disagreement() if answer.architecture_decision else None
+    out[-1:-1] = [f"- note: {overruled}"] if overruled else []
     if answer.checkpoint is not None:
         out += ["## The checkpoint in hand", "", *[f"- {line}" for line in answer.checkpoint.lines()], ""]
     rec = answer.recommended

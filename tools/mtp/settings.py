@@ -16,6 +16,7 @@ from tools.constraints.extract import ExtractConstraintsArgs, Rule, extract_cons
 from tools.defaults import SGLANG_PYTHON, SGLANG_VERSION
 from tools.measure.client import package_dir
 from tools.base import ToolError
+from tools.checkpoint.architecture import Architecture
 from tools.mtp.search_space import SearchSpace, fence, outside
 from tools.mtp.variants import SpecChoice, evidence_choices, parse_user_setting, user_choices
 from tools.mtp.infer import InferMtpArgs, MtpAnswer, Recommendation, SourceRef, infer_mtp
@@ -38,6 +39,8 @@ class MtpSettingsArgs(BaseModel):
     mtp_steps: list[str] = Field(default_factory=list, description="--mtp-steps entries: S or S/K/D")
     mtp_variants: int | None = Field(None, description="--mtp-variants: how many evidence settings to keep")
     checkpoint: CheckpointFacts | None = Field(None, description="The checkpoint's facts, when already read")
+    architecture: Architecture | None = Field(None, description="The architecture, when already decided (a "
+                                              "campaign's preflight); None: decided by the evidence, same order")
     search: bool = Field(False, description="A budgeted search (--budget): measure the fenced space "
                          "(tools/mtp/search_space.py); a --mtp-steps entry outside it is refused")
 
@@ -87,7 +90,8 @@ def mtp_settings(args: MtpSettingsArgs) -> MtpSettings:
         parse_user_setting(entry)  # a malformed entry is refused before the tree is read
     answer = infer_mtp(InferMtpArgs(sglang=args.sglang, model=args.model, arch=args.arch, model_path=args.model_path,
                                     gpu=args.gpu, gpus=args.gpus, sglang_python=args.sglang_python,
-                                    version=args.version, checkpoint=args.checkpoint))
+                                    version=args.version, checkpoint=args.checkpoint,
+                                    architecture=args.architecture))
     rules = hook_rules(answer.source.root)
     choices, left_out = evidence_choices(answer, rules, args.gpu, args.gpus, cap=args.mtp_variants)
     space = fence(answer, rules, choices) if args.search else None

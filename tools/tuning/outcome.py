@@ -7,6 +7,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, Field
 
+from tools.checkpoint.config import CheckpointConfig
 from tools.gpu_choice import GpuPlan
 from tools.gpus import GpuInfo
 from tools.tuning.plan import DEFAULT_BATCH_SIZES
@@ -20,6 +21,8 @@ class TuneKernelsArgs(BaseModel):
 
     model: str = Field(description="Model id (the discovery server's model when there is no model_path)")
     model_path: str | None = Field(None, description="Checkpoint folder (config.json) of the model")
+    checkpoint_config: CheckpointConfig | None = Field(None, description="Its config.json as the campaign read it "
+                                                       "(None: read from model_path for the shapes)")
     sglang_root: str | None = Field(None, description="The SGLang source read here (scripts, config lookups)")
     sglang_src: str | None = Field(None, description="The SGLang checkout the user named, if any")
     sglang_python: str = Field(description="Interpreter with SGLang where the jobs run")

@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from tools.base import Tool, ToolError
+from tools.checkpoint.config import CheckpointConfig
 from tools.tuning.configs import config_file_name, find_config_dir
 from tools.tuning.engagement import EngagementArgs, EngagementResult, check_engagement
 from tools.tuning.shapes import FindShapesArgs, Shape, find_shapes
@@ -19,6 +20,8 @@ class PrepareTuningArgs(BaseModel):
     shapes: list[str] = Field(default_factory=list, description="User shapes 'N,K'")
     log_files: list[str] = Field(default_factory=list, description="Server logs to mine and to read engagement from")
     model_path: str | None = Field(None, description="Checkpoint folder or config.json")
+    checkpoint_config: CheckpointConfig | None = Field(None, description="Its config.json, already read (None: "
+                                                       "read from model_path)")
     tp: int = Field(1, description="Tensor-parallel size")
     sglang_root: str | None = Field(None, description="SGLang source root (checkout, package or wheel)")
     device_name: str = Field("", description="GPU name the configs are for ('' = unknown)")
@@ -51,7 +54,7 @@ class TuningPreparation(BaseModel):
 
 def prepare_tuning(args: PrepareTuningArgs) -> TuningPreparation:
     found = find_shapes(FindShapesArgs(shapes=args.shapes, log_files=args.log_files, model_path=args.model_path,
-                                       tp=args.tp))
+                                       config=args.checkpoint_config, tp=args.tp))
     device = args.device_name or found.device_name
     log_text = "\n".join(Path(p).read_text(errors="replace") for p in args.log_files if Path(p).exists())
     block_n, block_k = (found.shapes[0].block_n, found.shapes[0].block_k) if found.shapes else (128, 128)

@@ -110,6 +110,8 @@ class FindShapesArgs(BaseModel):
     shapes: list[str] = Field(default_factory=list, description="User shapes 'N,K' (highest priority)")
     log_files: list[str] = Field(default_factory=list, description="Server logs to mine for default-config warnings")
     model_path: str | None = Field(None, description="Checkpoint folder or config.json to derive shapes from")
+    config: CheckpointConfig | None = Field(None, description="That config.json when already read (a campaign's "
+                                                              "preflight reads it once); None: read model_path")
     tp: int = Field(1, description="Tensor-parallel size the server runs with")
     drafters: list[Drafter] | None = Field(None, description="Drafters whose GEMMs to add: None decides from the "
                                                               "config (dspark_* keys -> dspark, else "
@@ -141,8 +143,8 @@ def find_shapes(args: FindShapesArgs) -> FindShapesResult:
     if mined:
         return FindShapesResult(shapes=_unique(mined), device_name=device,
                                 note=f"{len(mined)} shapes from SGLang default-config warnings")
-    if args.model_path:
-        found = _derive(read_config(args.model_path), args.tp, args.drafters)
+    if args.config is not None or args.model_path:
+        found = _derive(args.config or read_config(args.model_path), args.tp, args.drafters)
         shapes, lines = _shapes(found)
         return FindShapesResult(shapes=shapes, derivation=lines, note=lines[0] if not shapes else "derived from config.json",
                                 no_block_fp8=found.no_block_fp8)

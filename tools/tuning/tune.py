@@ -54,7 +54,8 @@ def _prepare(args: TuneKernelsArgs, executor: Executor) -> TuningPreparation:
     log_files = list(dict.fromkeys([*args.log_files, *_earlier_server_logs(executor)]))
     device = args.gpus[0].name if args.gpus else args.device_name
     return prepare_tuning(PrepareTuningArgs(
-        shapes=args.shapes, log_files=log_files, model_path=args.model_path, tp=args.gpu_plan.tp,
+        shapes=args.shapes, log_files=log_files, model_path=args.model_path,
+        checkpoint_config=args.checkpoint_config, tp=args.gpu_plan.tp,
         sglang_root=args.sglang_root, device_name=device, retune=args.retune, force_tune=args.force_tune,
         server_args=args.server_args, env=child_env(args.env)))  # what the server will see
 

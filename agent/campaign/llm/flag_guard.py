@@ -10,8 +10,8 @@ passed on, unless the user gave ``--accept-unsupported-flags`` (origin ``user-ac
 
 A defined flag can still be wrong for the model: the evidence engine's constraints
 (``tools/constraints/extract.py``, read from SGLang's argument hooks, e.g. "DeepSeek-V4: only EAGLE or
-DSPARK, topk 1") are checked against the proposed values for the model's architecture (its
-config.json, else guessed from the model id via ``tools/mtp/arch.py``), with SGLang's algorithm
+DSPARK, topk 1") are checked against the proposed values for the model's architecture as preflight decided
+it (``tools/checkpoint/architecture.py``: config.json, else --arch, else the SGLang tree), with SGLang's algorithm
 aliases resolved first. The proposal is checked as one set, as written, by the same judge the
 evidence engine uses (``tools/mtp/pick.py``): a rule applies only where its condition holds. A
 flag that breaks an applicable rule is rejected with the rule's citation, under the same
@@ -29,7 +29,7 @@ from tools.checkpoint.facts import CheckpointFacts
 from tools.base import ToolError
 from tools.markdown import markdown_table
 from tools.constraints.extract import Rule
-from tools.mtp.arch import from_tree
+from tools.checkpoint.architecture import Architecture, DecidedBy, decide_architecture
 from tools.mtp.pick import ALGO, Judge
 from tools.mtp.settings import hook_rules
 from tools.source.fields import FieldCatalog, field_flag, read_fields
@@ -63,6 +63,7 @@ class FlagReview(BaseModel):
     catalog_size: int = Field(0, description="Server flags found in the SGLang source")
     catalog_from: list[str] = Field(default_factory=list, description="Files the flags were read from")
     architecture: str | None = Field(None, description="Architecture the constraints were checked for")
+    architecture_decided_by: DecidedBy | None = Field(None, description="Which source decided it (tools/checkpoint/architecture.py)")
     constraints: str = Field("", description="How the values were checked against SGLang's hook constraints")
 
     @property
@@ -134,20 +135,17 @@ def _violations(flags: dict[str, str], rules: list[Rule], arch: str | None, fiel
     return found
 
 
-def _constraints(package_dir: Path, root: Path, model: str, architecture: str | None) -> tuple[list[Rule], str | None, str]:
-    """The hook rules, the architecture, and a line saying how (or why not) values were checked."""
-    arch, how = architecture, "from the model's config.json"
-    if arch is None:
-        guessed = from_tree(model, str(root), str(package_dir))
-        arch, how = (guessed[0], f"guessed from the model id ({guessed[1].cite()})") if guessed else (None, "")
+def _constraints(root: Path, decided: Architecture) -> tuple[list[Rule], str]:
+    """The hook rules, and a line saying how (or why not) values were checked."""
     try:
         rules = hook_rules(root)  # read as the campaign's MTP settings read them (tools/mtp/settings.py)
     except ToolError as err:
-        return [], arch, f"values not checked against constraints: {err}"
+        return [], f"values not checked against constraints: {err}"
     if not rules:
-        return [], arch, "values not checked against constraints: SGLang's argument hooks hold no rule we can read"
-    scope = f"architecture {arch} ({how})" if arch else "no known architecture (only general rules apply)"
-    return rules, arch, f"values checked against {len(rules)} rules from SGLang's argument hooks for {scope}"
+        return [], "values not checked against constraints: SGLang's argument hooks hold no rule we can read"
+    scope = f"architecture {decided.name} ({decided.how()})" if decided.name else \
+        "no known architecture (only general rules apply)"
+    return rules, f"values checked against {len(rules)} rules from SGLang's argument hooks for {scope}"
 
 
 def _constrained(v: FlagVerdict, problems: list[str], accept_unsupported: bool) -> FlagVerdict:
@@ -169,21 +167,27 @@ def _trusted(v: FlagVerdict, allowed: list[str]) -> FlagVerdict:
 
 
 def review_flags(proposals: list[FlagProposal], package_dir: Path | None, root: Path | None,
-                 accept_unsupported: bool, model: str = "", architecture: str | None = None,
+                 accept_unsupported: bool, model: str = "", architecture: Architecture | None = None,
                  allowed_trust: list[str] = (), checkpoint: CheckpointFacts | None = None) -> FlagReview:
+    """``architecture`` is the campaign's decision (preflight); None: decided here by the same order, from
+    the model id alone (the guard used on its own)."""
     fields = read_fields(package_dir, root) if package_dir is not None and root is not None else FieldCatalog()
     catalog = {flag: f.origin.cite() for flag, f in fields.by_flag().items()}
     read = fields.files
     seen: set[str] = set()
     verdicts = [_trusted(_verdict(p, catalog, accept_unsupported, seen), list(allowed_trust)) for p in proposals]
-    review = FlagReview(verdicts=verdicts, catalog_size=len(catalog), catalog_from=read)
+    review = FlagReview(verdicts=verdicts, catalog_size=len(catalog), catalog_from=read,
+                        architecture=architecture.name if architecture else None,
+                        architecture_decided_by=architecture.decided_by if architecture else None)
     proposed = {v.flag: v.value for v in verdicts if v.verdict != "rejected"}
     if not proposed:
         return review
     if package_dir is None or root is None:
         review.constraints = "values not checked against constraints: no SGLang source"
         return review
-    rules, review.architecture, review.constraints = _constraints(package_dir, root, model, architecture)
+    decided = architecture or decide_architecture(model, None, None, str(root), str(package_dir))
+    review.architecture, review.architecture_decided_by = decided.name, decided.decided_by
+    rules, review.constraints = _constraints(root, decided)
     problems = _violations(proposed, rules, review.architecture, fields, checkpoint)
     review.verdicts = [_constrained(v, problems.get(v.flag, []), accept_unsupported) for v in verdicts]
     return review

@@ -95,14 +95,15 @@ def _state(conversation: Conversation, phase: str) -> dict:
 
 def _preflight_facts(preflight: Preflight) -> dict[str, str]:
     """Each preflight value for the planner's prompt, fenced as untrusted data naming where it was
-    read (GPU names come from nvidia-smi, architectures from a checkpoint's config.json, notes
-    quote paths and tool output: none of it is an instruction)."""
-    config = (preflight.model_file.architectures if preflight.model_file else None) or "not given"
-    where = preflight.model_file.path if preflight.model_file else "the model's config.json"
+    read (GPU names come from nvidia-smi, the architecture from a checkpoint's config.json or the tree,
+    notes quote paths and tool output: none of it is an instruction)."""
+    decided = preflight.architecture
     return {
         "gpus": quote_untrusted(", ".join(g.name for g in preflight.gpus) or "none", "nvidia-smi where the GPU jobs run"),
         "sglang_root": quote_untrusted(preflight.sglang_root or "unresolved", "preflight's SGLang source lookup"),
-        "model_config": quote_untrusted(str(config), f"{where}: architectures"),
+        "architecture": quote_untrusted(decided.line() if decided else "not decided",
+                                        f"{decided.cited}: architectures" if decided and decided.decided_by == "config.json"
+                                        else "preflight's architecture decision (tools/checkpoint/architecture.py)"),
         "notes": quote_untrusted("\n".join(f"- {n}" for n in preflight.notes) or "none", "preflight notes"),
     }
 

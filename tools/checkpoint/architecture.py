@@ -1,4 +1,6 @@
-"""The model's architecture: from its local config.json, the user's --arch, or the SGLang tree.
+"""The model's architecture, decided once in this order: the checkpoint's config.json (as SGLang serves
+it), else the user's --arch, else the SGLang tree (``decide_architecture``). The result says how it was
+decided; an --arch that config.json outranks and contradicts is said in ``disagreement``.
 
 Without a checkpoint we match the model id against the model classes SGLang defines
 (``class DeepseekV4ForCausalLM(`` in ``srt/models/``): the longest class-name prefix (before
@@ -10,12 +12,15 @@ to a class name are read instead (``from_mentions``).
 """
 from __future__ import annotations
 
-import json
 import re
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal
 
-from tools.base import ToolError
+from pydantic import BaseModel, Field
+
+from tools.checkpoint.config import CheckpointConfig
+from tools.checkpoint.facts import CheckpointFacts
 from tools.source.origin import Origin
 from tools.recipes.model import model_name
 from tools.source.search import SearchArgs, search
@@ -26,19 +31,6 @@ DRAFT_HINT = re.compile(r"(NextN|MTP|Eagle|Draft|DSpark)", re.I)
 
 def _norm(text: str) -> str:
     return re.sub(r"[^a-z0-9]", "", text.lower())
-
-
-def from_config(model_path: str) -> tuple[str, str] | None:
-    """(architecture, config path) from a checkpoint folder's config.json."""
-    config = Path(model_path).expanduser() / "config.json"
-    if not config.is_file():
-        return None
-    try:
-        data = json.loads(config.read_text())
-    except (OSError, json.JSONDecodeError) as err:
-        raise ToolError(f"{config} is not readable JSON ({err}); fix the checkpoint or pass --arch") from None
-    archs = data.get("architectures") or []
-    return (archs[0], str(config)) if archs and isinstance(archs[0], str) else None
 
 
 @lru_cache(maxsize=8)
@@ -137,3 +129,61 @@ def from_mentions(models: list[str], root: str, package_dir: str) -> dict[str, t
             arch, (_, _, origin) = max(scores.items(), key=lambda kv: (kv[1][0], kv[1][1]))
             found[model] = (arch, origin)
     return found
+
+
+DecidedBy = Literal["config.json", "--arch", "model name", "tree mention", "nothing"]
+ORDER = "config.json, else --arch, else the SGLang tree"
+
+
+class Architecture(BaseModel):
+    """The architecture SGLang serves the model as, and how it was decided (``decide_architecture``)."""
+
+    name: str | None = Field(description="e.g. DeepseekV4ForCausalLM (None: nothing names it)")
+    decided_by: DecidedBy = Field(description="Which source decided it, in the order " + ORDER)
+    cited: str | None = Field(None, description="The config.json read, or the tree's path:line")
+    written: str | None = Field(None, description="config.json's architectures[0] when SGLang serves it renamed")
+    overruled_arch: str | None = Field(None, description="An --arch config.json outranked and contradicted")
+
+    def how(self) -> str:
+        """How it was decided, in words, cited."""
+        renamed = f" (written {self.written}; SGLang serves it as {self.name})" if self.written else ""
+        return {"config.json": f"read from {self.cited}{renamed}", "--arch": "given with --arch",
+                "model name": f"matched from the model name to {self.cited}, as no config.json or --arch names it",
+                "tree mention": f"read from the tree naming the model's family next to it at {self.cited}, as no "
+                                "config.json or --arch names it",
+                "nothing": "named by no config.json, no --arch and no model class of the SGLang tree"}[self.decided_by]
+
+    def line(self) -> str:
+        """``architecture X <how>``: the one line every reader shows."""
+        return f"architecture {self.name or 'unknown'} {self.how()}"
+
+    def disagreement(self) -> str | None:
+        """The note for the user when --arch contradicts config.json (None: it does not)."""
+        if self.overruled_arch is None:
+            return None
+        return (f"--arch {self.overruled_arch} differs from {self.name} in {self.cited}: config.json decides "
+                f"(the order is {ORDER}; docs/evidence.md), so {self.name} is used; drop --arch, or point "
+                "--model-path at the checkpoint you mean")
+
+
+def decide_architecture(model: str, arch: str | None, config: CheckpointConfig | CheckpointFacts | None,
+                        root: str | None = None, package_dir: str | None = None) -> Architecture:
+    """The architecture by the documented order: config.json (as read, or the facts read from it), --arch,
+    the SGLang tree (model name, then the tree's mentions of the model's family); the tree is read only
+    when the first two name none."""
+    if config is not None and config.architecture:
+        other = arch if arch and arch not in (config.architecture, config.written_architecture) else None
+        renamed = config.written_architecture if config.written_architecture != config.architecture else None
+        path = config.path if isinstance(config, CheckpointConfig) else config.config
+        return Architecture(name=config.architecture, decided_by="config.json", cited=path,
+                            written=renamed, overruled_arch=other)
+    if arch:
+        return Architecture(name=arch, decided_by="--arch")
+    if root is not None and package_dir is not None:
+        guessed = from_tree(model, root, package_dir)
+        if guessed:
+            return Architecture(name=guessed[0], decided_by="model name", cited=guessed[1].cite())
+        mentioned = from_mentions([model], root, package_dir).get(model)
+        if mentioned:
+            return Architecture(name=mentioned[0], decided_by="tree mention", cited=mentioned[1].cite())
+    return Architecture(name=None, decided_by="nothing")
