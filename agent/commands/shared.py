@@ -19,6 +19,7 @@ from typer.core import TyperCommand, TyperGroup
 
 from agent.commands.examples import format_examples
 from agent.commands.typer_internals import ClickException, NoArgsIsHelpError, UsageError, plain_bool_flags
+from agent.run.run_files import RunFolderError
 from agent.secrets import redact_text
 from agent.terminal.printable import printable
 from tools.json_data import TooDeep, file_refusal
@@ -177,6 +178,9 @@ def run_main(group_main, args, prog_name, **extra) -> NoReturn:
     except BrokenPipeError:
         _silence_stdout()
         code = EXIT_PIPE_CLOSED
+    except RunFolderError as err:  # a damaged run file (agent/run/run_files.py): one line naming it and the fix
+        print(f"{PROG}: {printable(str(err))}", file=sys.stderr, flush=True)
+        code = EXIT_USAGE
     except (TooDeep, RecursionError) as err:  # a crafted or damaged file: one line naming it, never a traceback
         said = err.describe() if isinstance(err, TooDeep) else TooDeep().describe()
         print(f"{PROG}: {printable(said)}", file=sys.stderr, flush=True)
