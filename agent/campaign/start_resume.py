@@ -250,7 +250,7 @@ def resume(ref: str, runs_dir: str, overrides: dict, view: LiveView | None = Non
     retried = attempts_lib.retry_failed(rt.executor) if retry_failed else []
     # A new attempt on another host (a bundle, another --sglang): what its finished steps made from the
     # old host's paths (the MTP evidence, the scripts) is made again from this host's.
-    reviewed = review_view(run.path) if held else None
+    reviewed = review_view(run) if held else None
     redone = run.forget_outcomes(redone_by(changed, jobs_elsewhere)) if result is not None else []
     dropped = rt.trace.dropped
     rt.trace.emit("run_resumed", "control", run=run.path.name, thread=thread, after=(result or {}).get("status"),

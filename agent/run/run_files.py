@@ -18,10 +18,12 @@ if TYPE_CHECKING:  # pydantic and the models load when a typed accessor is calle
     from agent.run.step_outcome import StepOutcome
     from tools.measure.verdict_models import Verdict
     from tools.mtp.answer import MtpAnswer
+    from tools.scripts.models import MeasurePlan
 
 CONFIG = "config.json"
 PREFLIGHT = "preflight.json"
 MTP_ANSWER = "mtp.json"          # the infer_mtp step's evidence answer (an MtpAnswer)
+MEASURE_PLAN = "measure_plan.json"  # the write_scripts step's MeasurePlan
 RESULT = "result.json"
 STEPS = "steps"                  # steps/<kind>.json: each step's StepOutcome
 Model = TypeVar("Model", bound="BaseModel")
@@ -114,6 +116,12 @@ class RunFiles:
         from tools.mtp.answer import MtpAnswer  # its checkpoint and origin models: only for readers of it
 
         return read_run_model(self.path / MTP_ANSWER, MtpAnswer, "an MTP answer")
+
+    def measure_plan(self) -> MeasurePlan | None:
+        """What the benchmark measures: variants, concurrency levels, repeats, the accuracy gate."""
+        from tools.scripts.models import MeasurePlan
+
+        return read_run_model(self.path / MEASURE_PLAN, MeasurePlan, "a measure plan")
 
     def verdict(self) -> Verdict | None:
         """The benchmark step's decision, as it recorded it."""

@@ -23,6 +23,7 @@ from agent.campaign.llm.research_notes import SUBMIT_NOTES, ResearchAnswer, chec
 from agent.campaign.llm.prompts import quote_untrusted, render
 from agent.campaign.preflight import Preflight
 from agent.campaign.runtime import Runtime
+from agent.run.run_files import MTP_ANSWER
 from agent.steps.base import PlanStep
 from agent.campaign.llm.registry import Registry
 
@@ -87,9 +88,9 @@ def research(rt: Runtime, goal: str, preflight: Preflight, outcomes: dict[str, d
 def _evidence(rt: Runtime, outcomes: dict[str, dict]) -> str:
     step = outcomes.get("infer_mtp") or {}
     shown: dict = {"step_status": step.get("status"), "summary": step.get("summary", "")}
-    answer = rt.run.file("mtp.json")
-    if answer.exists():
-        shown["answer"] = json.loads(answer.read_text())
+    answer = rt.run.json_object(MTP_ANSWER)  # as written: the LLM reads the file, every field of it
+    if answer is not None:
+        shown["answer"] = answer
     text = json.dumps(shown, indent=1, default=str)
     if len(text) > MAX_CHARS * 2:
         text = text[:MAX_CHARS * 2] + f"\n[... {len(text) - MAX_CHARS * 2} more characters cut; read mtp.json's " \
