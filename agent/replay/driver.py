@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from tools import json_data
 from agent.campaign.checkpoints import set_checkpoint_aside
 from agent.settings.model import Settings
 from agent.run.disk import DiskFull
@@ -129,8 +128,9 @@ def _replay_into(recording: Recording, work_dir: Path, say: Callable[[str], None
     if attempts[-1].killed and divergence is None and checker.stopped is None:
         checker.stopped = recording.stop_reason or "the recording ends without run_finished (the agent died)"
     plan_same = None
-    if recording.plan is not None and (run.path / "plan.json").exists():
-        plan_same = json_data.read((run.path / "plan.json")) == recording.plan
+    replanned = run.plan()
+    if recording.plan is not None and replanned is not None:
+        plan_same = replanned == recording.plan
     return ReplayReport(run_dir=recording.run_dir, matched=checker.matched, total=checker.total,
                         events=len(recording.events), divergence=divergence, stopped=checker.stopped,
                         plan_same=plan_same, uses_llm=recording.uses_llm, notes=notes,

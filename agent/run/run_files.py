@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from tools import json_data
 
@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # pydantic and the models load when a typed accessor is calle
 
 CONFIG = "config.json"
 PREFLIGHT = "preflight.json"
+PLAN = "plan.json"               # the planned steps, a list of PlanStep
 MTP_ANSWER = "mtp.json"          # the infer_mtp step's evidence answer (an MtpAnswer)
 MEASURE_PLAN = "measure_plan.json"  # the write_scripts step's MeasurePlan
 RESULT = "result.json"
@@ -44,9 +45,9 @@ def damaged(path: Path, problem: str, fix: str = "") -> RunFolderError:
     return RunFolderError(f"{path} is {problem}; {fix}")
 
 
-def read_run_json(path: Path, fix: str = "") -> dict | None:
-    """The JSON object in a run file (every one the agent writes holds an object): None when the file is
-    not there, else ``damaged`` when it is not a JSON object."""
+def read_run_json(path: Path, fix: str = "", shape: type = dict) -> Any:
+    """The JSON in a run file, a ``shape`` (an object; plan.json holds a list): None when the file is not
+    there, else ``damaged`` when it is not JSON of that shape."""
     try:
         text = json_data.read_text(path)
     except FileNotFoundError:
@@ -59,8 +60,9 @@ def read_run_json(path: Path, fix: str = "") -> dict | None:
         raise damaged(path, "nested too deeply to be data dsv4-agent wrote (damaged or crafted)", fix) from None
     except json.JSONDecodeError as err:
         raise damaged(path, f"not JSON ({err.msg} at line {err.lineno})", fix) from None
-    if not isinstance(data, dict):
-        raise damaged(path, f"not a JSON object (a JSON {type(data).__name__})", fix)
+    if not isinstance(data, shape):
+        wanted = "a JSON object" if shape is dict else f"a JSON {shape.__name__}"
+        raise damaged(path, f"not {wanted} (a JSON {type(data).__name__})", fix)
     return data
 
 
@@ -103,6 +105,10 @@ class RunFiles:
         folder = self.path / STEPS
         kinds = sorted(p.stem for p in folder.glob("*.json")) if folder.is_dir() else []
         return {kind: outcome for kind in kinds if (outcome := self.step_outcome(kind)) is not None}
+
+    def plan(self) -> list[dict] | None:
+        """The planned steps (``PlanStep`` dumps: kind, lane, why, params), in order."""
+        return read_run_json(self.path / PLAN, shape=list)
 
     def preflight(self) -> dict | None:
         """What preflight found (its model, ``Preflight``, lives with the campaign that makes it)."""

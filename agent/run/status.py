@@ -84,11 +84,10 @@ def status_data(run: RunFolder) -> dict:
     """Everything ``status`` shows, as data (docs/status.schema.json)."""
     config = run.config() or {}
     steps = []
-    if (run.path / "plan.json").exists():
-        for step in run.read_json("plan.json"):
-            outcome = run.json_object(step_file(step["kind"])) or {}  # a damaged one is named (one line, exit 2)
-            steps.append({"kind": step["kind"], "lane": step["lane"], "status": outcome.get("status", "pending"),
-                          "summary": outcome.get("summary", "")})
+    for step in run.plan() or []:
+        outcome = run.json_object(step_file(step["kind"])) or {}  # a damaged one is named (one line, exit 2)
+        steps.append({"kind": step["kind"], "lane": step["lane"], "status": outcome.get("status", "pending"),
+                      "summary": outcome.get("summary", "")})
     trace: dict = {"events": None, "warning": None, "error": None}
     if run.trace_path.exists():
         try:
