@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from agent.run.run_files import CONFIG, RESULT
 from agent.campaign.checkpoints import set_checkpoint_aside
 from agent.settings.model import Settings
 from agent.run.disk import DiskFull
@@ -98,7 +99,7 @@ def _replay_into(recording: Recording, work_dir: Path, say: Callable[[str], None
     settings, notes = replay_settings(recording, work_dir)
     run = RunFolder.create(work_dir, recording.goal)
     run.lock()
-    run.write_json("config.json", {"goal": recording.goal, "settings": settings.public_dump(),
+    run.write_json(CONFIG, {"goal": recording.goal, "settings": settings.public_dump(),
                                    "replay_of": str(recording.run_dir)})
     trace = TraceWriter(run.trace_path)
     frontier = Frontier()
@@ -175,7 +176,7 @@ def _open_attempt(rt: Runtime, recording: Recording, attempt: Attempt) -> tuple[
     result = rt.run.result
     earlier = sorted(rt.run.path.glob("result.attempt-*.json"))
     if result is not None:
-        (rt.run.path / "result.json").replace(rt.run.path / f"result.attempt-{len(earlier) + 1}.json")
+        (rt.run.path / RESULT).replace(rt.run.path / f"result.attempt-{len(earlier) + 1}.json")
     thread = f"attempt-{len(earlier) + 1 + (result is not None)}"
     served = {k: opening[k] for k in ("changed", "previous", "retry_granted", "redone", "dropped_tail", "seq_gaps",
                                       "rebuilt_checkpoint", "gpus_changed", "checkpoints_traced") if k in opening}

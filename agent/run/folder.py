@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from tools import json_data
 from agent.secrets import redact_text
-from agent.run.run_files import PREFLIGHT, RESULT, RunFiles, RunFolderError, damaged, read_run_json, step_file
+from agent.run.run_files import CONFIG, PREFLIGHT, RESULT, RunFiles, RunFolderError, damaged, read_run_json, step_file
 from agent.terminal.printable import printable
 
 ExitStatus = Literal["finished", "planned", "failed", "interrupted", "budget_exhausted"]
@@ -81,10 +81,10 @@ class RunFolder(RunFiles):
         """A run by path, by folder name under runs_dir, or 'latest'."""
         candidates = [Path(ref), Path(runs_dir) / ref]
         if ref == "latest":
-            runs = sorted(p for p in Path(runs_dir).glob("*") if (p / "config.json").exists())
+            runs = sorted(p for p in Path(runs_dir).glob("*") if (p / CONFIG).exists())
             candidates = runs[-1:]
         for path in candidates:
-            if (path / "config.json").exists():
+            if (path / CONFIG).exists():
                 if special := _placed_special(path):  # every command reads run files: none may block it
                     raise RunFolderError(special)
                 return cls(path)

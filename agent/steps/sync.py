@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 from tools import json_data
+from agent.run.run_files import MTP_ANSWER
 from agent.steps.base import PlanStep, StepContext, StepOutcome
 from agent.steps.infer_mtp import mtp_inputs, settings_record
 from tools.base import ToolError
@@ -25,8 +26,8 @@ def previous_answer(run_path: Path) -> Path | None:
     """``mtp.json`` of the latest earlier run (run folder names sort by their UTC time)."""
     earlier = sorted(p for p in run_path.parent.iterdir() if p.is_dir() and p.name < run_path.name)
     for folder in reversed(earlier):
-        if (folder / "mtp.json").is_file():
-            return folder / "mtp.json"
+        if (folder / MTP_ANSWER).is_file():  # read by the sync tool, which takes a path as the user gives one
+            return folder / MTP_ANSWER
     return None
 
 
