@@ -135,11 +135,17 @@ def _status(pos: list[str], opts: dict) -> None:
     from agent.run.status import render_status, status_data
     from agent.terminal.printable import echo
 
+    from agent.run.run_files import RunFolderError
+
     folder = _find(pos[0], opts.get("--runs-dir", "runs"))
+    try:
+        said = status_data(folder) if opts.get("--json") else render_status(folder)
+    except RunFolderError as err:  # a damaged run file: one line naming it (agent/run/run_files.py)
+        raise Refused(str(err)) from None
     if opts.get("--json"):
-        _print_json(status_data(folder))
+        _print_json(said)
     else:
-        echo(render_status(folder))
+        echo(said)
 
 
 def _runs(_pos: list[str], opts: dict) -> None:

@@ -19,7 +19,6 @@ from typer.core import TyperCommand, TyperGroup
 
 from agent.commands.examples import format_examples
 from agent.commands.typer_internals import ClickException, NoArgsIsHelpError, UsageError, plain_bool_flags
-from agent.run.run_files import RunFolderError
 from agent.secrets import redact_text
 from agent.terminal.printable import printable
 from tools.json_data import TooDeep, file_refusal
@@ -160,6 +159,8 @@ def _silence_stdout() -> None:
 
 def run_main(group_main, args, prog_name, **extra) -> NoReturn:
     """Run the CLI and turn click's errors into this tool's one-line form (exit 2 for usage)."""
+    from agent.run.run_files import RunFolderError  # here, not above: help is rendered from the commands alone
+
     try:
         code = group_main(args=args, prog_name=PROG, standalone_mode=False, **extra)
     except NoArgsIsHelpError as err:
