@@ -171,8 +171,13 @@ def _jobs(pos: list[str], opts: dict) -> None:
     from agent.terminal.printable import echo
     from tools.base import ToolError
 
+    from agent.run.run_files import RunFolderError
+
     folder = _find(pos[0], opts.get("--runs-dir", "runs"))
-    recorded = folder.read_json("config.json")["settings"]
+    try:
+        recorded = (folder.config() or {}).get("settings") or {}
+    except RunFolderError as err:  # a damaged config.json: one line naming it (agent/run/run_files.py)
+        raise Refused(str(err)) from None
     try:
         if _local_ledger(recorded, folder.jobs_dir) and opts.get("--executor") is None:
             from tools.jobs.ledger.listing import local_jobs

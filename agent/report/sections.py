@@ -6,7 +6,6 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from tools import json_data
 from agent.report.blocks import Code, Details, Items, Markdown, Para, Section
 from agent.report.table import Table
 from agent.run.run_files import RunFiles, step_file
@@ -107,9 +106,9 @@ def _constraints(answer: dict) -> list:
 def flag_review_section(run_dir: Path) -> Section | None:
     """Every server flag an LLM proposed (planner and research), with the guard's verdict."""
     verdicts = []
-    for source, path in (("planner", run_dir / "flag_review.json"), ("research", run_dir / "llm" / "research.json")):
-        if path.exists():
-            data = json_data.read(path)
+    run = RunFiles(run_dir)
+    for source, relative in (("planner", "flag_review.json"), ("research", "llm/research.json")):
+        if (data := run.json_object(relative)) is not None:
             review = data.get("flag_review", data) if source == "research" else data
             verdicts += [(source, v) for v in review.get("verdicts", [])]
     if not verdicts:

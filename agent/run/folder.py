@@ -126,9 +126,6 @@ class RunFolder(RunFiles):
     def write_json(self, relative: str, data: Any) -> Path:
         return self.write_text(relative, json.dumps(data, indent=2, default=str) + "\n")
 
-    def read_json(self, relative: str) -> Any:
-        return json_data.read(self.file(relative))
-
     @property
     def trace_path(self) -> Path:
         return self.path / "trace.jsonl"

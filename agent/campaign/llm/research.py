@@ -64,11 +64,10 @@ def with_research_flags(steps: list[PlanStep], accepted: dict[str, dict]) -> lis
 def research(rt: Runtime, goal: str, preflight: Preflight, outcomes: dict[str, dict]) -> dict[str, dict]:
     """Run (or reuse, or serve in replay) the research span; the guard-accepted flags it yields."""
     path = rt.run.file(OUTCOME_FILE)
-    if path.exists():
-        previous = json.loads(path.read_text())
-        if previous.get("status") in REUSABLE:
-            rt.trace.emit("progress", LANE, message=f"{TOOL}: reusing recorded outcome ({previous['status']})")
-            return previous.get("accepted_flags") or {}
+    previous = rt.run.json_object(OUTCOME_FILE)  # a damaged one stops the run, naming it
+    if previous is not None and previous.get("status") in REUSABLE:
+        rt.trace.emit("progress", LANE, message=f"{TOOL}: reusing recorded outcome ({previous['status']})")
+        return previous.get("accepted_flags") or {}
     registry = research_registry(rt, preflight)
     rt.trace.emit("tool_call", LANE, tool=TOOL, args={"conversation": RESEARCH_FILE, "tools": sorted(registry.tools)})
     started = time.monotonic()
