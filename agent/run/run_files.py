@@ -95,10 +95,7 @@ class RunFiles:
         """The outcome a step recorded, or None when it recorded none."""
         from agent.run.step_outcome import StepOutcome
 
-        path = self.path / step_file(kind)
-        return read_run_model(path, StepOutcome, "a step outcome",
-                              f"move it away (`mv {path} {path}.bad`): `dsv4-agent resume {self.path}` runs the "
-                              "step again")
+        return read_run_model(self.path / step_file(kind), StepOutcome, "a step outcome")
 
     def step_outcomes(self) -> dict[str, StepOutcome]:
         """Every recorded outcome, by step kind, in the order of their names."""
