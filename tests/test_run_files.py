@@ -89,3 +89,17 @@ def test_a_command_says_a_damaged_mtp_json_in_one_line(tmp_path, command):
     assert done.stderr.startswith(f"dsv4-agent: {run / 'mtp.json'} is not an MTP answer (source: Field required)")
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stdout + done.stderr
     assert f"mv {run / 'mtp.json'} {run / 'mtp.json'}.bad" in done.stderr
+
+
+def test_a_damaged_review_gate_holds_until_the_changes_are_accepted(tmp_path):
+    """A damaged changes.json never lifts the hand-off gate by itself (it used to read as no changes)."""
+    from agent.campaign.handoff_review import PENDING, pending, review_gate
+    from agent.run.folder import RunFolder
+
+    run = RunFolder(_copy(tmp_path))
+    (run.path / PENDING).write_text('{"changes": ["+ variant mtp: --speculative')
+    with pytest.raises(RunFolderError) as raised:
+        pending(run)
+    assert str(raised.value).startswith(f"{run.path / PENDING} is not JSON (") and "--accept-changes" in str(raised.value)
+    assert review_gate(run, None, accept_changes=True) is None and not (run.path / PENDING).exists()
+    assert pending(run) is None

@@ -10,6 +10,7 @@ differ from host to host by design and are left out. A held attempt that found c
 from __future__ import annotations
 
 import json
+import shlex
 
 from agent.run.run_files import MEASURE_PLAN, RunFiles, read_run_json
 
@@ -82,10 +83,11 @@ def after_review(rt, reviewed: dict[str, str], code: int, plan_only: bool, go_on
 def review_gate(run, settings, accept_changes: bool) -> str | None:
     """The refusal of a resume while changes await review (None: go on); ``--accept-changes`` lifts the
     gate, ``--plan-only`` writes again and stops."""
+    if accept_changes:
+        accept(run)  # lifted whatever the pending file holds: a damaged one too
+        return None
     waiting = pending(run)
-    if waiting and accept_changes:
-        accept(run)
-    elif waiting and not settings.plan_only:
+    if waiting and not settings.plan_only:
         return stop_line(run, waiting)
     return None
 
@@ -103,7 +105,8 @@ def pending(run) -> list[str] | None:
     path = run.path / PENDING
     if not path.is_file() or path.is_symlink():
         return None
-    data = read_run_json(path, f"review {run.path / SHOWN}, then `dsv4-agent resume {run.path} --accept-changes`") or {}
+    data = read_run_json(path, f"review {run.path / SHOWN}, then `dsv4-agent resume {shlex.quote(str(run.path))} "
+                                "--accept-changes`") or {}
     return [str(line) for line in data.get("changes") or []] or None
 
 

@@ -36,7 +36,8 @@ def read_result(path: Path) -> dict | None:
     """A run's result file (``result.json``, ``result.attempt-N.json``): None when it is not there,
     RunFolderError (one line naming the file and the fix) when it holds no result. The agent writes
     it atomically, so a bad one was damaged afterwards; the trace still holds how each attempt ended."""
-    fix = f"move it away (`mv {path} {path}.bad`): `dsv4-agent resume {path.parent}` then writes it again from the trace"
+    where, bad, run = (shlex.quote(str(p)) for p in (path, f"{path}.bad", path.parent))
+    fix = f"move it away (`mv {where} {bad}`): `dsv4-agent resume {run}` then writes it again from the trace"
     data = read_run_json(path, fix)
     if data is not None and data.get("status") not in EXIT_STATUSES:
         raise damaged(path, f"not a result (status {data.get('status')!r} is none of {', '.join(EXIT_STATUSES)})", fix)

@@ -7,6 +7,7 @@ the fix, never taken for missing. The agent writes run files atomically, so a ba
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -41,7 +42,7 @@ class RunFolderError(Exception):
 
 def damaged(path: Path, problem: str, fix: str = "") -> RunFolderError:
     """The one-line error for a run file that is there but is not what the agent wrote."""
-    fix = fix or f"restore it, or move it away (`mv {path} {path}.bad`) and try again"
+    fix = fix or f"restore it, or move it away (`mv {shlex.quote(str(path))} {shlex.quote(f'{path}.bad')}`) and try again"
     return RunFolderError(f"{path} is {problem}; {fix}")
 
 
