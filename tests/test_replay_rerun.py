@@ -70,6 +70,17 @@ def test_summary_says_per_metric_whether_a_change_is_noise(tmp_path):
     assert not summarize(old, new, tolerance_pct=40.0).render().count("CHANGED")  # --tolerance widens the band
 
 
+def test_a_repeat_measured_twice_counts_once_as_in_the_verdict(tmp_path):
+    """A point re-measured (a resumed benchmark) is figured as the verdict figures it: its last measurement."""
+    from agent.replay.rerun_summary import summarize
+
+    old, new = tmp_path / "old", tmp_path / "new"
+    _bench(old, "mtp", [(1, 1, 10.0, 100.0), (1, 1, 14.0, 100.0)])
+    _bench(new, "mtp", [(1, 1, 14.0, 100.0)])
+    tpot = next(m for m in summarize(old, new).metrics if m.metric == "median_tpot_ms")
+    assert (tpot.old, tpot.new, tpot.change_pct, tpot.noise_pct) == (14.0, 14.0, 0.0, 5.0)
+
+
 def test_rerun_of_a_measured_campaign_prints_the_summary_first(tmp_path, sglang_wheel_root):
     from tests.campaign_fixtures import campaign_args, campaign_env
     from tests.cli_helpers import only_run, run_cli
@@ -84,3 +95,25 @@ def test_rerun_of_a_measured_campaign_prints_the_summary_first(tmp_path, sglang_
     assert "mtp c1" in summary and "median_tpot_ms" in summary and "accept_length" in summary
     assert "recommended flags: unchanged" in summary and "tuned shapes: unchanged" in summary
     assert "field(s) differ (--raw shows them)" in summary and "benchmark figures:" not in summary
+    new = next(p for p in (tmp_path / "again").iterdir() if (p / "result.json").exists())
+    _figures_are_the_verdicts(run, new)
+
+
+def _figures_are_the_verdicts(old: Path, new: Path) -> None:
+    """The summary's figure and noise band of each point are the verdict's (point_stats), for both runs."""
+    from agent.replay.rerun_summary import DEFAULT_TOLERANCE_PCT, summarize
+    from tools.measure.decision import bench_records
+    from tools.measure.verdict import point_stats
+
+    stats = [{(s.variant, s.concurrency): s for s in point_stats(bench_records(run / "bench")[0])} for run in (old, new)]
+    changes = summarize(old, new).metrics
+    assert changes and {m.point for m in changes} == {f"{v} c{c}" for v, c in stats[0]} | {f"{v} c{c}" for v, c in stats[1]}
+    for m in changes:
+        variant, concurrency = m.point.rsplit(" c", 1)
+        points = [side.get((variant, int(concurrency))) for side in stats]
+        spreads = [(p.accept_spread if m.metric == "accept_length" else p.metrics.get(m.metric)) if p else None
+                   for p in points]
+        assert (m.old, m.new) == tuple(s.median if s else None for s in spreads), m
+        if m.metric == "accept_length":
+            assert (m.old, m.new) == tuple(p.accept_length if p else None for p in points), m
+        assert m.noise_pct == max([DEFAULT_TOLERANCE_PCT] + [s.relative * 100 for s in spreads if s]), m

@@ -76,16 +76,22 @@ def test_the_constraints_that_bear_on_the_recommendation_are_shown_and_the_rest_
     assert "## Constraints (" not in (tmp_path / "report.md").read_text()  # evidence.md's own list: replaced
 
 
-def test_a_damaged_mtp_json_leaves_out_what_it_cannot_read(tmp_path: Path):
-    """mtp.json is read from a run folder: entries that are not constraints are skipped, the report is built."""
+def test_a_damaged_mtp_json_is_named_not_shown_in_part(tmp_path: Path):
+    """mtp.json is read from a run folder: one that is no MTP answer stops the report, naming the file and
+    the fix (agent/run/run_files.py), and nothing is written; it is never shown in part."""
     import shutil
+
+    import pytest
+
+    from agent.run.run_files import RunFolderError
 
     shutil.copy(Path(__file__).parent / "golden" / "playbook-mtp-tune" / "evidence.md", tmp_path / "evidence.md")
     for recommended in ({"rationale": ["holds: y (a.py:3)"]}, "not an object", {"rationale": "not a list"}):
         (tmp_path / "mtp.json").write_text(json.dumps({"constraints": [
             {"rule": "x"}, 5, {"rule": "y", "origin": {"path": "a.py", "line": 3}}], "recommended": recommended}))
-        build_report(tmp_path)
-        md = (tmp_path / "report.md").read_text()
-        shown = "### Constraints on the recommended settings (1 of 1 in scope)" in md
-        assert shown == isinstance(recommended.get("rationale") if isinstance(recommended, dict) else None, list)
-        assert "- y (a.py:3)" in md and "- x" not in md
+        with pytest.raises(RunFolderError) as raised:
+            build_report(tmp_path)
+        said = str(raised.value)
+        assert said.startswith(f"{tmp_path / 'mtp.json'} is not an MTP answer (") and "\n" not in said
+        assert f"mv {tmp_path / 'mtp.json'} {tmp_path / 'mtp.json'}.bad" in said
+        assert not (tmp_path / "report.md").exists()

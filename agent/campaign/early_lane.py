@@ -19,6 +19,7 @@ from __future__ import annotations
 import threading
 import time
 
+from agent.run.run_files import PREFLIGHT
 from agent.campaign.lanes import run_lane
 from agent.campaign.playbook import plan_goal
 from agent.campaign.preflight import Preflight
@@ -87,7 +88,7 @@ def start_early(rt: Runtime) -> EarlyLane | None:
     kinds = {step.kind for step in steps}
     if kinds & set(kinds_at("sync")) or not kinds & set(kinds_at("gpu_lane")):
         return None
-    rt.run.write_json("preflight.json", preflight.model_dump(mode="json"))
+    rt.run.write_json(PREFLIGHT, preflight.model_dump(mode="json"))
     say_preflight(rt, preflight)
     from agent.campaign.gpu_jobs import announce
 

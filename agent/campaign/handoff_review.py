@@ -10,17 +10,19 @@ differ from host to host by design and are left out. A held attempt that found c
 from __future__ import annotations
 
 import json
-from pathlib import Path
+import shlex
+
+from agent.run.run_files import MEASURE_PLAN, RunFiles, read_run_json
 
 PENDING = "changes.json"
 EXIT_HELD = 1  # the attempt wrote its scripts and stopped: not a usage error (2), and not done (0)
 SHOWN = "changes.md"
 
 
-def review_view(run_path: Path) -> dict[str, str]:
+def review_view(run: RunFiles) -> dict[str, str]:
     """What the run's GPU jobs will do, one line per item, keyed for a diff."""
     view: dict[str, str] = {}
-    plan = _read(run_path / "measure_plan.json")
+    plan = run.json_object(MEASURE_PLAN) or {}
     for variant in plan.get("variants") or []:
         name = variant.get("name", "?")
         view[f"variant {name}"] = "measured"
@@ -30,9 +32,10 @@ def review_view(run_path: Path) -> dict[str, str]:
         for env in variant.get("env") or []:
             shown = env if isinstance(env, str) else json.dumps(env, sort_keys=True)
             view[f"variant {name}: env {shown}"] = "set"
-    source = (_read(run_path / "mtp.json").get("source") or {})
-    if source:
-        view["evidence: SGLang source"] = f"{source.get('kind')} version {source.get('version')} commit {source.get('commit')}"
+    answer = run.mtp_answer()
+    if answer is not None:
+        source = answer.source
+        view["evidence: SGLang source"] = f"{source.kind} version {source.version} commit {source.commit}"
     return view
 
 
@@ -55,7 +58,7 @@ def changes(before: dict[str, str], after: dict[str, str]) -> list[str]:
 def held_changes(rt, reviewed: dict[str, str]) -> bool:
     """After a held attempt: whether what the jobs will do changed from ``reviewed``; if so the changes
     are shown and left for review."""
-    lines = changes(reviewed, review_view(rt.run.path))
+    lines = changes(reviewed, review_view(rt.run))
     if not lines:
         return False
     hold(rt.run, lines)
@@ -80,10 +83,11 @@ def after_review(rt, reviewed: dict[str, str], code: int, plan_only: bool, go_on
 def review_gate(run, settings, accept_changes: bool) -> str | None:
     """The refusal of a resume while changes await review (None: go on); ``--accept-changes`` lifts the
     gate, ``--plan-only`` writes again and stops."""
+    if accept_changes:
+        accept(run)  # lifted whatever the pending file holds: a damaged one too
+        return None
     waiting = pending(run)
-    if waiting and accept_changes:
-        accept(run)
-    elif waiting and not settings.plan_only:
+    if waiting and not settings.plan_only:
         return stop_line(run, waiting)
     return None
 
@@ -101,7 +105,8 @@ def pending(run) -> list[str] | None:
     path = run.path / PENDING
     if not path.is_file() or path.is_symlink():
         return None
-    data = _read(path)
+    data = read_run_json(path, f"review {run.path / SHOWN}, then `dsv4-agent resume {shlex.quote(str(run.path))} "
+                                "--accept-changes`") or {}
     return [str(line) for line in data.get("changes") or []] or None
 
 
@@ -114,11 +119,3 @@ def stop_line(run, lines: list[str]) -> str:
     return (f"resume stopped before any GPU job: {len(lines)} change(s) in what the jobs will do on this host "
             f"(flags, variants, evidence; {run.path / SHOWN}); review them, then `dsv4-agent resume {run.path} "
             "--accept-changes` (or --plan-only to write the scripts again and stop)")
-
-
-def _read(path: Path) -> dict:
-    try:
-        data = json.loads(path.read_text()) if path.is_file() else {}
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}

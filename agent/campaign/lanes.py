@@ -14,17 +14,11 @@ import time
 
 from agent.campaign.preflight import Preflight
 from agent.run.folder import REUSABLE_STATUSES as REUSABLE
+from agent.run.run_files import step_file
 from agent.campaign.runtime import Runtime
 from agent.steps.base import PlanStep, StepContext, StepOutcome
 from agent.steps.step_table import BY_KIND, kinds_at
 from tools.base import ToolError
-
-
-def recorded_outcome(rt: Runtime, kind: str) -> StepOutcome | None:
-    path = rt.run.path / "steps" / f"{kind}.json"
-    if not path.exists():
-        return None
-    return StepOutcome.model_validate_json(path.read_text())
 
 
 def make_context(rt: Runtime, preflight: Preflight, outcomes: dict[str, dict], lane: str) -> StepContext:
@@ -57,7 +51,7 @@ def made_for_other_gpus(step: PlanStep, previous: StepOutcome, ctx: StepContext)
 
 
 def run_step(rt: Runtime, step: PlanStep, ctx: StepContext) -> StepOutcome:
-    previous = recorded_outcome(rt, step.kind)
+    previous = rt.run.step_outcome(step.kind)  # a damaged one stops the run, naming the file
     stale = made_for_other_gpus(step, previous, ctx) if previous is not None and previous.status in REUSABLE else None
     if previous is not None and previous.status in REUSABLE and stale is None:
         rt.trace.emit("progress", step.lane, message=f"{step.kind}: reusing recorded outcome ({previous.status})")
@@ -67,7 +61,7 @@ def run_step(rt: Runtime, step: PlanStep, ctx: StepContext) -> StepOutcome:
     rt.trace.emit("tool_call", step.lane, tool=step.kind, args=step.params)
     started = time.monotonic()
     outcome = rt.source.step_outcome(rt.run, step, lambda: _execute(step, ctx))
-    rt.run.write_json(f"steps/{step.kind}.json", outcome.model_dump(mode="json"))
+    rt.run.write_json(step_file(step.kind), outcome.model_dump(mode="json"))
     recorded = outcome.model_dump(mode="json")  # the whole outcome: replay serves it and checks it against the file
     rt.trace.emit("tool_result", step.lane, tool=step.kind, status=outcome.status, summary=outcome.summary,
                   artifacts=outcome.artifacts, reason=recorded["reason"], data=recorded["data"],

@@ -1,6 +1,7 @@
 """Graph nodes: thin adapters from state to the functions that do the work."""
 from __future__ import annotations
 
+from agent.run.run_files import PLAN, PREFLIGHT
 from agent.campaign import planner
 from agent.campaign.early_lane import say_preflight
 from agent.campaign.gpu_jobs import announce
@@ -22,7 +23,7 @@ def preflight(rt: Runtime, state: CampaignState) -> dict:
     early, rt.early_preflight = rt.early_preflight, None  # found before the graph (written and said if its lane started)
     found = early or rt.source.preflight(rt.settings, rt.executor)
     dump = found.model_dump(mode="json")
-    rt.run.write_json("preflight.json", dump)
+    rt.run.write_json(PREFLIGHT, dump)
     if rt.early_gpu_lane is None:
         say_preflight(rt, found)
     return {"preflight": dump}
@@ -30,7 +31,7 @@ def preflight(rt: Runtime, state: CampaignState) -> dict:
 
 def plan(rt: Runtime, state: CampaignState) -> dict:
     steps, plan_md, will_not = planner.make_plan(rt, state["goal"], Preflight.of(state))
-    rt.run.write_json("plan.json", [s.model_dump(mode="json") for s in steps])
+    rt.run.write_json(PLAN, [s.model_dump(mode="json") for s in steps])
     rt.run.write_text("plan.md", plan_md)
     rt.trace.emit("artifact_written", "control", path="plan.md", bytes=len(plan_md.encode()))
     planner.say_gate(rt, steps, Preflight.of(state))

@@ -106,10 +106,10 @@ def planned_target_here(settings: Settings, executor, resumed_with: dict) -> Set
 
 def gpus_now_differ(run: RunFolder, checked) -> str | None:
     """How the GPUs chosen now (and their TP) differ from what the run's last preflight found, or None."""
-    if checked is None or not (run.path / "preflight.json").exists():
+    before = run.preflight() if checked is not None else None  # a damaged one is named, not taken for none
+    if before is None:
         return None
     try:
-        before = run.read_json("preflight.json")
         was = ([g["index"] for g in before.get("gpus") or []], (before.get("gpu_plan") or {}).get("tp"))
     except (ValueError, TypeError, KeyError, AttributeError):
         return None

@@ -22,6 +22,7 @@ from agent.campaign.hub_check import unreachable_model
 from agent.campaign.interrupts import Interrupted, SignalWatch, invoke_responsively
 from agent.terminal.live import LiveView
 from agent.run.folder import EXIT_CODES, RunFolder, RunFolderError
+from agent.run.run_files import CONFIG, RESULT
 from agent.campaign.record_source import LiveSource
 from agent.settings.recorded import CampaignError, missing_host_path, vouch_for_run
 from agent.campaign.reopen import (changed_settings, complete_finish, gpus_now_differ, locked_run, planned_target_here,
@@ -191,7 +192,7 @@ def start(settings: Settings, goal: str, view: LiveView | None = None) -> int:
         raise CampaignError(f"cannot start a run: {full}")
     keep_reserve(run.path)
     config_file = settings.config_file.record() if settings.config_file else None
-    run.write_json("config.json", {"goal": goal, "settings": settings.public_dump(), "config_file": config_file})
+    run.write_json(CONFIG, {"goal": goal, "settings": settings.public_dump(), "config_file": config_file})
     vouch_for_run(run.path)  # this user's own settings: a resume may take them back (agent/settings/of_run.py)
     try:
         rt = _open_runtime(run, settings, goal, view)
@@ -214,7 +215,7 @@ def resume(ref: str, runs_dir: str, overrides: dict, view: LiveView | None = Non
         raise CampaignError(f"cannot resume {run.path.name}: {full}")
     keep_reserve(run.path)
     started = bool(events)
-    recorded = run.read_json("config.json")
+    recorded = run.config()
     if result is None and events and events[-1]["type"] == "run_finished":
         result = complete_finish(run, events[-1], recorded)  # killed between the event and result.json
     try:
@@ -237,7 +238,7 @@ def resume(ref: str, runs_dir: str, overrides: dict, view: LiveView | None = Non
     attempts = sorted(run.path.glob("result.attempt-*.json"))
     run.keep_preflight(attempt=1 + sum(e["type"] == "run_resumed" for e in events))
     if result is not None:  # a planned/failed/interrupted run: a new attempt, reusing done steps
-        os.replace(run.path / "result.json", run.path / f"result.attempt-{len(attempts) + 1}.json")
+        os.replace(run.path / RESULT, run.path / f"result.attempt-{len(attempts) + 1}.json")
     thread = f"attempt-{len(attempts) + 1 + (result is not None)}"
     jobs_elsewhere = settings.executor.kind == "ssh"
     if held := result is not None and not accept_changes and bool(redone_by(changed_settings(settings, recorded), jobs_elsewhere)):
@@ -245,12 +246,12 @@ def resume(ref: str, runs_dir: str, overrides: dict, view: LiveView | None = Non
     changed = changed_settings(settings, recorded)
     if changed:  # config.json holds the settings in force (e.g. `jobs RUN` must find a new executor)
         history = [*recorded.get("resumed_with", []), {"attempt": thread, "changed": changed}]
-        run.write_json("config.json", {**recorded, "settings": settings.public_dump(), "resumed_with": history})
+        run.write_json(CONFIG, {**recorded, "settings": settings.public_dump(), "resumed_with": history})
         vouch_for_run(run.path)  # settings this user gave or took back (agent/settings/of_run.py)
     retried = attempts_lib.retry_failed(rt.executor) if retry_failed else []
     # A new attempt on another host (a bundle, another --sglang): what its finished steps made from the
     # old host's paths (the MTP evidence, the scripts) is made again from this host's.
-    reviewed = review_view(run.path) if held else None
+    reviewed = review_view(run) if held else None
     redone = run.forget_outcomes(redone_by(changed, jobs_elsewhere)) if result is not None else []
     dropped = rt.trace.dropped
     rt.trace.emit("run_resumed", "control", run=run.path.name, thread=thread, after=(result or {}).get("status"),

@@ -186,7 +186,7 @@ def _host_options(folder) -> str:
     from agent.settings.model import Settings
     from agent.settings.of_run import user_only_fields
 
-    settings = folder.read_json("config.json").get("settings", {})
+    settings = (folder.config() or {}).get("settings", {})
     wanted = ["--sglang-python PATH"]
     wanted += [option for field, option in (("sglang_src", "--sglang DIR"), ("model_path", "--model-path DIR"),
                                             ("tokenizer", "--tokenizer DIR")) if settings.get(field)]

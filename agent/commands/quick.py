@@ -135,11 +135,17 @@ def _status(pos: list[str], opts: dict) -> None:
     from agent.run.status import render_status, status_data
     from agent.terminal.printable import echo
 
+    from agent.run.run_files import RunFolderError
+
     folder = _find(pos[0], opts.get("--runs-dir", "runs"))
+    try:
+        said = status_data(folder) if opts.get("--json") else render_status(folder)
+    except RunFolderError as err:  # a damaged run file: one line naming it (agent/run/run_files.py)
+        raise Refused(str(err)) from None
     if opts.get("--json"):
-        _print_json(status_data(folder))
+        _print_json(said)
     else:
-        echo(render_status(folder))
+        echo(said)
 
 
 def _runs(_pos: list[str], opts: dict) -> None:
@@ -165,8 +171,13 @@ def _jobs(pos: list[str], opts: dict) -> None:
     from agent.terminal.printable import echo
     from tools.base import ToolError
 
+    from agent.run.run_files import RunFolderError
+
     folder = _find(pos[0], opts.get("--runs-dir", "runs"))
-    recorded = folder.read_json("config.json")["settings"]
+    try:
+        recorded = (folder.config() or {}).get("settings") or {}
+    except RunFolderError as err:  # a damaged config.json: one line naming it (agent/run/run_files.py)
+        raise Refused(str(err)) from None
     try:
         if _local_ledger(recorded, folder.jobs_dir) and opts.get("--executor") is None:
             from tools.jobs.ledger.listing import local_jobs

@@ -159,6 +159,8 @@ def _silence_stdout() -> None:
 
 def run_main(group_main, args, prog_name, **extra) -> NoReturn:
     """Run the CLI and turn click's errors into this tool's one-line form (exit 2 for usage)."""
+    from agent.run.run_files import RunFolderError  # here, not above: help is rendered from the commands alone
+
     try:
         code = group_main(args=args, prog_name=PROG, standalone_mode=False, **extra)
     except NoArgsIsHelpError as err:
@@ -177,6 +179,9 @@ def run_main(group_main, args, prog_name, **extra) -> NoReturn:
     except BrokenPipeError:
         _silence_stdout()
         code = EXIT_PIPE_CLOSED
+    except RunFolderError as err:  # a damaged run file (agent/run/run_files.py): one line naming it and the fix
+        print(f"{PROG}: {printable(str(err))}", file=sys.stderr, flush=True)
+        code = EXIT_USAGE
     except (TooDeep, RecursionError) as err:  # a crafted or damaged file: one line naming it, never a traceback
         said = err.describe() if isinstance(err, TooDeep) else TooDeep().describe()
         print(f"{PROG}: {printable(said)}", file=sys.stderr, flush=True)

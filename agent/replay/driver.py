@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from tools import json_data
+from agent.run.run_files import CONFIG, RESULT
 from agent.campaign.checkpoints import set_checkpoint_aside
 from agent.settings.model import Settings
 from agent.run.disk import DiskFull
@@ -99,7 +99,7 @@ def _replay_into(recording: Recording, work_dir: Path, say: Callable[[str], None
     settings, notes = replay_settings(recording, work_dir)
     run = RunFolder.create(work_dir, recording.goal)
     run.lock()
-    run.write_json("config.json", {"goal": recording.goal, "settings": settings.public_dump(),
+    run.write_json(CONFIG, {"goal": recording.goal, "settings": settings.public_dump(),
                                    "replay_of": str(recording.run_dir)})
     trace = TraceWriter(run.trace_path)
     frontier = Frontier()
@@ -129,8 +129,9 @@ def _replay_into(recording: Recording, work_dir: Path, say: Callable[[str], None
     if attempts[-1].killed and divergence is None and checker.stopped is None:
         checker.stopped = recording.stop_reason or "the recording ends without run_finished (the agent died)"
     plan_same = None
-    if recording.plan is not None and (run.path / "plan.json").exists():
-        plan_same = json_data.read((run.path / "plan.json")) == recording.plan
+    replanned = run.plan()
+    if recording.plan is not None and replanned is not None:
+        plan_same = replanned == recording.plan
     return ReplayReport(run_dir=recording.run_dir, matched=checker.matched, total=checker.total,
                         events=len(recording.events), divergence=divergence, stopped=checker.stopped,
                         plan_same=plan_same, uses_llm=recording.uses_llm, notes=notes,
@@ -175,7 +176,7 @@ def _open_attempt(rt: Runtime, recording: Recording, attempt: Attempt) -> tuple[
     result = rt.run.result
     earlier = sorted(rt.run.path.glob("result.attempt-*.json"))
     if result is not None:
-        (rt.run.path / "result.json").replace(rt.run.path / f"result.attempt-{len(earlier) + 1}.json")
+        (rt.run.path / RESULT).replace(rt.run.path / f"result.attempt-{len(earlier) + 1}.json")
     thread = f"attempt-{len(earlier) + 1 + (result is not None)}"
     served = {k: opening[k] for k in ("changed", "previous", "retry_granted", "redone", "dropped_tail", "seq_gaps",
                                       "rebuilt_checkpoint", "gpus_changed", "checkpoints_traced") if k in opening}

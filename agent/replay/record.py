@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tools import json_data
+from agent.run.folder import read_result
+from agent.run.run_files import RESULT, STEPS, RunFiles, step_file
 from agent.run.trace import TraceError
 from agent.run.trace import read_events as read_good_events
 
@@ -93,13 +94,9 @@ class Recording:
     @property
     def named_as(self) -> list[str]:
         """How the recorded agent named its run folder (result.json's ``run``: relative when started so)."""
-        names = []
-        for path in [self.run_dir / "result.json", *sorted(self.run_dir.glob("result.attempt-*.json"))]:
-            try:
-                names.append(str(json_data.read(path)["run"]))
-            except (OSError, ValueError, KeyError, TypeError):
-                continue
-        return names
+        paths = [self.run_dir / RESULT, *sorted(self.run_dir.glob("result.attempt-*.json"))]
+        results = [read_result(path) for path in paths]  # a damaged one is named in one line
+        return [str(result["run"]) for result in results if result and "run" in result]
 
     def preflight_of(self, attempt: int) -> dict | None:
         """What preflight found in attempt ``attempt`` (0-based): its kept copy, else the last one."""
@@ -125,24 +122,21 @@ def read_events(path: Path) -> tuple[list[dict], str | None]:
         raise RecordError(str(err)) from None
 
 
-def _optional_json(path: Path) -> Any:
-    return json_data.read(path) if path.exists() else None
-
-
 def load_recording(run_dir: Path | str) -> Recording:
     run_dir = Path(run_dir)
-    config = _optional_json(run_dir / "config.json")
-    if not isinstance(config, dict) or "goal" not in config:
+    run = RunFiles(run_dir)
+    config = run.config()
+    if config is None or "goal" not in config:
         raise RecordError(f"{run_dir} has no config.json with the goal: not a dsv4-agent run folder")
     events, stop = read_events(run_dir / "trace.jsonl")
     if not events:
         raise RecordError(f"{run_dir}/trace.jsonl holds no readable event ({stop or 'empty file'}); nothing to replay")
-    steps = {p.stem: json_data.read(p) for p in sorted((run_dir / "steps").glob("*.json"))}
-    kept = {int(p.name.split("-")[1].split(".")[0]): json_data.read(p)
+    steps_dir = run_dir / STEPS  # as written: replay checks each against the outcome its trace event served
+    steps = {p.stem: run.json_object(step_file(p.stem)) for p in sorted(steps_dir.glob("*.json"))}
+    kept = {int(p.name.split("-")[1].split(".")[0]): run.json_object(p.name)
             for p in run_dir.glob("preflight.attempt-*.json")}
     return Recording(run_dir=run_dir, goal=config["goal"], settings=config.get("settings", {}), events=events,
-                     stop_reason=stop, plan=_optional_json(run_dir / "plan.json"),
-                     preflight=_optional_json(run_dir / "preflight.json"), step_files=steps, preflights=kept)
+                     stop_reason=stop, plan=run.plan(), preflight=run.preflight(), step_files=steps, preflights=kept)
 
 
 def normalized(event: dict) -> dict:

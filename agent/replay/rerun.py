@@ -14,6 +14,7 @@ from typing import Any
 
 from tools import json_data
 from agent.replay.record import RecordError
+from agent.run.run_files import CONFIG, MTP_ANSWER, RunFiles, read_run_json, step_file
 
 MAX_DIFF_LINES = 80
 
@@ -33,13 +34,6 @@ def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
     return {prefix: value}
 
 
-def _json(path: Path) -> Any:
-    try:
-        return json_data.read(path)
-    except (OSError, json.JSONDecodeError):
-        return None
-
-
 def _jsonl(path: Path) -> list:
     rows = []
     for line in path.read_text(errors="replace").splitlines():
@@ -52,8 +46,9 @@ def _jsonl(path: Path) -> list:
 
 def compared_facts(run_dir: Path) -> dict[str, dict[str, Any]]:
     """What the diff compares, by topic, flattened."""
-    step = lambda kind: (_json(run_dir / "steps" / f"{kind}.json") or {}).get("data", {})  # noqa: E731
-    mtp_files = {str(p.relative_to(run_dir)): _json(p) for p in sorted(run_dir.rglob("mtp.json"))}
+    run = RunFiles(run_dir)  # the files as written: a diff compares them, field by field
+    step = lambda kind: (run.json_object(step_file(kind)) or {}).get("data", {})  # noqa: E731
+    mtp_files = {str(p.relative_to(run_dir)): read_run_json(p) for p in sorted(run_dir.rglob(MTP_ANSWER))}
     bench = {str(p.relative_to(run_dir)): _jsonl(p) for p in sorted((run_dir / "bench").glob("*.jsonl"))} \
         if (run_dir / "bench").is_dir() else {}
     return {
@@ -94,8 +89,8 @@ def rerun_settings(run_dir: Path, runs_dir: Path | str) -> tuple[str, Any]:
     under ``runs_dir``: checked before anything is replayed or run."""
     from agent.settings.of_run import settings_of_run
 
-    config = _json(run_dir / "config.json")
-    if not isinstance(config, dict) or "goal" not in config:
+    config = RunFiles(run_dir).config()
+    if config is None or "goal" not in config:
         raise RecordError(f"{run_dir} has no config.json with the goal: not a dsv4-agent run folder")
     return config["goal"], settings_of_run(run_dir, {"runs_dir": str(Path(runs_dir).resolve())}, "continue").settings
 
@@ -110,7 +105,7 @@ def rerun(run_dir: Path | str, goal: str, settings) -> tuple[int, Path, str]:
     runs_dir.mkdir(parents=True, exist_ok=True)
     before = {p.name for p in runs_dir.iterdir()}
     code = start(settings, goal)  # the campaign's own plain live view prints its progress
-    created = sorted(p for p in runs_dir.iterdir() if p.name not in before and (p / "config.json").exists())
+    created = sorted(p for p in runs_dir.iterdir() if p.name not in before and (p / CONFIG).exists())
     if not created:
         raise RecordError(f"the re-run made no run folder in {runs_dir}; see the messages above")
     new = created[-1]

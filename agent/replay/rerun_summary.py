@@ -2,19 +2,21 @@
 within noise; then whether the recommended flags and the tuned shapes changed. The raw field-by-
 field diff (agent/replay/rerun.py) is shown on request only: paths and timings make it long.
 
-Noise: a change is within noise when it is no larger than the tolerance (``--tolerance``, percent)
-or than the spread of the point's own repeats in either run ((max - min) / median), whichever is
-wider; with one repeat per point only the tolerance applies.
+Each point's figure and spread are the verdict's (tools/measure/verdict.py ``point_stats``), so the
+two cannot disagree. A change is within noise when it is no larger than the tolerance (``--tolerance``,
+percent) or than the spread of the point's own repeats in either run ((max - min) / median), whichever
+is wider; with one repeat per point only the tolerance applies.
 """
 from __future__ import annotations
 
-import statistics
 from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from tools import json_data
-from tools.measure.results import COMPARED, parse_jsonl
+from agent.run.run_files import RunFiles
+from tools.measure.decision import bench_records
+from tools.measure.results import COMPARED
+from tools.measure.verdict import PointStats, Spread, point_stats
 
 DEFAULT_TOLERANCE_PCT = 5.0
 
@@ -58,24 +60,16 @@ def _num(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.4g}"
 
 
-def _points(run: Path) -> dict[tuple[str, int], dict[str, list[float]]]:
-    """(variant, concurrency) -> metric -> the values of its repeats."""
-    points: dict[tuple[str, int], dict[str, list[float]]] = {}
-    for path in sorted((run / "bench").glob("*.jsonl")) if (run / "bench").is_dir() else []:
-        for record in parse_jsonl(path).records:
-            if record.concurrency is None:
-                continue
-            values = points.setdefault((record.variant, record.concurrency), {})
-            for metric in COMPARED:
-                value = record.accept_length if metric == "accept_length" else record.metrics.get(metric)
-                if value is not None:
-                    values.setdefault(metric, []).append(value)
-    return points
+def _points(run: Path) -> dict[tuple[str, int], PointStats]:
+    """(variant, concurrency) -> the point's median and spread, as the verdict figures them."""
+    records, _problems = bench_records(run / "bench") if (run / "bench").is_dir() else ([], [])
+    return {(s.variant, s.concurrency): s for s in point_stats(records)}
 
 
-def _spread_pct(values: list[float]) -> float:
-    middle = statistics.median(values) if values else 0.0
-    return 0.0 if len(values) < 2 or not middle else (max(values) - min(values)) / abs(middle) * 100
+def _figure(point: PointStats | None, metric: str) -> Spread | None:
+    if point is None:
+        return None
+    return point.accept_spread if metric == "accept_length" else point.metrics.get(metric)
 
 
 def _metric_changes(old: Path, new: Path, tolerance_pct: float) -> list[MetricChange]:
@@ -83,30 +77,26 @@ def _metric_changes(old: Path, new: Path, tolerance_pct: float) -> list[MetricCh
     changes = []
     for key in sorted(set(before) | set(after)):
         for metric in COMPARED:
-            a, b = before.get(key, {}).get(metric, []), after.get(key, {}).get(metric, [])
-            if not a and not b:
+            a, b = _figure(before.get(key), metric), _figure(after.get(key), metric)
+            if a is None and b is None:
                 continue
-            va, vb = (statistics.median(a) if a else None), (statistics.median(b) if b else None)
+            va, vb = (a.median if a else None), (b.median if b else None)
             change = (vb - va) / abs(va) * 100 if va and vb is not None else None
+            spread = max((f.relative * 100 for f in (a, b) if f is not None), default=0.0)
             changes.append(MetricChange(point=f"{key[0]} c{key[1]}", metric=metric, old=va, new=vb, change_pct=change,
-                                        noise_pct=max(tolerance_pct, _spread_pct(a), _spread_pct(b))))
+                                        noise_pct=max(tolerance_pct, spread)))
     return changes
 
 
 def _flags(run: Path) -> dict[str, str]:
-    try:
-        answer = json_data.read((run / "mtp.json"))
-    except (OSError, ValueError):
-        return {}
-    return dict(((answer or {}).get("recommended") or {}).get("flags") or {})
+    answer = RunFiles(run).mtp_answer()
+    return dict(answer.recommended.flags) if answer is not None and answer.recommended else {}
 
 
 def _shapes(run: Path) -> set[str]:
-    try:
-        data = json_data.read((run / "steps" / "tune_kernels.json")).get("data", {})
-    except (OSError, ValueError):
-        return set()
-    return {s if isinstance(s, str) else f"{s.get('n')},{s.get('k')}" for s in data.get("shapes") or []}
+    tuned = RunFiles(run).step_outcome("tune_kernels")
+    shapes = (tuned.data.get("shapes") or []) if tuned is not None else []
+    return {s if isinstance(s, str) else f"{s.get('n')},{s.get('k')}" for s in shapes}
 
 
 def summarize(old: Path, new: Path, tolerance_pct: float = DEFAULT_TOLERANCE_PCT) -> RerunSummary:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Callable
 
 from tools import json_data
+from agent.run.run_files import read_run_json, step_file
 from agent.campaign.llm.client import LLMError, new_input
 from agent.replay.checker import Divergence, ReplayDivergence, ReplayStop
 from agent.replay.frontier import Frontier
@@ -83,7 +84,7 @@ class ReplaySource:
         if "data" in event:  # a record with whole outcomes: the event is the outcome
             outcome = StepOutcome(kind=kind, reason=event.get("reason"), data=event.get("data") or {}, **fields)
             if event["seq"] == self._last[kind] and saved is not None:
-                self._check(event, outcome.model_dump(mode="json"), saved, f"steps/{kind}.json")
+                self._check(event, outcome.model_dump(mode="json"), saved, step_file(kind))
             return outcome
         if saved and (saved.get("status"), saved.get("summary")) == (fields["status"], fields["summary"]):
             return StepOutcome.model_validate(saved)  # an older record: the file holds the step's data
@@ -105,8 +106,8 @@ class ReplaySource:
         event = self._next_result(f"span {tool}", tool)
         for relative in event.get("artifacts", []):
             self._copy_artifact(run, relative)
-        if outcome_file.exists():
-            return json_data.read(outcome_file)
+        if (kept := read_run_json(outcome_file)) is not None:
+            return kept
         return {"status": event["status"], "summary": event.get("summary", ""), "artifacts": event.get("artifacts", [])}
 
     def running_jobs(self, executor: Executor) -> list[str] | None:

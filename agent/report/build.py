@@ -21,6 +21,8 @@ from agent.report.measurement import (
 from agent.report.page import render
 from agent.report import sections as parts
 from agent.report.configs_in_place import configs_in_place_section
+from agent.run.folder import read_result
+from agent.run.run_files import CONFIG, RESULT, RunFiles, RunFolderError
 from tools.measure.accuracy import load_results as load_accuracy
 from tools.measure.decision import bench_records, decide_folder, gates_of
 from tools.measure.results import BenchRecord
@@ -33,14 +35,13 @@ from agent.secrets import redact_text
 from agent.terminal.printable import printable
 
 
-def _json(path: Path) -> dict | None:
-    """A JSON object from the run folder; None when it is missing or no object (``report`` names a bad
-    result.json, agent/commands/report.py)."""
+def _finished_at(run: RunFiles) -> float | None:
+    """When the run finished; None before result.json (or with a damaged one: ``report`` says so,
+    agent/commands/report.py, and the date comes from config.json)."""
     try:
-        data = json_data.read(path)
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        return (read_result(run.path / RESULT) or {}).get("finished_at")
+    except RunFolderError:
         return None
-    return data if isinstance(data, dict) else None
 
 
 def load_results(run_dir: Path) -> tuple[list[BenchRecord], list[str], list[dict]]:
@@ -63,11 +64,7 @@ def load_results(run_dir: Path) -> tuple[list[BenchRecord], list[str], list[dict
 
 
 def _plan(run_dir: Path) -> MeasurePlan | None:
-    path = run_dir / "measure_plan.json"
-    try:
-        return MeasurePlan.model_validate_json(path.read_text()) if path.exists() else None
-    except ValueError:
-        return None
+    return RunFiles(run_dir).measure_plan()
 
 
 def _slo(settings: dict) -> Slo | None:
@@ -83,14 +80,14 @@ def _verdict(run_dir: Path, plan: MeasurePlan | None, settings: dict) -> Verdict
 
 
 def header(run_dir: Path, plan: MeasurePlan | None) -> list[tuple[str, str]]:
-    config = _json(run_dir / "config.json") or {}
+    run = RunFiles(run_dir)
+    config = run.config() or {}
     settings = config.get("settings", {})
-    pre = _json(run_dir / "preflight.json") or {}
+    pre = run.preflight() or {}
     gpus = pre.get("gpus") or []
     names = sorted({g.get("name", "?") for g in gpus})
     source = pre.get("sglang_source") or {}
-    when = (_json(run_dir / "result.json") or {}).get("finished_at") or (run_dir / "config.json").stat().st_mtime \
-        if (run_dir / "config.json").exists() else time.time()
+    when = _finished_at(run) or (run_dir / CONFIG).stat().st_mtime if (run_dir / CONFIG).exists() else time.time()
     model, path = settings.get("model"), settings.get("model_path")
     rows = [("model", model or path or "?")]
     rows += [("model path", path)] if path and path != model else []
@@ -163,11 +160,13 @@ def build_report(run_dir: Path | str, extra_sections: Iterable[Section] = (),
     writes the plots of the statistics into the folder (agent/report/plots.py's ``write_plots`` by default)."""
     run_dir = Path(run_dir)
     plan = _plan(run_dir)
-    settings = (_json(run_dir / "config.json") or {}).get("settings", {})
+    run = RunFiles(run_dir)
+    settings = (run.config() or {}).get("settings", {})
     labels = {v.name: setting_label({f.flag: f.value for f in v.flags}) if v.flags else "SGLang defaults"
               for v in plan.variants} if plan else {}
     verdict = _verdict(run_dir, plan, settings)
-    planned = ((_json(run_dir / "steps" / "benchmark.json") or {}).get("status") == "planned")
+    benchmark = run.step_outcome("benchmark")
+    planned = benchmark is not None and benchmark.status == "planned"
     measured, written = _measurement(run_dir, plan, labels, verdict, draw_plots)
     proof = prove_run(run_dir)
     sections = [*measured]

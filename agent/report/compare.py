@@ -12,20 +12,15 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from agent.run.folder import RunFolder
 from tools.measure.decision import bench_records
+from tools.mtp.answer import MtpAnswer
 from tools.mtp.variants import setting_label
 from tools.measure.verdict import PointStats, Ratio, point_stats, ratio
 from tools.scripts.models import MeasurePlan
 
 NOT_COMPARED = {"runs_dir", "llm_api_key"}  # where the folder is, and a secret (never recorded)
 METRICS = {"tpot_ms": "median_tpot_ms", "ttft_ms": "median_ttft_ms", "throughput": "output_throughput"}
-
-
-def _json(path: Path):
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
 
 
 @dataclass
@@ -35,22 +30,18 @@ class Side:
     preflight: dict
     result: dict
     plan: MeasurePlan | None
-    answer: dict | None
+    answer: MtpAnswer | None
     verdict: dict | None
     stats: list[PointStats] = field(default_factory=list)
 
     @classmethod
     def read(cls, path: Path) -> "Side":
-        plan_data = _json(path / "measure_plan.json")
-        try:
-            plan = MeasurePlan.model_validate(plan_data) if plan_data else None
-        except ValueError:
-            plan = None
         records, _ = bench_records(path / "bench") if (path / "bench").is_dir() else ([], [])
-        verdict = _json(path / "verdict.json")
-        return cls(path=path, config=_json(path / "config.json") or {}, preflight=_json(path / "preflight.json") or {},
-                   result=_json(path / "result.json") or {}, plan=plan, answer=_json(path / "mtp.json"),
-                   verdict=verdict, stats=point_stats(records))
+        run = RunFolder(path)  # read only; a damaged run file is named in one line (agent/run/run_files.py)
+        verdict, plan = run.verdict(), run.measure_plan()
+        return cls(path=path, config=run.config() or {}, preflight=run.preflight() or {}, result=run.result or {},
+                   plan=plan, answer=run.mtp_answer(), verdict=verdict.model_dump(mode="json") if verdict else None,
+                   stats=point_stats(records))
 
     def where(self) -> dict:
         source = self.preflight.get("sglang_source") or {}
@@ -85,13 +76,12 @@ def _evidence(side: Side) -> dict | None:
     answer = side.answer
     if answer is None:
         return None
-    rec = answer.get("recommended") or {}
-    source = answer.get("source") or {}
-    return {"architecture": answer.get("architecture"), "recommended": rec.get("flags"),
-            "setting": setting_label(rec["flags"]) if rec.get("flags") else None,
-            "candidates": len(answer.get("candidates") or []),
-            "source": f"SGLang {source.get('version') or '?'} ({source.get('kind', '?')}"
-                      + (f", commit {source['commit'][:12]}" if source.get("commit") else "") + ")"}
+    flags = answer.recommended.flags if answer.recommended else None
+    source = answer.source
+    return {"architecture": answer.architecture, "recommended": flags,
+            "setting": setting_label(flags) if flags else None, "candidates": len(answer.candidates),
+            "source": f"SGLang {source.version or '?'} ({source.kind}"
+                      + (f", commit {source.commit[:12]}" if source.commit else "") + ")"}
 
 
 def _variants(a: Side, b: Side) -> list[dict]:

@@ -1,6 +1,6 @@
 """The report's "Kernel configs in place" section: configs another run installed into the folder this
 run's servers read (found by preflight, tools/tuning/in_place.py), so its baseline was not SGLang's
-defaults. preflight.json is run-folder data: one that does not validate gives no section."""
+defaults. Kernel configs in preflight.json that do not validate give no section."""
 from __future__ import annotations
 
 import time
@@ -10,14 +10,15 @@ from pydantic import ValidationError
 
 from agent.report.blocks import Para, Section
 from agent.report.table import Table
-from tools import json_data
+from agent.run.run_files import RunFiles
 from tools.tuning.in_place import InPlaceResult
 
 
 def configs_in_place_section(run_dir: Path) -> Section | None:
+    preflight = RunFiles(run_dir).preflight() or {}  # a damaged preflight.json is named (agent/run/run_files.py)
     try:
-        found = InPlaceResult.model_validate(json_data.read(run_dir / "preflight.json").get("kernel_configs") or {})
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError, AttributeError, ValidationError):
+        found = InPlaceResult.model_validate(preflight.get("kernel_configs") or {})
+    except ValidationError:
         return None
     others = found.by_others(run_dir.name)
     if not others:

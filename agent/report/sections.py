@@ -3,13 +3,13 @@ evidence with citations, the LLM's flag review and research notes, the tuning pr
 failed points. Each reads the run folder (or takes data a tool returned) and returns a Section."""
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
-from tools import json_data
 from agent.report.blocks import Code, Details, Items, Markdown, Para, Section
 from agent.report.table import Table
+from agent.run.run_files import RunFiles, step_file
+from agent.run.step_outcome import StepOutcome
 from tools.tuning.prove import RunProof
 
 MAX_TEXT_CHARS = 20000
@@ -31,16 +31,12 @@ def plan_section(run_dir: Path) -> Section | None:
     return Section("Plan", [Markdown(_capped(body))], id="plan")
 
 
-def steps_in_order(run_dir: Path) -> list[dict]:
+def steps_in_order(run_dir: Path) -> list[StepOutcome]:
     """Step outcomes in the order they finished (each writes steps/<kind>.json when it ends)."""
-    found = []
-    for path in (run_dir / "steps").glob("*.json"):
-        try:
-            item = json_data.read(path)
-        except json.JSONDecodeError:
-            item = {"kind": path.stem, "status": "?", "summary": f"{path.name} is not JSON"}
-        found.append((path.stat().st_mtime_ns, path.stem, item))
-    return [item for _t, _k, item in sorted(found, key=lambda f: (f[0], f[1]))]
+    run = RunFiles(run_dir)
+    found = [((run_dir / step_file(kind)).stat().st_mtime_ns, kind, outcome)
+             for kind, outcome in run.step_outcomes().items()]
+    return [outcome for _t, _k, outcome in sorted(found, key=lambda f: (f[0], f[1]))]
 
 
 def steps_section(run_dir: Path) -> Section | None:
@@ -49,7 +45,7 @@ def steps_section(run_dir: Path) -> Section | None:
         return None
     table = Table(["#", "step", "status", "summary"], id="steps")
     for number, o in enumerate(outcomes, 1):
-        table.add(number, o.get("kind"), o.get("status"), o.get("summary", ""))
+        table.add(number, o.kind, o.status, o.summary)
     return Section("Steps (in the order they ran)", [table], id="steps-section")
 
 
@@ -75,17 +71,13 @@ _CONSTRAINTS = re.compile(r"^## Constraints \(\d+\)[ \t]*$", re.M)
 
 
 def _no_evidence(run_dir: Path) -> str | None:
-    step = run_dir / "steps" / "infer_mtp.json"
-    data = (json_data.read(step).get("data") or {}) if step.is_file() else {}
-    return (data.get("settings") or {}).get("no_evidence")
+    step = RunFiles(run_dir).step_outcome("infer_mtp")
+    return ((step.data if step else {}).get("settings") or {}).get("no_evidence")
 
 
 def _answer(run_dir: Path) -> dict | None:
-    try:
-        answer = json_data.read((run_dir / "mtp.json"))
-    except (FileNotFoundError, json.JSONDecodeError):
-        return None
-    return answer if isinstance(answer, dict) and isinstance(answer.get("constraints"), list) else None
+    answer = RunFiles(run_dir).mtp_answer()
+    return answer.model_dump(mode="json") if answer is not None else None
 
 
 def _constraints(answer: dict) -> list:
@@ -114,9 +106,9 @@ def _constraints(answer: dict) -> list:
 def flag_review_section(run_dir: Path) -> Section | None:
     """Every server flag an LLM proposed (planner and research), with the guard's verdict."""
     verdicts = []
-    for source, path in (("planner", run_dir / "flag_review.json"), ("research", run_dir / "llm" / "research.json")):
-        if path.exists():
-            data = json_data.read(path)
+    run = RunFiles(run_dir)
+    for source, relative in (("planner", "flag_review.json"), ("research", "llm/research.json")):
+        if (data := run.json_object(relative)) is not None:
             review = data.get("flag_review", data) if source == "research" else data
             verdicts += [(source, v) for v in review.get("verdicts", [])]
     if not verdicts:

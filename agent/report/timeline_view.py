@@ -10,7 +10,7 @@ import io
 import json
 from pathlib import Path
 
-from tools import json_data
+from agent.run.run_files import RunFiles
 from agent.report.blocks import Image, Items, Section
 from agent.report.timeline import Bar, Timeline
 
@@ -192,8 +192,7 @@ def timeline_for_run(run_dir: Path | str) -> tuple[Timeline, str | None]:
 
     run_dir = Path(run_dir)
     events, stop = read_events(run_dir / "trace.jsonl")
-    preflight = run_dir / "preflight.json"
-    known = [g["index"] for g in json_data.read(preflight).get("gpus", [])] if preflight.exists() else []
+    known = [g["index"] for g in (RunFiles(run_dir).preflight() or {}).get("gpus", [])]
     return build_timeline(events, known), stop
 
 

@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from tools import json_data
 from agent.secrets import redact_text
+from agent.run.run_files import CONFIG, PREFLIGHT, RESULT, RunFiles, RunFolderError, damaged, read_run_json, step_file
 from agent.terminal.printable import printable
 
 ExitStatus = Literal["finished", "planned", "failed", "interrupted", "budget_exhausted"]
@@ -31,34 +32,16 @@ EXIT_CODES: dict[str, int] = {"finished": 0, "planned": 0, "failed": 1, "interru
                               "budget_exhausted": 3}
 
 
-class RunFolderError(Exception):
-    """A run folder problem the user can fix; the message says how."""
-
-
 def read_result(path: Path) -> dict | None:
     """A run's result file (``result.json``, ``result.attempt-N.json``): None when it is not there,
     RunFolderError (one line naming the file and the fix) when it holds no result. The agent writes
     it atomically, so a bad one was damaged afterwards; the trace still holds how each attempt ended."""
-    try:
-        text = json_data.read_text(path)
-    except FileNotFoundError:
-        return None
-    except (OSError, UnicodeDecodeError) as err:
-        problem = getattr(err, "strerror", None) or "not UTF-8 text"
-    else:
-        try:
-            data = json_data.loads(text)
-            problem = "" if isinstance(data, dict) else f"not a JSON object (a JSON {type(data).__name__})"
-        except json.JSONDecodeError as err:
-            problem = f"not JSON ({err.msg} at line {err.lineno})"
-        except RecursionError:
-            problem = "not a result (nested too deeply)"
-        if not problem and data.get("status") not in EXIT_STATUSES:
-            problem = f"not a result (status {data.get('status')!r} is none of {', '.join(EXIT_STATUSES)})"
-        if not problem:
-            return data
-    raise RunFolderError(f"{path} is {problem}; move it away (`mv {path} {path}.bad`): `dsv4-agent resume "
-                         f"{path.parent}` then writes it again from the trace")
+    where, bad, run = (shlex.quote(str(p)) for p in (path, f"{path}.bad", path.parent))
+    fix = f"move it away (`mv {where} {bad}`): `dsv4-agent resume {run}` then writes it again from the trace"
+    data = read_run_json(path, fix)
+    if data is not None and data.get("status") not in EXIT_STATUSES:
+        raise damaged(path, f"not a result (status {data.get('status')!r} is none of {', '.join(EXIT_STATUSES)})", fix)
+    return data
 
 
 def slugify(goal: str, limit: int = 40) -> str:
@@ -66,9 +49,11 @@ def slugify(goal: str, limit: int = 40) -> str:
     return (slug[:limit].rstrip("-")) or "campaign"
 
 
-class RunFolder:
+class RunFolder(RunFiles):
+    """A run folder to write to (atomically, secrets redacted) and lock; reading is ``RunFiles``'."""
+
     def __init__(self, path: Path | str):
-        self.path = Path(path)
+        super().__init__(path)
         self._lock_file = None
 
     # -- creation / lookup -------------------------------------------------------------------
@@ -97,10 +82,10 @@ class RunFolder:
         """A run by path, by folder name under runs_dir, or 'latest'."""
         candidates = [Path(ref), Path(runs_dir) / ref]
         if ref == "latest":
-            runs = sorted(p for p in Path(runs_dir).glob("*") if (p / "config.json").exists())
+            runs = sorted(p for p in Path(runs_dir).glob("*") if (p / CONFIG).exists())
             candidates = runs[-1:]
         for path in candidates:
-            if (path / "config.json").exists():
+            if (path / CONFIG).exists():
                 if special := _placed_special(path):  # every command reads run files: none may block it
                     raise RunFolderError(special)
                 return cls(path)
@@ -142,9 +127,6 @@ class RunFolder:
     def write_json(self, relative: str, data: Any) -> Path:
         return self.write_text(relative, json.dumps(data, indent=2, default=str) + "\n")
 
-    def read_json(self, relative: str) -> Any:
-        return json_data.read(self.file(relative))
-
     @property
     def trace_path(self) -> Path:
         return self.path / "trace.jsonl"
@@ -160,18 +142,15 @@ class RunFolder:
     @property
     def result(self) -> dict | None:
         """result.json, or None before it is written; RunFolderError when it is not a result."""
-        return read_result(self.path / "result.json")
+        return read_result(self.path / RESULT)
 
     def result_fields(self, status: str, plan_only: bool) -> dict:
         """What result.json says beside status and summary, read from the run folder."""
-        outcomes = {}
-        steps_dir = self.path / "steps"
-        if steps_dir.is_dir():
-            outcomes = {p.stem: json_data.read(p).get("status") for p in sorted(steps_dir.glob("*.json"))}
-        extra = {"run": str(self.path), "steps": outcomes}
-        verdict = self.path / "verdict.json"
-        if verdict.exists():  # the decision travels with the result (tools/measure/verdict.py)
-            extra["verdict"] = json_data.read(verdict)
+        outcomes = {kind: outcome.status for kind, outcome in self.step_outcomes().items()}
+        extra: dict[str, Any] = {"run": str(self.path), "steps": outcomes}
+        verdict = self.verdict()
+        if verdict is not None:  # the decision travels with the result (tools/measure/verdict.py)
+            extra["verdict"] = verdict.model_dump(mode="json")
         report = self.path / "report.html"
         if report.exists():
             extra["report"] = str(report)
@@ -189,26 +168,22 @@ class RunFolder:
         them again. Returns the kinds that had one."""
         dropped = []
         for kind in kinds:
-            path = self.path / "steps" / f"{kind}.json"
-            try:
-                status = json_data.read(path).get("status")
-            except (FileNotFoundError, ValueError):
-                continue
-            if status in REUSABLE_STATUSES:
-                path.unlink()
+            outcome = self.step_outcome(kind)
+            if outcome is not None and outcome.status in REUSABLE_STATUSES:
+                (self.path / step_file(kind)).unlink()
                 dropped.append(kind)
         return dropped
 
     def keep_preflight(self, attempt: int) -> None:
         """Attempt ``attempt`` found what preflight.json says; the next may find otherwise (another host),
         so a replay can serve each attempt its own: preflight.attempt-N.json."""
-        if (self.path / "preflight.json").exists():
-            shutil.copy2(self.path / "preflight.json", self.path / f"preflight.attempt-{attempt}.json")
+        if (self.path / PREFLIGHT).exists():
+            shutil.copy2(self.path / PREFLIGHT, self.path / f"preflight.attempt-{attempt}.json")
 
     def write_result(self, status: ExitStatus, summary: str, **extra: Any) -> Path:
         if status not in EXIT_STATUSES:
             raise ValueError(f"unknown exit status {status!r}")
-        return self.write_json("result.json", {"status": status, "summary": summary,
+        return self.write_json(RESULT, {"status": status, "summary": summary,
                                                "finished_at": time.time(), **extra})
 
     def placed_link(self) -> str | None:

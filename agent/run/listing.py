@@ -18,8 +18,9 @@ from pathlib import Path
 
 from tools import json_data
 from agent.run.folder import RunFolderError, read_result
+from agent.run.run_files import CONFIG, RESULT, RunFiles
 
-UNREADABLE = "unreadable"  # the status of a run whose result.json is damaged
+UNREADABLE = "unreadable"  # the status of a run whose result.json or config.json is damaged
 _AGE = re.compile(r"^(\d+(?:\.\d+)?)([smhdw])$")
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
@@ -76,26 +77,18 @@ def _lock_holder(path: Path) -> str | None:
 
 def list_runs(runs_dir: Path) -> list[RunEntry]:
     entries = []
-    for path in sorted(p for p in runs_dir.glob("*") if (p / "config.json").is_file()):
+    for path in sorted(p for p in runs_dir.glob("*") if (p / CONFIG).is_file()):
         try:
-            result = read_result(path / "result.json")
-        except RunFolderError:  # `status RUN` says what is wrong with it; here it is one word
-            result = {"status": UNREADABLE}
-        config = _read(path / "config.json") or {}
+            result = read_result(path / RESULT)
+            config = RunFiles(path).config() or {}
+        except RunFolderError:  # `status RUN` names the damaged file; here it is one word
+            result, config = {"status": UNREADABLE}, {}
         holder = _lock_holder(path)
         status = result["status"] if result else ("running" if holder else "unfinished")
         entries.append(RunEntry(name=path.name, path=str(path), goal=config.get("goal"), status=status,
                                 started_at=_started(path), finished_at=(result or {}).get("finished_at"),
                                 locked_by=holder))
     return entries
-
-
-def _read(path: Path) -> dict | None:
-    try:
-        data = json_data.read(path)
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
-        return None
-    return data if isinstance(data, dict) else None
 
 
 def clean_runs(runs_dir: Path, older_than_s: float, dry_run: bool = False) -> tuple[list[RunEntry], list[dict]]:
@@ -119,7 +112,7 @@ def _why_keep(entry: RunEntry) -> str | None:
     if entry.locked_by:
         return f"being driven by {entry.locked_by}"
     if entry.status == UNREADABLE:
-        return f"its result.json is no result: `dsv4-agent status {entry.path}` says why"
+        return f"its result.json is no result or its config.json is damaged: `dsv4-agent status {entry.path}` says which"
     if entry.finished_at is None:
         return "unfinished (no result.json): resume it, or remove the folder by hand"
     return None

@@ -10,8 +10,8 @@ import textwrap
 import time
 from typing import TYPE_CHECKING
 
-from tools import json_data
 from agent.run.folder import RunFolder, RunFolderError
+from agent.run.run_files import step_file
 from agent.terminal.printable import gpu_list, one_line
 from agent.run.trace_read import TraceError, count_events
 
@@ -82,14 +82,12 @@ def verdict_line(verdict: dict) -> str:
 
 def status_data(run: RunFolder) -> dict:
     """Everything ``status`` shows, as data (docs/status.schema.json)."""
-    config = run.read_json("config.json")
+    config = run.config() or {}
     steps = []
-    if (run.path / "plan.json").exists():
-        for step in run.read_json("plan.json"):
-            path = run.path / "steps" / f"{step['kind']}.json"
-            outcome = json_data.read(path) if path.exists() else {}
-            steps.append({"kind": step["kind"], "lane": step["lane"], "status": outcome.get("status", "pending"),
-                          "summary": outcome.get("summary", "")})
+    for step in run.plan() or []:
+        outcome = run.json_object(step_file(step["kind"])) or {}  # a damaged one is named (one line, exit 2)
+        steps.append({"kind": step["kind"], "lane": step["lane"], "status": outcome.get("status", "pending"),
+                      "summary": outcome.get("summary", "")})
     trace: dict = {"events": None, "warning": None, "error": None}
     if run.trace_path.exists():
         try:

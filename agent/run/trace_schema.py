@@ -116,7 +116,7 @@ class ToolResult(Envelope):
     status: str = Field(description="done | planned | skipped | failed (steps)")
     summary: str = Field("", description="One line for the reader")
     artifacts: list[str] = Field(default_factory=list, description="Files written, relative to the run folder")
-    reason: str | None = Field(None, description="A step's reason code (agent/steps/base.py StepReason)")
+    reason: str | None = Field(None, description="A step's reason code (agent/run/step_outcome.py StepReason)")
     data: dict[str, Any] | None = Field(None, description="A step's outcome data, as in steps/<kind>.json")
     seconds: float | None = Field(None, description="Wall seconds the call took")
 

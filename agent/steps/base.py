@@ -1,4 +1,4 @@
-"""What a step gets (``StepContext``) and what it returns (``StepOutcome``).
+"""What a step gets (``StepContext``) and what it returns (``StepOutcome``, agent/run/step_outcome.py).
 
 Steps must be idempotent: after a hard kill LangGraph re-runs every node that had not
 committed, so a step that launches jobs does it through the executor (which re-attaches by
@@ -8,17 +8,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
 from agent.settings.model import Settings
 from agent.run.folder import RunFolder
+from agent.run.step_outcome import StepKind, StepOutcome, StepReason, StepStatus  # noqa: F401  the steps' face
 from agent.run.trace import Lane, TraceWriter
 from tools.base import ToolError
 from tools.gpus import GpuInfo
 from tools.jobs import Executor
-from tools.tuning.prepare import TuningReason
 
 if TYPE_CHECKING:
     from tools.checkpoint.config import CheckpointConfig
@@ -27,33 +27,12 @@ if TYPE_CHECKING:
     from tools.gpu_choice import GpuPlan
     from tools.mtp.settings import MtpSettings
 
-StepKind = Literal["sync", "tune_kernels", "infer_mtp", "write_scripts", "benchmark"]  # rows: agent/steps/step_table.py
-StepStatus = Literal["done", "planned", "skipped", "failed"]
-# Why a step ended as it did, as a code for programs (tests, the CLI); the summary says it for people.
-StepReason = Literal[
-    "tool_error",                                   # any step: a tool refused (the summary has its message)
-    "synced", "sync_refused",                       # sync
-    "recommended", "no_recommendation", "inference_failed",  # infer_mtp
-    "scripts_written",                              # write_scripts
-    "measured", "points_failed", "nothing_measured", "no_gpu",  # benchmark (no_gpu: planned, scripts to run by hand)
-    "plan_only",                                    # benchmark, tune_kernels: --plan-only held the GPU jobs
-] | TuningReason                                    # tune_kernels: tools/tuning/prepare.py
-
 
 class PlanStep(BaseModel):
     kind: StepKind
     lane: Lane
     why: str = Field(description="Why the planner chose this step (from the goal's words)")
     params: dict[str, Any] = Field(default_factory=dict)
-
-
-class StepOutcome(BaseModel):
-    kind: StepKind
-    status: StepStatus
-    summary: str
-    reason: StepReason | None = Field(None, description="Why it ended so; None only in runs recorded before codes")
-    artifacts: list[str] = Field(default_factory=list, description="Paths relative to the run folder")
-    data: dict[str, Any] = Field(default_factory=dict, description="Small, JSON-able facts for later steps")
 
 
 @dataclass

@@ -25,7 +25,6 @@ from pathlib import Path
 
 from agent.steps.base import PlanStep, StepContext, StepOutcome
 from agent.steps.measure_plan import build_plan
-from agent.steps.write_scripts import PLAN_FILE
 from agent.steps.search_step import measure_points
 from tools.measure.decision import VERDICT_FILE, decide_folder
 from tools.measure.verdict import Slo, Verdict
@@ -36,10 +35,7 @@ RECOMMENDED_SCRIPT = "serve_recommended.sh"
 
 
 def _plan(ctx: StepContext, step: PlanStep) -> MeasurePlan:
-    path = ctx.run.path / PLAN_FILE
-    if path.exists():
-        return MeasurePlan.model_validate_json(path.read_text())
-    return build_plan(ctx, step)[0]
+    return ctx.run.measure_plan() or build_plan(ctx, step)[0]
 
 
 def run(ctx: StepContext, step: PlanStep) -> StepOutcome:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from agent.run.run_files import MTP_ANSWER
 from agent.settings.model import Settings
 from agent.steps.base import PlanStep, StepContext, StepOutcome
 from tools.base import ToolError
@@ -78,7 +79,7 @@ def run(ctx: StepContext, step: PlanStep) -> StepOutcome:
         return StepOutcome(kind="infer_mtp", status="failed", reason="inference_failed",
                            summary=f"MTP inference failed: {err}", data={"answer": None, "settings": None})
     answer = found.answer
-    ctx.write_artifact("mtp.json", answer.model_dump_json(indent=2))
+    ctx.write_artifact(MTP_ANSWER, answer.model_dump_json(indent=2))
     ctx.write_artifact("evidence.md", evidence_markdown(answer))
     recommended = found.recommended
     # One span per step (the lane's tool_call/tool_result): what the inference read and found is a fact in it.
@@ -92,8 +93,8 @@ def run(ctx: StepContext, step: PlanStep) -> StepOutcome:
     else:
         summary = f"no MTP recommendation: {found.no_evidence}"
     return StepOutcome(kind="infer_mtp", status="done", reason="recommended" if recommended else "no_recommendation",
-                       summary=summary, artifacts=["mtp.json", "evidence.md"],
-                       data={"answer": "mtp.json", "settings": found.model_dump(mode="json")})
+                       summary=summary, artifacts=[MTP_ANSWER, "evidence.md"],
+                       data={"answer": MTP_ANSWER, "settings": found.model_dump(mode="json")})
 
 
 def mtp_settings_of(outcomes: dict[str, StepOutcome]) -> MtpSettings | None:

@@ -2,7 +2,7 @@
 (``STEPS``). The playbook, the LLM planner's step schema and the graph's lanes are read from here.
 
 A new step kind is a module ``agent/steps/<kind>.py`` with ``run(ctx, step) -> StepOutcome``, a name
-in ``StepKind`` (agent/steps/base.py), a row in ``STEPS``, and its description in
+in ``StepKind`` (agent/run/step_outcome.py), a row in ``STEPS``, and its description in
 prompts/planner_system.md.
 """
 from __future__ import annotations

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tools import json_data
+from agent.run.run_files import MTP_ANSWER
 from agent.steps.base import PlanStep, StepContext, StepOutcome
 from agent.steps.infer_mtp import mtp_inputs, settings_record
 from tools.base import ToolError
@@ -25,8 +25,8 @@ def previous_answer(run_path: Path) -> Path | None:
     """``mtp.json`` of the latest earlier run (run folder names sort by their UTC time)."""
     earlier = sorted(p for p in run_path.parent.iterdir() if p.is_dir() and p.name < run_path.name)
     for folder in reversed(earlier):
-        if (folder / "mtp.json").is_file():
-            return folder / "mtp.json"
+        if (folder / MTP_ANSWER).is_file():  # read by the sync tool, which takes a path as the user gives one
+            return folder / MTP_ANSWER
     return None
 
 
@@ -43,9 +43,9 @@ def run(ctx: StepContext, step: PlanStep) -> StepOutcome:
     if not settings.sglang_src:
         return _failed(ctx, "--pull needs an SGLang git checkout: pass --sglang PATH (setting sglang_src).")
     try:
-        start_path = ctx.run.file(START_FILE)
-        if start_path.exists():
-            report_from = json_data.read(start_path)["head"]
+        started = ctx.run.json_object(START_FILE)
+        if started is not None:
+            report_from = started["head"]
         else:
             with open_checkout(settings.sglang_src) as checkout:
                 report_from = checkout.head.commit.hexsha

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 
+from agent.run.run_files import MEASURE_PLAN
 from agent.steps.base import PlanStep, StepContext, StepOutcome
 from agent.steps.measure_plan import build_plan
 from agent.steps.search_step import write_space
@@ -23,8 +24,6 @@ from agent.steps.verify_scripts import verify_plan
 from tools.base import ToolError
 from tools.scripts import MeasurePlan
 from tools.measure.script_render import SERVER_CHECK, render_measure_script, render_serve_script, server_check_source
-
-PLAN_FILE = "measure_plan.json"
 
 
 def _multinode(ctx: StepContext, plan: MeasurePlan):
@@ -53,7 +52,7 @@ def run(ctx: StepContext, step: PlanStep) -> StepOutcome:
     texts["run_measure.sh"] = render_measure_script(plan, python)
     for name, text in {**texts, SERVER_CHECK: server_check_source()}.items():  # run_measure.sh's server check
         os.chmod(ctx.write_artifact(name, text), 0o755)
-    ctx.write_artifact(PLAN_FILE, plan.model_dump_json(indent=2))
+    ctx.write_artifact(MEASURE_PLAN, plan.model_dump_json(indent=2))
     write_space(ctx)  # under --budget: the fenced space, for review before any server starts
     names = [v.name for v in plan.variants]
     summary = (f"wrote {', '.join(texts)} for {' vs '.join(names)} at concurrency "
@@ -68,7 +67,7 @@ def run(ctx: StepContext, step: PlanStep) -> StepOutcome:
     if left_out:
         summary += f"; {len(left_out)} setting(s) from the evidence not measured (data.left_out says why)"
     return StepOutcome(kind="write_scripts", status="done", reason="scripts_written", summary=summary,
-                       artifacts=[*texts, SERVER_CHECK, PLAN_FILE, *(multinode.files if multinode else [])],
+                       artifacts=[*texts, SERVER_CHECK, MEASURE_PLAN, *(multinode.files if multinode else [])],
                        data={"variants": {v.name: v.model_dump() for v in plan.variants}, "left_out": left_out,
-                             "scripts": list(texts), "plan": PLAN_FILE,
+                             "scripts": list(texts), "plan": MEASURE_PLAN,
                              "run_command": f"bash {ctx.run.path / 'run_measure.sh'}"})

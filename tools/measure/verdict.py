@@ -48,9 +48,10 @@ def point_stats(records: list[BenchRecord]) -> list[PointStats]:
         accepts = [r.accept_length for r in recs if r.accept_length is not None]
         noisy = [m for m in ("median_tpot_ms", "output_throughput") if m in metrics and metrics[m].n > 1
                  and metrics[m].relative > NOISY]
-        accept = median(accepts) if accepts else None
-        out.append(PointStats(variant=variant, concurrency=conc, repeats=len(recs), metrics=metrics,
-                              accept_length=accept, tpot_ceiling=1 / accept if accept else None, noisy=noisy))
+        spread = Spread(median=median(accepts), low=min(accepts), high=max(accepts), n=len(accepts)) if accepts else None
+        accept = spread.median if spread else None
+        out.append(PointStats(variant=variant, concurrency=conc, repeats=len(recs), metrics=metrics, accept_length=accept,
+                              accept_spread=spread, tpot_ceiling=1 / accept if accept else None, noisy=noisy))
     return out
 
 

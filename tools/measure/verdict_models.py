@@ -30,6 +30,8 @@ class PointStats(BaseModel):
     repeats: int
     metrics: dict[str, Spread]
     accept_length: float | None = None
+    accept_spread: Spread | None = Field(None, exclude=True, description="The accept lengths of the repeats "
+                                                                        "(accept_length is their median)")
     tpot_ceiling: float | None = Field(None, description="1 / accept length: the TPOT ratio this point's accept length "
                                                           "would give if drafting and verifying were free")
     noisy: list[str] = Field(default_factory=list, description="Metrics whose repeats spread more than NOISY")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+from agent.run.run_files import PLAN
 from agent.campaign.llm.conversation import CONVERSATION_FILE, Conversation
 from agent.campaign.llm.loop import ToolLoop
 from agent.campaign.planner import render_plan_md, say_gate, will_not_happen
@@ -159,7 +160,7 @@ def llm_plan(rt: Runtime, state: CampaignState) -> dict:
     plan_md = render_plan_md(state["goal"], steps, [], preflight, who, rt.settings, will_not,
                              rt.run.path.name) + "\n" + sections
     dumps = [s.model_dump(mode="json") for s in steps]
-    rt.run.write_json("plan.json", dumps)
+    rt.run.write_json(PLAN, dumps)
     rt.run.write_text("plan.md", plan_md)
     rt.trace.emit("artifact_written", "control", path="plan.md", bytes=len(plan_md.encode()))
     say_gate(rt, steps, preflight)

@@ -23,6 +23,7 @@ from agent.campaign.llm.research_notes import SUBMIT_NOTES, ResearchAnswer, chec
 from agent.campaign.llm.prompts import quote_untrusted, render
 from agent.campaign.preflight import Preflight
 from agent.campaign.runtime import Runtime
+from agent.run.run_files import MTP_ANSWER
 from agent.steps.base import PlanStep
 from agent.campaign.llm.registry import Registry
 
@@ -63,11 +64,10 @@ def with_research_flags(steps: list[PlanStep], accepted: dict[str, dict]) -> lis
 def research(rt: Runtime, goal: str, preflight: Preflight, outcomes: dict[str, dict]) -> dict[str, dict]:
     """Run (or reuse, or serve in replay) the research span; the guard-accepted flags it yields."""
     path = rt.run.file(OUTCOME_FILE)
-    if path.exists():
-        previous = json.loads(path.read_text())
-        if previous.get("status") in REUSABLE:
-            rt.trace.emit("progress", LANE, message=f"{TOOL}: reusing recorded outcome ({previous['status']})")
-            return previous.get("accepted_flags") or {}
+    previous = rt.run.json_object(OUTCOME_FILE)  # a damaged one stops the run, naming it
+    if previous is not None and previous.get("status") in REUSABLE:
+        rt.trace.emit("progress", LANE, message=f"{TOOL}: reusing recorded outcome ({previous['status']})")
+        return previous.get("accepted_flags") or {}
     registry = research_registry(rt, preflight)
     rt.trace.emit("tool_call", LANE, tool=TOOL, args={"conversation": RESEARCH_FILE, "tools": sorted(registry.tools)})
     started = time.monotonic()
@@ -87,9 +87,9 @@ def research(rt: Runtime, goal: str, preflight: Preflight, outcomes: dict[str, d
 def _evidence(rt: Runtime, outcomes: dict[str, dict]) -> str:
     step = outcomes.get("infer_mtp") or {}
     shown: dict = {"step_status": step.get("status"), "summary": step.get("summary", "")}
-    answer = rt.run.file("mtp.json")
-    if answer.exists():
-        shown["answer"] = json.loads(answer.read_text())
+    answer = rt.run.json_object(MTP_ANSWER)  # as written: the LLM reads the file, every field of it
+    if answer is not None:
+        shown["answer"] = answer
     text = json.dumps(shown, indent=1, default=str)
     if len(text) > MAX_CHARS * 2:
         text = text[:MAX_CHARS * 2] + f"\n[... {len(text) - MAX_CHARS * 2} more characters cut; read mtp.json's " \
