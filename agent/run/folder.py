@@ -17,18 +17,15 @@ import stat
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from tools import json_data
+from agent.exit_codes import RUN_STATUSES, RunStatus
 from agent.secrets import redact_text
 from agent.terminal.printable import printable
 
-ExitStatus = Literal["finished", "planned", "failed", "interrupted", "budget_exhausted"]
-EXIT_STATUSES: tuple[str, ...] = ("finished", "planned", "failed", "interrupted", "budget_exhausted")
 READ_IN_A_TERMINAL = (".md", ".txt", ".html")  # run files people `cat`: control characters escaped
 REUSABLE_STATUSES = ("done", "skipped")  # step outcomes a resumed or re-driven campaign reuses (agent/campaign/lanes.py)
-EXIT_CODES: dict[str, int] = {"finished": 0, "planned": 0, "failed": 1, "interrupted": 130,
-                              "budget_exhausted": 3}
 
 
 class RunFolderError(Exception):
@@ -53,8 +50,8 @@ def read_result(path: Path) -> dict | None:
             problem = f"not JSON ({err.msg} at line {err.lineno})"
         except RecursionError:
             problem = "not a result (nested too deeply)"
-        if not problem and data.get("status") not in EXIT_STATUSES:
-            problem = f"not a result (status {data.get('status')!r} is none of {', '.join(EXIT_STATUSES)})"
+        if not problem and data.get("status") not in RUN_STATUSES:
+            problem = f"not a result (status {data.get('status')!r} is none of {', '.join(RUN_STATUSES)})"
         if not problem:
             return data
     raise RunFolderError(f"{path} is {problem}; move it away (`mv {path} {path}.bad`): `dsv4-agent resume "
@@ -205,8 +202,8 @@ class RunFolder:
         if (self.path / "preflight.json").exists():
             shutil.copy2(self.path / "preflight.json", self.path / f"preflight.attempt-{attempt}.json")
 
-    def write_result(self, status: ExitStatus, summary: str, **extra: Any) -> Path:
-        if status not in EXIT_STATUSES:
+    def write_result(self, status: RunStatus, summary: str, **extra: Any) -> Path:
+        if status not in RUN_STATUSES:
             raise ValueError(f"unknown exit status {status!r}")
         return self.write_json("result.json", {"status": status, "summary": summary,
                                                "finished_at": time.time(), **extra})
