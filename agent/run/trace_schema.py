@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from agent.exit_codes import RunStatus
 from agent.run.trace_versions import SCHEMA_VERSION, SUPPORTED_VERSIONS, Lane, version_problem  # noqa: F401 - the format this code writes (docs/trace.md)
 
 
@@ -79,7 +80,7 @@ class CheckpointSaved(Envelope):
 
 class RunFinished(Envelope):
     type: Literal["run_finished"]
-    status: str = Field(description="Exit status, also in result.json")
+    status: RunStatus = Field(description="Exit status, also in result.json")
     summary: str = Field(description="One line: each step's outcome")
     signal: str | None = Field(None, description="The signal that interrupted the run (status interrupted)")
     signal_at: float | None = Field(None, description="When the agent took that signal (wall time): no side effect "
