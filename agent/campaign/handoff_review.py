@@ -68,8 +68,8 @@ def held_changes(rt, reviewed: dict[str, str]) -> bool:
 
 
 def after_review(rt, reviewed: dict[str, str], code: int, plan_only: bool, go_on) -> int:
-    """A held attempt ended with ``code``: stop with the changes (``ExitCode.FAILED``: refused until they are accepted), or, with none, ``go_on()``
-    (a resume that goes on at once) unless ``--plan-only`` was asked."""
+    """A held attempt ended with ``code``: stop with the changes (``ExitCode.FAILED``: refused until they are
+    accepted), or, with none, ``go_on()`` (a resume that goes on at once) unless ``--plan-only`` was asked."""
     if code != 0 or held_changes(rt, reviewed):
         return code or ExitCode.FAILED
     if plan_only:

@@ -209,7 +209,8 @@ HELP_PATHS = frozenset({(), ("run",), ("resume",), ("bundle",), ("status",), ("j
 # What else a help is rendered from, beside agent/commands/cli.py and agent/commands/ (tests/test_quick.py checks
 # that rendering every help imports nothing else of agent/ or tools/)
 HELP_SOURCES = ("../secrets.py", "../exit_codes.py", "../terminal/__init__.py", "../terminal/printable.py",
-                "../campaign/__init__.py", "../campaign/preload.py", "../../tools/json_data.py", "../../tools/defaults.py")
+                "../campaign/__init__.py", "../campaign/preload.py", "../../tools/json_data.py",
+                "../../tools/defaults.py")
 
 
 def tool_help(path: tuple[str, ...] = ()) -> str:

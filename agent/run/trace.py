@@ -54,7 +54,7 @@ class TraceWriter:
         ``run_finished`` is an attempt's last event: a lane still winding down after it (an interrupt
         records the end while a GPU lane reports its jobs' progress) is not recorded, and None is
         returned. The next attempt (``run_started``/``run_resumed``) opens the trace again."""
-        from agent.run.trace_schema import EVENT_MODELS, SCHEMA_VERSION, validate_event  # pydantic: only once events are written
+        from agent.run.trace_schema import EVENT_MODELS, SCHEMA_VERSION, validate_event  # pydantic: once written
 
         if type not in EVENT_MODELS:
             raise ValueError(f"unknown trace event type {type!r}")

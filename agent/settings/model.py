@@ -244,8 +244,9 @@ class Settings(BaseSettings):
 
     @classmethod
     def marked(cls, mark: str) -> dict[str, Any]:
-        """Each setting whose field carries ``mark`` (a property ``setting`` takes), with its value, in field order."""
-        return {name: f.json_schema_extra[mark] for name, f in cls.model_fields.items() if f.json_schema_extra.get(mark)}
+        """Each setting whose field carries ``mark`` (a property ``setting`` takes) and its value, in field order."""
+        fields = cls.model_fields.items()
+        return {name: f.json_schema_extra[mark] for name, f in fields if f.json_schema_extra.get(mark)}
 
     @property
     def config_file(self) -> ConfigFile | None:
