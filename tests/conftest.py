@@ -174,11 +174,12 @@ def every_finished_run_replays(request, tmp_path_factory):
     _REPLAYED.update(fresh)
     if not fresh or request.node.get_closest_marker("no_replay"):
         return
-    from agent.replay.driver import EXIT_REPRODUCED, replay_run
+    from agent.exit_codes import ExitCode
+    from agent.replay.driver import replay_run
 
     for run in fresh:
         report = replay_run(run)
-        assert report.exit_code == EXIT_REPRODUCED, f"the run {run} does not replay:\n{report.render()}"
+        assert report.exit_code == ExitCode.DONE, f"the run {run} does not replay:\n{report.render()}"
 
 
 @pytest.fixture(scope="session")

@@ -30,7 +30,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("tools/measure",),
     ("tools/mtp",),
     ("tools/sync", "tools/tuning"),
-    ("agent/__init__", "agent/secrets"),           # agent/'s ground: the version and redaction of secrets
+    ("agent/__init__", "agent/secrets", "agent/exit_codes"),  # agent/'s ground: the version, redaction, exit codes
     ("agent/terminal",),                            # what reaches a person
     ("agent/settings",),                            # what the user asked for
     ("agent/run",),                                 # one run on disk

@@ -17,7 +17,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from agent.replay.driver import EXIT_REPRODUCED, replay_run
+from agent.exit_codes import ExitCode
+from agent.replay.driver import replay_run
 from agent.run.trace import read_trace
 from tests.campaign_fixtures import DOUBLES, campaign_args, campaign_env, make_campaign_checkout
 from tests.cli_helpers import only_run, run_cli
@@ -93,7 +94,7 @@ def test_a_bundle_made_here_finishes_on_another_host_and_its_replay_passes(tmp_p
         assert laptop_path not in (there / made_here).read_text(), made_here
     assert (there / "verdict.json").exists() and (there / "report.html").exists()
     report = replay_run(there)
-    assert report.exit_code == EXIT_REPRODUCED, report.render()
+    assert report.exit_code == ExitCode.DONE, report.render()
 
     again = run_cli("resume", archive.name, *paths, cwd=host, env=campaign_env(host))
     assert again.returncode == 2 and "already finished" in again.stderr

@@ -8,7 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from agent.replay.driver import EXIT_REPRODUCED, replay_run
+from agent.exit_codes import ExitCode
+from agent.replay.driver import replay_run
 from agent.run.trace import read_trace
 from tests.campaign_fixtures import campaign_args, campaign_env
 from tests.cli_helpers import clean_env, only_run
@@ -48,7 +49,7 @@ def test_the_first_gpu_job_starts_before_the_graph_and_research_code_are_importe
     assert first_launch < first_checkpoint  # launched before the graph existed
     assert [e["node"] for e in events if e["type"] == "node_started"].count("gpu_lane") == 1
     report = replay_run(run)
-    assert report.exit_code == EXIT_REPRODUCED, report.render()
+    assert report.exit_code == ExitCode.DONE, report.render()
 
 
 def test_a_plan_that_syncs_first_runs_its_gpu_lane_in_the_graph(tmp_path, sglang_wheel_root):

@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.replay.driver import EXIT_REPRODUCED, replay_run
+from agent.exit_codes import ExitCode
+from agent.replay.driver import replay_run
 from agent.run.trace import read_trace
 from tests.campaign_fixtures import campaign_args, campaign_env, graph_committed, hold_tuning
 from tests.cli_helpers import AGENT, clean_env, only_run, run_cli, start_agent, wait_for
@@ -263,7 +264,7 @@ def test_a_full_disk_ends_the_run_in_one_line_and_resume_and_replay_are_exact(tm
     calls = Counter((tmp_path / "tune_calls.txt").read_text().splitlines())
     assert sum(n > 1 for n in calls.values()) <= 2  # at most the unit each GPU was in when the disk filled
     report = replay_run(run)
-    assert report.exit_code == EXIT_REPRODUCED, report.render()
+    assert report.exit_code == ExitCode.DONE, report.render()
 
 
 def test_a_job_whose_folder_was_deleted_while_it_ran_is_found_and_never_started_twice(tmp_path, sglang_wheel_root):

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.replay.driver import EXIT_REPRODUCED, replay_run
+from agent.exit_codes import ExitCode
+from agent.replay.driver import replay_run
 from tests.campaign_fixtures import campaign_args, campaign_env
 from tests.cli_helpers import clean_env, only_run, run_cli
 from tests.slowdown import limit
@@ -56,4 +57,4 @@ def test_a_run_killed_at_any_point_resumes_once_and_replays_exactly(tmp_path, sg
     calls = Counter((tmp_path / "tune_calls.txt").read_text().splitlines())
     assert calls and max(calls.values()) == 1, calls  # no unit tuned twice
     report = replay_run(run)
-    assert report.exit_code == EXIT_REPRODUCED, report.render()
+    assert report.exit_code == ExitCode.DONE, report.render()

@@ -18,7 +18,8 @@ from agent.campaign.start_resume import start
 from agent.settings.model import Settings
 from agent.campaign.llm.conversation import Conversation
 from agent.campaign.llm.research import OUTCOME_FILE, RESEARCH_FILE
-from agent.replay.driver import EXIT_REPRODUCED, replay_run
+from agent.exit_codes import ExitCode
+from agent.replay.driver import replay_run
 from agent.run.trace import read_trace
 from tests import shared_trees
 from tests.cli_helpers import run_cli, start_agent, wait_for
@@ -121,7 +122,7 @@ def test_notes_keep_verified_citations_drop_uncited_claims_and_replay(tmp_path, 
     assert [(e["type"], e["lane"]) for e in span] == [("tool_call", "research"), ("tool_result", "research")]
     assert json.loads((run / "result.json").read_text())["status"] == "finished"
     report = replay_run(run)  # the research span is served from the record; the planner's turns by ReplayLLM
-    assert report.exit_code == EXIT_REPRODUCED, report.render()
+    assert report.exit_code == ExitCode.DONE, report.render()
 
 
 def test_a_poisoned_file_read_in_research_cannot_get_a_flag_into_the_scripts(tmp_path, poisoned_tree):

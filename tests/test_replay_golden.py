@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from agent.replay.checker import DecisionChecker, ReplayDivergence, ReplayStop
-from agent.replay.driver import EXIT_CUT_SHORT, EXIT_DIVERGED, EXIT_REPRODUCED, replay_run
+from agent.exit_codes import ExitCode
+from agent.replay.driver import replay_run
 from agent.replay.record import RecordError, classify, load_recording
 from agent.run.trace import TraceError, read_trace
 from tests.cli_helpers import run_cli
@@ -38,7 +39,7 @@ def _write(run: Path, events: list[dict]) -> None:
 def test_replay_reproduces_golden(name):
     report = replay_run(GOLDEN / name)
     assert report.divergence is None, report.render()
-    assert report.exit_code == EXIT_REPRODUCED
+    assert report.exit_code == ExitCode.DONE
     assert report.matched == report.total > 10
     assert report.plan_same is True
     assert report.uses_llm == (name == "llm-mtp")
@@ -51,7 +52,7 @@ def test_edited_step_arguments_diverge_at_that_event(tmp_path):
     target["args"] = {"concurrency": [4]}
     _write(run, events)
     report = replay_run(run)
-    assert report.exit_code == EXIT_DIVERGED
+    assert report.exit_code == ExitCode.FAILED
     assert report.divergence.expected["seq"] == target["seq"]
     text = report.render()
     assert f"recorded event #{target['seq']} (line {target['seq'] + 1}, lane gpu, tool_call)" in text
@@ -65,7 +66,7 @@ def test_edited_llm_request_diverges_at_that_event(tmp_path):
     target["tools"] = [*target["tools"], "launch_missiles"]
     _write(run, events)
     report = replay_run(run)
-    assert report.exit_code == EXIT_DIVERGED
+    assert report.exit_code == ExitCode.FAILED
     assert report.divergence.expected["seq"] == target["seq"]
     assert report.divergence.lane == "llm"
     assert "launch_missiles" in report.render() and "tools: expected" in report.render()
@@ -80,7 +81,7 @@ def test_truncated_trace_replays_up_to_the_torn_line(tmp_path):
     recording = load_recording(run)
     assert len(recording.events) == keep
     report = replay_run(run)
-    assert report.exit_code == EXIT_CUT_SHORT, report.render()
+    assert report.exit_code == ExitCode.CUT_SHORT, report.render()
     assert report.divergence is None
     assert f"line {keep + 1} is torn" in report.stopped
     assert f"the record ends after event #{keep - 1}" in report.stopped
@@ -95,7 +96,7 @@ def test_corrupt_line_replays_up_to_it(tmp_path):
     lines[bad] = '{"v": 1, "seq": 20, "lane": "gpu", "ty'  # a line broken in the middle of the file
     (run / "trace.jsonl").write_text("\n".join(lines) + "\n")
     report = replay_run(run)
-    assert report.exit_code == EXIT_CUT_SHORT, report.render()
+    assert report.exit_code == ExitCode.CUT_SHORT, report.render()
     assert f"line {bad + 1} is not JSON" in report.stopped
     assert "the record ends after event #19" in report.stopped
     with pytest.raises(TraceError, match=f"line {bad + 1} is not JSON"):

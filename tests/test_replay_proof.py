@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from agent.replay.checker import DecisionChecker, ReplayDivergence
-from agent.replay.driver import EXIT_DIVERGED, replay_run
+from agent.exit_codes import ExitCode
+from agent.replay.driver import replay_run
 from agent.replay.frontier import Frontier, ReplayCut
 from agent.replay.record import classify, load_recording
 from tests.campaign_fixtures import campaign_args, campaign_env
@@ -102,7 +103,7 @@ def _check_every_type(run: Path, tmp_path: Path, required: set[str]) -> None:
     assert required <= {name.split("/")[0] for name, _ in cases}, cases
     for number, (name, seq) in enumerate(cases):
         report = replay_run(_tampered(run, seq, tmp_path / str(number)))
-        assert report.exit_code == EXIT_DIVERGED, f"editing {name} #{seq} went unnoticed:\n{report.render()}"
+        assert report.exit_code == ExitCode.FAILED, f"editing {name} #{seq} went unnoticed:\n{report.render()}"
         assert report.divergence is not None and report.divergence.expected["seq"] == seq, (name, report.render())
         assert f"recorded event #{seq} " in report.render()
 

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from agent.replay.checker import DecisionChecker, ReplayDivergence
-from agent.replay.driver import EXIT_REPRODUCED, replay_run
+from agent.exit_codes import ExitCode
+from agent.replay.driver import replay_run
 from agent.replay.record import classify, load_recording
 from tests.make_golden import GOLDEN, run_campaign
 
@@ -27,7 +28,7 @@ def _decisions_with_run_path(run: Path) -> list[dict]:
 @pytest.mark.parametrize("name", ["playbook-mtp-tune", "llm-mtp"])
 def test_regenerated_run_matches_committed_golden(name, tmp_path):
     fresh = run_campaign(name, tmp_path)
-    assert replay_run(fresh).exit_code == EXIT_REPRODUCED
+    assert replay_run(fresh).exit_code == ExitCode.DONE
     golden = load_recording(GOLDEN / name)
     golden.events = _decisions_with_run_path(GOLDEN / name)
     checker = DecisionChecker(golden)

@@ -17,7 +17,8 @@ from collections import Counter
 
 import pytest
 
-from agent.replay.driver import EXIT_REPRODUCED, replay_run
+from agent.exit_codes import ExitCode
+from agent.replay.driver import replay_run
 
 from tests import shared_trees
 from tests.campaign_fixtures import DOUBLES, MODEL, campaign_env
@@ -140,7 +141,7 @@ def test_mtp_steps_outside_the_fenced_space_is_refused_with_its_fence(world, tmp
 def test_replay_re_derives_every_search_decision(searched):
     run, _ = searched
     report = replay_run(run)
-    assert report.exit_code == EXIT_REPRODUCED, report.render()
+    assert report.exit_code == ExitCode.DONE, report.render()
     assert report.search is not None and not report.search.problems
     drops, repeats = len(_events(run, "search_drop")), len(_events(run, "search_repeat"))
     assert report.search.checked == drops + repeats + len(_events(run, "search_budget")) and drops and repeats
@@ -170,7 +171,7 @@ def test_a_search_killed_after_its_drops_resumes_without_measuring_a_point_twice
     assert len(_runs(run)[after["extra"][1]]) == 2 * REPEATS
     assert after["spent_s"] > before["spent_s"]
     report = replay_run(run)
-    assert report.exit_code == EXIT_REPRODUCED, report.render()
+    assert report.exit_code == ExitCode.DONE, report.render()
     assert report.search is not None and not report.search.problems
 
 

@@ -96,3 +96,16 @@ def test_an_old_spelling_gets_a_did_you_mean_and_exit_2(tmp_path, args, new):
     assert done.returncode == 2, done.stderr
     assert f"did you mean {new}?" in done.stderr and len(done.stderr.strip().splitlines()) == 1
     assert not list(tmp_path.iterdir())  # nothing written
+
+
+def test_what_a_setting_is_is_read_off_its_field():
+    """The marks on the fields (agent/settings/setting_field.py) are the only lists of what settings are."""
+    from agent.settings.recorded import host_path_options
+
+    assert host_path_options(Settings) == {"sglang_src": "--sglang DIR", "model_path": "--model-path DIR",
+                                           "tokenizer": "--tokenizer DIR", "accuracy_data": "--accuracy-data FILE"}
+    assert set(Settings.model_fields) - set(Settings.marked("compared")) == {"runs_dir", "llm_api_key"}
+    assert {"sglang_python", "executor", "ssh_options", "llm_base_url", "llm_api_key", "allow_flags",
+            "server_env"} <= set(Settings.marked("user_only"))
+    ranks = list(Settings.marked("host_path").values())
+    assert len(set(ranks)) == len(ranks), "two host paths share a rank: the order a refusal asks for them is unclear"

@@ -14,7 +14,8 @@ from collections import Counter
 
 import pytest
 
-from agent.replay.driver import EXIT_REPRODUCED, replay_run
+from agent.exit_codes import ExitCode
+from agent.replay.driver import replay_run
 from agent.run.trace import read_trace
 from tests.campaign_fixtures import campaign_args, campaign_env, hold_tuning
 from tests.cli_helpers import only_run, run_cli, start_agent, wait_for
@@ -60,7 +61,7 @@ def test_a_torn_write_ahead_log_is_named_and_the_rebuilt_run_replays(tmp_path, s
     calls = Counter((tmp_path / "tune_calls.txt").read_text().splitlines())
     assert calls and max(calls.values()) == 1  # no unit tuned twice
     report = replay_run(run)
-    assert report.exit_code == EXIT_REPRODUCED, report.render()
+    assert report.exit_code == ExitCode.DONE, report.render()
 
 
 def _saved_in_the_log_alone(tmp_path):

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from agent.exit_codes import ExitCode
 from agent.run.trace import read_trace
 from tests.campaign_fixtures import campaign_args, campaign_env, hold_tuning
 from tests.cli_helpers import only_run, run_cli, start_agent, wait_for
@@ -53,7 +54,7 @@ def test_a_bad_tail_is_named_by_every_command_and_resume_records_cutting_it(tmp_
     assert f"trace: {len(good)} events" in status.stdout and why in status.stdout
 
     replay = run_cli("replay", "latest", cwd=tmp_path, env=env)
-    assert replay.returncode == 3, replay.stdout + replay.stderr  # cut short, reproduced up to there
+    assert replay.returncode == ExitCode.CUT_SHORT, replay.stdout + replay.stderr  # reproduced up to there
     assert why in replay.stdout and "Traceback" not in replay.stderr
 
     resumed = run_cli("resume", "latest", cwd=tmp_path, env=env)

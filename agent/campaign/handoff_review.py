@@ -14,8 +14,9 @@ import shlex
 
 from agent.run.run_files import MEASURE_PLAN, RunFiles, read_run_json
 
+from agent.exit_codes import ExitCode
+
 PENDING = "changes.json"
-EXIT_HELD = 1  # the attempt wrote its scripts and stopped: not a usage error (2), and not done (0)
 SHOWN = "changes.md"
 
 
@@ -70,10 +71,10 @@ def held_changes(rt, reviewed: dict[str, str]) -> bool:
 
 
 def after_review(rt, reviewed: dict[str, str], code: int, plan_only: bool, go_on) -> int:
-    """A held attempt ended with ``code``: stop with the changes (EXIT_HELD), or, with none, ``go_on()``
-    (a resume that goes on at once) unless ``--plan-only`` was asked."""
+    """A held attempt ended with ``code``: stop with the changes (``ExitCode.FAILED``: refused until they are
+    accepted), or, with none, ``go_on()`` (a resume that goes on at once) unless ``--plan-only`` was asked."""
     if code != 0 or held_changes(rt, reviewed):
-        return code or EXIT_HELD
+        return code or ExitCode.FAILED
     if plan_only:
         return code
     rt.say("[control] nothing the jobs will do changed on this host: going on")

@@ -1,7 +1,7 @@
 """Start and resume campaigns: run folder, lock, trace, executor, graph, result.json.
 
 ``result.json`` is written last, once, by ``_finish``; its status comes from a closed set (see
-``agent.run.folder.EXIT_STATUSES``), each produced by one path here or in the graph's report node.
+``agent.exit_codes.RUN_STATUSES``), each produced by one path here or in the graph's report node.
 """
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import shutil
 import sys
 import traceback
 
+from agent.exit_codes import ExitCode, exit_code_of
 from agent.secrets import redact_text
 from agent.campaign.llm.budget import BudgetExhausted
 from agent.campaign.checkpoints import CheckpointError, checkpoint_to_rebuild, set_checkpoint_aside
@@ -21,7 +22,7 @@ from agent.campaign.handoff_review import after_review, review_gate, review_view
 from agent.campaign.hub_check import unreachable_model
 from agent.campaign.interrupts import Interrupted, SignalWatch, invoke_responsively
 from agent.terminal.live import LiveView
-from agent.run.folder import EXIT_CODES, RunFolder, RunFolderError
+from agent.run.folder import RunFolder, RunFolderError
 from agent.run.run_files import CONFIG, RESULT
 from agent.campaign.record_source import LiveSource
 from agent.settings.recorded import CampaignError, missing_host_path, vouch_for_run
@@ -152,7 +153,7 @@ def _disk_full(rt: Runtime) -> int:
         if not is_disk_full(err):
             raise
         rt.say(f"[control] run failed: {summary} (the disk is too full even for result.json)")
-        return EXIT_CODES["failed"]
+        return ExitCode.FAILED
 
 
 def _finish(rt: Runtime, status: str, summary: str, result_extra: dict | None = None, **event_fields) -> int:
@@ -176,7 +177,7 @@ def _finish(rt: Runtime, status: str, summary: str, result_extra: dict | None = 
         rt.say(f"[control] verdict: {verdict_line(extra['verdict'])}")
     if "report" in extra:
         rt.say(f"[control] report: {extra['report']}")
-    return EXIT_CODES[status]
+    return exit_code_of(status)
 
 
 def start(settings: Settings, goal: str, view: LiveView | None = None) -> int:

@@ -185,11 +185,12 @@ def _host_options(folder) -> str:
     agent/settings/of_run.py)."""
     from agent.settings.model import Settings
     from agent.settings.of_run import user_only_fields
+    from agent.settings.recorded import host_path_options
 
     settings = (folder.config() or {}).get("settings", {})
     wanted = ["--sglang-python PATH"]
-    wanted += [option for field, option in (("sglang_src", "--sglang DIR"), ("model_path", "--model-path DIR"),
-                                            ("tokenizer", "--tokenizer DIR")) if settings.get(field)]
+    wanted += [option for field, option in host_path_options(Settings).items()  # the GSM8K data travels in the bundle
+               if field != "accuracy_data" and settings.get(field)]
     defaults = Settings().public_dump()
     for name in [n for n in user_only_fields() if n not in ("sglang_python", "sglang_src")]:  # asked for above
         flag, metavar = (Settings.model_fields[name].json_schema_extra[k] for k in ("flag", "metavar"))

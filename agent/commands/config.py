@@ -14,12 +14,11 @@ File = Annotated[str, typer.Argument(metavar="FILE", help="The settings file [./
 
 
 def _runs_or_trusts() -> set[str]:
-    """Settings that run programs, send the key, or widen trust (their fields say so), and the host paths:
+    """Settings that run programs, send the key, or widen trust, and the host paths (their fields say so):
     what a reader of the file must look at."""
-    from agent.settings.recorded import HOST_PATHS
-    from agent.settings.of_run import user_only_fields
+    from agent.settings.model import Settings
 
-    return set(user_only_fields()) | set(HOST_PATHS)
+    return set(Settings.marked("user_only")) | set(Settings.marked("host_path"))
 
 
 @config.command("allow", cls=Command)

@@ -7,7 +7,8 @@ import typer
 
 import sys
 
-from agent.commands.shared import EXIT_FAILED, PROG, JsonFlag, end_when_written, fail
+from agent.exit_codes import ExitCode
+from agent.commands.shared import PROG, JsonFlag, end_when_written, fail
 from agent.commands.options import pick, with_options
 from agent.terminal.printable import echo, printable
 
@@ -66,7 +67,7 @@ def mtp(
     unverified = verify and answer.verification is not None and answer.verification.status == "not_verified"
     if unverified:  # asked for and not done: say so on stderr too, where a script's log keeps it
         print(f"{PROG}: --verify could not run: {printable(answer.verification.reason)}", file=sys.stderr, flush=True)
-    end_when_written(EXIT_FAILED if nothing or unverified else 0)  # skips collecting the parse cache at exit
+    end_when_written(ExitCode.FAILED if nothing or unverified else 0)  # skips collecting the parse cache at exit
 
 
 def _verified(answer, sglang_python: str, model_path: str | None, timeout: float):

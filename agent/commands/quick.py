@@ -13,15 +13,14 @@ import os
 import sys
 
 from agent import __version__
+from agent.exit_codes import ExitCode
 
 PROG = "dsv4-agent"
-EXIT_USAGE = 2
-EXIT_PIPE_CLOSED = 141
 COMPLETION_ENV = "_DSV4_AGENT_COMPLETE"  # typer's shell completion asks through the environment
 
 
 class Refused(Exception):
-    def __init__(self, message: str, code: int = EXIT_USAGE):
+    def __init__(self, message: str, code: int = ExitCode.USAGE):
         super().__init__(message)
         self.code = code
 
@@ -57,7 +56,7 @@ def answer(argv: list[str]) -> int | None:
     except BrokenPipeError:  # the reader of stdout went away (| head): later writes go nowhere
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
-        return EXIT_PIPE_CLOSED
+        return ExitCode.PIPE_CLOSED
     except OSError as err:  # a FIFO, link or unwritable file where a run file is expected: one line
         from tools.json_data import file_refusal
 
@@ -66,12 +65,12 @@ def answer(argv: list[str]) -> int | None:
         from agent.terminal.printable import printable
 
         print(f"{PROG}: {printable(said)}", file=sys.stderr, flush=True)
-        return 1
+        return ExitCode.FAILED
     except RecursionError:  # as the whole command line says it (agent/commands/shared.py)
         from tools.json_data import TooDeep
 
         print(f"{PROG}: {TooDeep().describe()}", file=sys.stderr, flush=True)
-        return EXIT_USAGE
+        return ExitCode.USAGE
     except ValueError as err:
         from tools.json_data import TooDeep
 
@@ -80,7 +79,7 @@ def answer(argv: list[str]) -> int | None:
         from agent.terminal.printable import printable
 
         print(f"{PROG}: {printable(err.describe())}", file=sys.stderr, flush=True)
-        return EXIT_USAGE
+        return ExitCode.USAGE
 
 
 def parse(args: list[str], flags: set[str], valued: set[str], repeated: set[str],
@@ -220,8 +219,9 @@ HELP_PATHS = frozenset({(), ("run",), ("resume",), ("bundle",), ("status",), ("j
                         ("config", "allow"), ("config", "deny")})
 # What else a help is rendered from, beside agent/commands/cli.py and agent/commands/ (tests/test_quick.py checks
 # that rendering every help imports nothing else of agent/ or tools/)
-HELP_SOURCES = ("../secrets.py", "../terminal/__init__.py", "../terminal/printable.py", "../campaign/__init__.py",
-                "../campaign/preload.py", "../../tools/json_data.py", "../../tools/defaults.py")
+HELP_SOURCES = ("../secrets.py", "../exit_codes.py", "../terminal/__init__.py", "../terminal/printable.py",
+                "../campaign/__init__.py", "../campaign/preload.py", "../../tools/json_data.py",
+                "../../tools/defaults.py")
 
 
 def tool_help(path: tuple[str, ...] = ()) -> str:

@@ -5,7 +5,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from agent.commands.shared import EXIT_USAGE, JsonFlag, RunRef, fail, print_json
+from agent.exit_codes import ExitCode
+from agent.commands.shared import JsonFlag, RunRef, fail, print_json
 from agent.terminal.printable import echo
 
 Timeline = Annotated[bool, typer.Option("--timeline", help="Show lanes, overlap, GPU idle, critical path.")]
@@ -24,7 +25,7 @@ def replay(run: RunRef, timeline: Timeline = False, rerun: Rerun = False, keep: 
 
     The same goal and settings are re-driven with step outcomes and LLM answers served from
     trace.jsonl (no GPU, network, model or job); the first difference is shown with its event
-    number, expected vs got. Exit 0 reproduced, 1 diverged, 2 unreadable, 3 the record is cut
+    number, expected vs got. Exit 0 reproduced, 1 diverged, 2 unreadable, 4 the record is cut
     short (reproduced up to its last good event). --timeline draws the run (terminal,
     RUN/timeline.png, a Timeline section in RUN/report.html). --rerun runs the recorded plan
     again for real into a new run folder and prints a summary of what changed: per metric old, new,
@@ -40,14 +41,14 @@ def replay(run: RunRef, timeline: Timeline = False, rerun: Rerun = False, keep: 
     try:
         folder = load_run(run, runs_dir)
     except CampaignError as err:
-        fail(str(err), EXIT_USAGE)
+        fail(str(err), ExitCode.USAGE)
     if timeline and (link := folder.placed_link()):  # the timeline and the report are written here
-        fail(link, EXIT_USAGE)
+        fail(link, ExitCode.USAGE)
     out: dict = {"run": str(folder.path)}
     try:  # a re-run's settings are checked before anything is replayed or run (agent/settings/of_run.py)
         again = rerun_settings(folder.path, runs_dir) if rerun else None
     except (CampaignError, RecordError) as err:
-        fail(str(err), EXIT_USAGE)
+        fail(str(err), ExitCode.USAGE)
     drawing = timeline_process.start(folder.path) if timeline else None  # drawn beside the replay
     try:
         code = _replay(folder.path, keep, out, as_json)
@@ -56,7 +57,7 @@ def replay(run: RunRef, timeline: Timeline = False, rerun: Rerun = False, keep: 
         if rerun:
             code = max(code, _rerun(folder.path, *again, out, as_json, tolerance, raw))
     except (RecordError, ToolError, CampaignError) as err:
-        fail(str(err), EXIT_USAGE)
+        fail(str(err), ExitCode.USAGE)
     finally:
         if drawing is not None and drawing.poll() is None:  # the replay failed first: ours to end
             drawing.kill()

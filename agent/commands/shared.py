@@ -1,7 +1,6 @@
 """What every command shares: the one error helper, JSON output, and help that is fast and grouped.
 
-Exit codes of every command: 0 done, 1 the work failed or was refused (the message says why),
-2 bad input (usage errors: a wrong option, a run that does not exist, a bad setting).
+Exit codes of every command: agent/exit_codes.py (``ExitCode``, one meaning each).
 Commands import their heavy dependencies inside their bodies, so that ``--help`` stays fast.
 """
 from __future__ import annotations
@@ -18,18 +17,17 @@ from typer import Abort
 from typer.core import TyperCommand, TyperGroup
 
 from agent.commands.examples import format_examples
+from agent.exit_codes import ExitCode
 from agent.commands.typer_internals import ClickException, NoArgsIsHelpError, UsageError, plain_bool_flags
 from agent.secrets import redact_text
 from agent.terminal.printable import printable
 from tools.json_data import TooDeep, file_refusal
 
 PROG = "dsv4-agent"
-EXIT_FAILED = 1
-EXIT_USAGE = 2
 DEFAULT_PANEL = "Options"
 
 
-def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
+def fail(message: str, code: int = ExitCode.USAGE) -> NoReturn:
     """End the command with one line on stderr: ``dsv4-agent: <what is wrong and the fix>``."""
     print(f"{PROG}: {printable(redact_text(message))}", file=sys.stderr, flush=True)  # quotes run folders, repos
     raise typer.Exit(code)
@@ -147,9 +145,6 @@ class Command(TyperCommand):
         return _usage_pieces(self, ctx)
 
 
-EXIT_PIPE_CLOSED = 141  # what a shell reports for a writer whose reader went away (128 + SIGPIPE)
-
-
 def _silence_stdout() -> None:
     """The reader of stdout is gone (``| head``): later writes and the final flush go nowhere."""
     devnull = os.open(os.devnull, os.O_WRONLY)
@@ -169,28 +164,28 @@ def run_main(group_main, args, prog_name, **extra) -> NoReturn:
     except UsageError as err:
         where = err.ctx.command_path if err.ctx is not None else PROG
         print(f"{PROG}: {err.format_message()} (see '{where} -h')", file=sys.stderr, flush=True)
-        code = EXIT_USAGE
+        code = ExitCode.USAGE
     except ClickException as err:
         print(f"{PROG}: {err.format_message()}", file=sys.stderr, flush=True)
         code = err.exit_code
     except Abort:
         print("interrupted", file=sys.stderr, flush=True)
-        code = 130
+        code = ExitCode.INTERRUPTED
     except BrokenPipeError:
         _silence_stdout()
-        code = EXIT_PIPE_CLOSED
+        code = ExitCode.PIPE_CLOSED
     except RunFolderError as err:  # a damaged run file (agent/run/run_files.py): one line naming it and the fix
         print(f"{PROG}: {printable(str(err))}", file=sys.stderr, flush=True)
-        code = EXIT_USAGE
+        code = ExitCode.USAGE
     except (TooDeep, RecursionError) as err:  # a crafted or damaged file: one line naming it, never a traceback
         said = err.describe() if isinstance(err, TooDeep) else TooDeep().describe()
         print(f"{PROG}: {printable(said)}", file=sys.stderr, flush=True)
-        code = EXIT_USAGE
+        code = ExitCode.USAGE
     except OSError as err:
         if (said := file_refusal(err)) is None:
             raise
         print(f"{PROG}: {printable(said)}", file=sys.stderr, flush=True)
-        code = 1
+        code = ExitCode.FAILED
     code = code if isinstance(code, int) else 0
     from agent.campaign.preload import still_loading
 

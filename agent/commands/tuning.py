@@ -5,7 +5,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from agent.commands.shared import EXIT_FAILED, Command, JsonFlag, RunRef, RunsDir, fail, sub_app
+from agent.exit_codes import ExitCode
+from agent.commands.shared import Command, JsonFlag, RunRef, RunsDir, fail, sub_app
 from agent.terminal.printable import echo
 from tools.defaults import ASSUMED_TARGET_GPUS
 
@@ -45,10 +46,10 @@ def uninstall(run: RunRef, runs_dir: RunsDir = "runs", force: Force = False, exe
     except CampaignError as err:
         fail(str(err))
     except ToolError as err:
-        fail(str(err), EXIT_FAILED)
+        fail(str(err), ExitCode.FAILED)
     if as_json:
         print(result.model_dump_json(indent=2))
-        raise typer.Exit(EXIT_FAILED if result.left_alone or result.not_ours else 0)
+        raise typer.Exit(ExitCode.FAILED if result.left_alone or result.not_ours else 0)
     for path in result.restored:
         echo(f"restored {path}")
     for path in result.removed:
@@ -61,7 +62,7 @@ def uninstall(run: RunRef, runs_dir: RunsDir = "runs", force: Force = False, exe
         echo(f"left alone (no record of ours) {path}")
     if result.note:
         echo(result.note)
-    raise typer.Exit(EXIT_FAILED if result.left_alone or result.not_ours else 0)
+    raise typer.Exit(ExitCode.FAILED if result.left_alone or result.not_ours else 0)
 
 
 @tuning.command("prove", cls=Command)
@@ -82,12 +83,12 @@ def prove(run: RunRef, runs_dir: RunsDir = "runs", as_json: JsonFlag = False) ->
     try:
         proof = prove_run(path)
     except ToolError as err:
-        fail(str(err), EXIT_FAILED)
+        fail(str(err), ExitCode.FAILED)
     if proof is None:
         echo("null" if as_json else "this run installed no kernel configs: nothing to prove")
         raise typer.Exit(0)
     echo(proof.model_dump_json(indent=2) if as_json else proof_section(proof, path).markdown())
-    raise typer.Exit(0 if proof.all_loaded else EXIT_FAILED)
+    raise typer.Exit(0 if proof.all_loaded else ExitCode.FAILED)
 
 
 ModelPath = Annotated[Optional[str], typer.Option("--model-path", metavar="PATH",

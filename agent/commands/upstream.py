@@ -5,7 +5,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from agent.commands.shared import EXIT_FAILED, JsonFlag, fail
+from agent.exit_codes import ExitCode
+from agent.commands.shared import JsonFlag, fail
 from agent.commands.campaign import ConfigFile
 from agent.commands.options import flag_names, pick, with_options
 from agent.terminal.printable import echo
@@ -49,6 +50,6 @@ def sync(previous: Previous = None, fetch_timeout: FetchTimeout = 120.0, config:
     try:
         result = sync_upstream(args)
     except ToolError as err:
-        fail(f"sync refused: {err}", EXIT_FAILED)
+        fail(f"sync refused: {err}", ExitCode.FAILED)
     echo(f"dsv4-agent: {chosen.config_note()}", err=True)  # a refusal stays one line; it names the cause
     echo(result.model_dump_json(indent=2) if as_json else render_markdown(result))

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from agent.exit_codes import ExitCode
 from agent.run.run_files import CONFIG, RESULT
 from agent.campaign.checkpoints import set_checkpoint_aside
 from agent.settings.model import Settings
@@ -31,9 +32,6 @@ from tools.jobs.local import LocalExecutor
 from tools.measure.search_replay import SearchCheck, check_search
 from tools.stop import reset as reset_stop_gate
 
-EXIT_REPRODUCED, EXIT_DIVERGED, EXIT_CUT_SHORT = 0, 1, 3
-
-
 @dataclass
 class ReplayReport:
     run_dir: Path
@@ -48,10 +46,10 @@ class ReplayReport:
     search: SearchCheck | None = None  # a budgeted search's decisions, re-derived from the run folder
 
     @property
-    def exit_code(self) -> int:
+    def exit_code(self) -> ExitCode:
         if self.divergence is not None or self.plan_same is False or (self.search and self.search.problems):
-            return EXIT_DIVERGED
-        return EXIT_CUT_SHORT if self.stopped else EXIT_REPRODUCED
+            return ExitCode.FAILED
+        return ExitCode.CUT_SHORT if self.stopped else ExitCode.DONE
 
     def render(self) -> str:
         mode = "LLM answers served from the record" if self.uses_llm else "deterministic playbook"
@@ -197,4 +195,4 @@ def _with_changes(settings: Settings, changed: dict) -> Settings:
     return Settings.model_validate({**settings.model_dump(), **update}) if update else settings
 
 
-__all__ = ["replay_run", "ReplayReport", "RecordError", "EXIT_REPRODUCED", "EXIT_DIVERGED", "EXIT_CUT_SHORT"]
+__all__ = ["replay_run", "ReplayReport", "RecordError"]

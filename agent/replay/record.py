@@ -11,16 +11,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from agent.run.folder import read_result
 from agent.run.run_files import RESULT, STEPS, RunFiles, step_file
-from agent.run.trace import TraceError
+from agent.run.trace import Lane, TraceError
 from agent.run.trace import read_events as read_good_events
 
 VOLATILE = frozenset({"v", "seq", "t", "mono", "pid", "ms", "seconds", "run", "argv", "bytes", "traceback",
                       "signal_at", "checkpoint_id"})
-ORCHESTRATION_LANES = ("control", "gpu", "research")
+ORCHESTRATION_LANES = tuple(lane for lane in get_args(Lane) if lane != "llm")  # the LLM's exchanges are its own
 NESTED_VOLATILE = frozenset({"seconds", "ms", "t", "mono", "pid"})
 
 

@@ -19,7 +19,6 @@ from tools.mtp.variants import setting_label
 from tools.measure.verdict import PointStats, Ratio, point_stats, ratio
 from tools.scripts.models import MeasurePlan
 
-NOT_COMPARED = {"runs_dir", "llm_api_key"}  # where the folder is, and a secret (never recorded)
 METRICS = {"tpot_ms": "median_tpot_ms", "ttft_ms": "median_ttft_ms", "throughput": "output_throughput"}
 
 
@@ -66,7 +65,8 @@ def _settings(a: Side, b: Side) -> list[dict]:
 
     defaults = Settings().public_dump()  # a setting a run's build did not know yet had its default then
     (sa, _), (sb, _) = (known_settings(side.config.get("settings") or {}) for side in (a, b))  # as every reader
-    keys = sorted(k for k in set(sa) | set(sb) if k not in NOT_COMPARED)
+    compared = Settings.marked("compared")  # not where the folder is, nor a secret (never recorded)
+    keys = sorted(k for k in set(sa) | set(sb) if k in compared)
     va = {k: sa.get(k, defaults.get(k)) for k in keys}
     vb = {k: sb.get(k, defaults.get(k)) for k in keys}
     return [{"setting": k, "a": va[k], "b": vb[k]} for k in keys if va[k] != vb[k]]

@@ -17,19 +17,16 @@ import stat
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from tools import json_data
+from agent.exit_codes import RUN_STATUSES, RunStatus
 from agent.secrets import redact_text
 from agent.run.run_files import CONFIG, PREFLIGHT, RESULT, RunFiles, RunFolderError, damaged, read_run_json, step_file
 from agent.terminal.printable import printable
 
-ExitStatus = Literal["finished", "planned", "failed", "interrupted", "budget_exhausted"]
-EXIT_STATUSES: tuple[str, ...] = ("finished", "planned", "failed", "interrupted", "budget_exhausted")
 READ_IN_A_TERMINAL = (".md", ".txt", ".html")  # run files people `cat`: control characters escaped
 REUSABLE_STATUSES = ("done", "skipped")  # step outcomes a resumed or re-driven campaign reuses (agent/campaign/lanes.py)
-EXIT_CODES: dict[str, int] = {"finished": 0, "planned": 0, "failed": 1, "interrupted": 130,
-                              "budget_exhausted": 3}
 
 
 def read_result(path: Path) -> dict | None:
@@ -39,8 +36,8 @@ def read_result(path: Path) -> dict | None:
     where, bad, run = (shlex.quote(str(p)) for p in (path, f"{path}.bad", path.parent))
     fix = f"move it away (`mv {where} {bad}`): `dsv4-agent resume {run}` then writes it again from the trace"
     data = read_run_json(path, fix)
-    if data is not None and data.get("status") not in EXIT_STATUSES:
-        raise damaged(path, f"not a result (status {data.get('status')!r} is none of {', '.join(EXIT_STATUSES)})", fix)
+    if data is not None and data.get("status") not in RUN_STATUSES:
+        raise damaged(path, f"not a result (status {data.get('status')!r} is none of {', '.join(RUN_STATUSES)})", fix)
     return data
 
 
@@ -180,8 +177,8 @@ class RunFolder(RunFiles):
         if (self.path / PREFLIGHT).exists():
             shutil.copy2(self.path / PREFLIGHT, self.path / f"preflight.attempt-{attempt}.json")
 
-    def write_result(self, status: ExitStatus, summary: str, **extra: Any) -> Path:
-        if status not in EXIT_STATUSES:
+    def write_result(self, status: RunStatus, summary: str, **extra: Any) -> Path:
+        if status not in RUN_STATUSES:
             raise ValueError(f"unknown exit status {status!r}")
         return self.write_json(RESULT, {"status": status, "summary": summary,
                                                "finished_at": time.time(), **extra})

@@ -12,21 +12,15 @@ import os
 import threading
 import time
 from pathlib import Path
-from typing import Any, Iterator, Literal
+from typing import Any, Iterator
 
 from agent.secrets import redact
 from agent.run.trace_read import SeqGap, TraceError, TraceReadResult, TraceTail, read_events, read_trace
+from agent.run.trace_versions import Lane
 
-__all__ = ["EVENT_TYPES", "Lane", "TraceWriter", "TraceError", "TraceReadResult", "TraceTail",
+__all__ = ["Lane", "TraceWriter", "TraceError", "TraceReadResult", "TraceTail",
            "SeqGap", "read_trace", "read_events", "iter_events", "redact"]
 
-Lane = Literal["gpu", "research", "control", "llm"]
-EVENT_TYPES = frozenset({
-    "run_started", "run_resumed", "run_finished", "node_started", "node_finished",
-    "tool_call", "tool_result", "job_launched", "job_state", "job_finished",
-    "artifact_written", "llm_request", "llm_response", "progress", "error", "checkpoint_saved",
-    "search_budget", "search_drop", "search_repeat",
-})
 
 
 class TraceWriter:
@@ -60,9 +54,9 @@ class TraceWriter:
         ``run_finished`` is an attempt's last event: a lane still winding down after it (an interrupt
         records the end while a GPU lane reports its jobs' progress) is not recorded, and None is
         returned. The next attempt (``run_started``/``run_resumed``) opens the trace again."""
-        from agent.run.trace_schema import SCHEMA_VERSION, validate_event  # pydantic: only once events are written
+        from agent.run.trace_schema import EVENT_MODELS, SCHEMA_VERSION, validate_event  # pydantic: once written
 
-        if type not in EVENT_TYPES:
+        if type not in EVENT_MODELS:
             raise ValueError(f"unknown trace event type {type!r}")
         for gate in self.gates:  # outside the lock: a gate may hold the calling thread (replay's frontier)
             gate({"lane": lane, "type": type, **data})

@@ -16,8 +16,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from agent.run.trace_versions import SCHEMA_VERSION, SUPPORTED_VERSIONS, version_problem  # noqa: F401 - the format this code writes (docs/trace.md)
-
+from agent.exit_codes import RunStatus
+from agent.run.trace_versions import SCHEMA_VERSION, SUPPORTED_VERSIONS, Lane, version_problem  # noqa: F401 - the format this code writes (docs/trace.md)
 
 
 class Envelope(BaseModel):
@@ -31,7 +31,7 @@ class Envelope(BaseModel):
     t: float = Field(description="Wall clock, epoch seconds")
     mono: float = Field(description="Monotonic seconds; comparable only between events of one pid")
     pid: int = Field(description="Agent process that wrote the event (changes on resume)")
-    lane: Literal["gpu", "research", "control", "llm"] = Field(description="Which lane emitted it")
+    lane: Lane = Field(description="Which lane emitted it")
 
 
 class RunStarted(Envelope):
@@ -80,7 +80,7 @@ class CheckpointSaved(Envelope):
 
 class RunFinished(Envelope):
     type: Literal["run_finished"]
-    status: str = Field(description="Exit status, also in result.json")
+    status: RunStatus = Field(description="Exit status, also in result.json")
     summary: str = Field(description="One line: each step's outcome")
     signal: str | None = Field(None, description="The signal that interrupted the run (status interrupted)")
     signal_at: float | None = Field(None, description="When the agent took that signal (wall time): no side effect "
@@ -191,11 +191,10 @@ class SearchRepeat(Envelope):
     rank: int = Field(description="Its place among the survivors (baseline first, then fastest first look)")
 
 
+# Every event type is a model above: a new type is one new model, which the writer, the readers and
+# docs/trace.schema.json take from here.
 EVENT_MODELS: dict[str, type[Envelope]] = {
-    m.model_fields["type"].annotation.__args__[0]: m  # type: ignore[union-attr]
-    for m in (RunStarted, RunResumed, RunFinished, NodeStarted, NodeFinished, ToolCall, ToolResult,
-              JobLaunched, JobStateEvent, JobFinished, ArtifactWritten, LlmRequest, LlmResponse, Progress,
-              ErrorEvent, CheckpointSaved, SearchBudget, SearchDrop, SearchRepeat)
+    m.model_fields["type"].annotation.__args__[0]: m for m in Envelope.__subclasses__()  # type: ignore[union-attr]
 }
 
 

@@ -1,11 +1,12 @@
-"""Which trace format versions this build reads, and what to say about any other (no pydantic here:
-``status`` reads traces without the schema, agent/run/trace_read.py)."""
+"""Which trace format versions this build reads, what to say about any other, and the lanes events come
+from (no pydantic here: ``status`` reads traces without the schema, agent/run/trace_read.py)."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 SCHEMA_VERSION = 1
 SUPPORTED_VERSIONS: frozenset[int] = frozenset({SCHEMA_VERSION})
+Lane = Literal["control", "gpu", "research", "llm"]  # who emitted an event: the envelope's ``lane``
 
 
 def version_problem(version: Any) -> str | None:

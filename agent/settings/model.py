@@ -12,10 +12,11 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator, Field, PrivateAttr, SecretStr, ValidationInfo, field_validator
+from pydantic import BeforeValidator, PrivateAttr, SecretStr, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
 
 from agent.settings.config_file import ConfigFile
+from agent.settings.setting_field import setting
 from agent.secrets import redact, remember, url_password
 from tools.defaults import ASSUMED_TARGET_GPUS, DEFAULT_MODEL, SGLANG_PYTHON, SGLANG_VERSION
 from tools.jobs.executor_spec import ExecutorSetting, ExecutorSpec
@@ -31,21 +32,6 @@ ENV_PREFIX = "DSV4_"
 MODEL, SGLANG, GPUS, TUNING, BENCH, LLM, RUN = (
     "Model", "SGLang", "GPUs and where jobs run", "Kernel tuning", "Benchmark", "LLM planning", "Run")
 _PLAN = MeasurePlan.model_fields  # the benchmark's own defaults, which the sizes below leave in place
-
-
-def setting(default: Any, help: str, flag: str | None = None, metavar: str | None = None, group: str | None = None,
-            *, repeat: bool = False, aliases: tuple[str, ...] = (), shown: object = None, factory=None,
-            user_only: str | None = None, **bounds: Any) -> Any:
-    """A field and its option. The help shows ``[default]`` by itself; ``shown`` says it where the
-    value is worked out later (``None`` here, "every free GPU found" there). ``repeat``: the option
-    is given once per entry; ``flag=None``: a setting of the config file and environment only.
-    ``user_only`` says what the value names (a program, a host, ...): a run folder gives it back only
-    where it equals the user's own or the user allowed the folder (agent/settings/of_run.py)."""
-    extra = {"flag": flag, "metavar": metavar, "group": group, "repeat": repeat, "aliases": list(aliases),
-             "shown": None if shown is None else str(shown), "user_only": user_only}
-    if factory is not None:
-        return Field(default_factory=factory, description=help, json_schema_extra=extra, **bounds)
-    return Field(default, description=help, json_schema_extra=extra, **bounds)
 
 
 # Upper bounds of the counts: beyond them a value is a typo, and it would start a run that fails later
@@ -69,13 +55,15 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(extra="forbid", env_prefix=ENV_PREFIX, validate_default=False)
 
     model: str = setting(DEFAULT_MODEL, "Model id or path.", "--model", "ID", MODEL)
-    model_path: str | None = setting(None, "Local checkpoint folder (config.json, tokenizer).", "--model-path", "DIR", MODEL)
+    model_path: str | None = setting(None, "Local checkpoint folder (config.json, tokenizer).", "--model-path", "DIR",
+                                     MODEL, host_path=2)
     arch: str | None = setting(None, "Model architecture, e.g. DeepseekV4ForCausalLM, where --model-path has no "
                                "config.json naming one (config.json decides).", "--arch", "CLASS", MODEL,
                                shown="read from it, else matched from the model id")
-    tokenizer: str | None = setting(None, "Local tokenizer for offline benchmarks.", "--tokenizer", "DIR", MODEL)
+    tokenizer: str | None = setting(None, "Local tokenizer for offline benchmarks.", "--tokenizer", "DIR", MODEL,
+                                    host_path=3)
     sglang_src: str | None = setting(None, "SGLang checkout or package folder.", "--sglang", "DIR", SGLANG,
-                                     shown="found automatically", user_only="code to run")
+                                     shown="found automatically", user_only="code to run", host_path=1)
     sglang_python: str = setting(SGLANG_PYTHON, "Interpreter with SGLang installed.", "--sglang-python", "PYTHON",
                                  SGLANG, user_only="a program")
     sglang_version: str = setting(SGLANG_VERSION, "SGLang wheel version to download when no source is found.",
@@ -141,7 +129,7 @@ class Settings(BaseSettings):
     accuracy_questions: int = setting(50, "GSM8K questions per variant for the accuracy gate.", "--accuracy-questions",
                                       "N", BENCH, ge=1, le=100_000)
     accuracy_data: str | None = setting(None, "GSM8K test.jsonl (few_shot_gsm8k --data-path); offline without it the gate "
-                                        "is skipped.", "--accuracy-data", "FILE", BENCH)
+                                        "is skipped.", "--accuracy-data", "FILE", BENCH, host_path=4)
     accuracy_tolerance: float | None = setting(None, "Largest accuracy drop allowed, e.g. 0.02.", "--accuracy-tolerance",
                                                "FRACTION", BENCH, shown="the baseline's 95% interval", ge=0, le=1)
     max_ttft_ms: float | None = setting(None, "SLO: highest TTFT in ms at --slo-percentile.", "--max-ttft-ms", "MS",
@@ -155,7 +143,8 @@ class Settings(BaseSettings):
     llm_model: str | None = setting(None, "Model name at the LLM endpoint.", "--llm-model", "NAME", LLM,
                                     shown="the one it serves")
     llm_api_key: SecretStr | None = setting(
-        None, "API key of the LLM endpoint (never written; never on a command line).", user_only="a credential")
+        None, "API key of the LLM endpoint (never written; never on a command line).", user_only="a credential",
+        compared=False)  # a secret, never recorded
     accept_unsupported_flags: bool = setting(False, "Write LLM-proposed flags that have no cited evidence.",
                                              "--accept-unsupported-flags", None, LLM)
     max_llm_steps: int = setting(30, "LLM budget: model turns.", "--max-llm-steps", "N", LLM, gt=0, le=10_000)
@@ -174,7 +163,7 @@ class Settings(BaseSettings):
         "NAME=VALUE", SGLANG, repeat=True, factory=list, user_only="environment to pass")
     plan_only: bool = setting(False, "Write every script, start no GPU job; `dsv4-agent resume RUN` runs them.",
                               "--plan-only", None, RUN, aliases=("--dry-run",))
-    runs_dir: str = setting("runs", "Folder holding run folders.", "--runs-dir", "DIR", RUN)
+    runs_dir: str = setting("runs", "Folder holding run folders.", "--runs-dir", "DIR", RUN, compared=False)
     # The settings file load_settings read (None: none); not a setting, never validated from input.
     _config_file: ConfigFile | None = PrivateAttr(None)
 
@@ -252,6 +241,12 @@ class Settings(BaseSettings):
                                    file_secret_settings) -> tuple[PydanticBaseSettingsSource, ...]:
         # Only the values given: the layers are merged by load_settings, which knows their origins.
         return (init_settings,)
+
+    @classmethod
+    def marked(cls, mark: str) -> dict[str, Any]:
+        """Each setting whose field carries ``mark`` (a property ``setting`` takes) and its value, in field order."""
+        fields = cls.model_fields.items()
+        return {name: f.json_schema_extra[mark] for name, f in fields if f.json_schema_extra.get(mark)}
 
     @property
     def config_file(self) -> ConfigFile | None:

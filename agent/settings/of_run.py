@@ -34,8 +34,7 @@ class RunSettings:
 
 def user_only_fields() -> dict[str, str]:
     """Each setting a run folder may not choose, and what it names (from the fields' metadata)."""
-    return {name: f.json_schema_extra["user_only"] for name, f in Settings.model_fields.items()
-            if f.json_schema_extra.get("user_only")}
+    return Settings.marked("user_only")
 
 
 def known_settings(recorded: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:

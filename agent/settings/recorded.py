@@ -75,8 +75,12 @@ def endpoint_with_credentials(recorded: dict) -> dict:
     return {"llm_base_url": again}
 
 
-HOST_PATHS = {"sglang_src": "--sglang DIR", "model_path": "--model-path DIR", "tokenizer": "--tokenizer DIR",
-              "accuracy_data": "--accuracy-data FILE"}
+def host_path_options(settings_model) -> dict[str, str]:
+    """Each setting marked ``host_path`` (agent/settings/setting_field.py), in their rank's order, with the option
+    that gives it (``--sglang DIR``). Takes the model, not an import of it: the quick path reads this module."""
+    marked = sorted(settings_model.marked("host_path").items(), key=lambda item: item[1])
+    fields = settings_model.model_fields
+    return {name: "{flag} {metavar}".format(**fields[name].json_schema_extra) for name, _ in marked}
 
 
 def missing_host_path(settings, overrides: dict) -> str | None:
@@ -84,7 +88,7 @@ def missing_host_path(settings, overrides: dict) -> str | None:
     system (a run planned elsewhere, a bundle): what to pass instead. Over SSH they are the host's."""
     if settings.executor.kind == "ssh":
         return None
-    for field, option in HOST_PATHS.items():
+    for field, option in host_path_options(type(settings)).items():
         value = getattr(settings, field)
         if value and not Path(value).expanduser().exists():
             whose = "does not exist" if overrides.get(field) else "(as the run recorded it) does not exist on this host"

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 
-from agent.replay.driver import EXIT_REPRODUCED, replay_run
+from agent.exit_codes import ExitCode
+from agent.replay.driver import replay_run
 from tests.campaign_fixtures import campaign_env
 from tests.cli_helpers import only_run, run_cli
 from tests.real_sglang.conftest import TIER, RealSglang, plan_args
@@ -34,5 +35,5 @@ def test_the_baseline_of_a_search_is_measured_on_one_real_server_start(real_sgla
     budget = [e for e in events if e["type"] == "search_budget"]
     assert budget and budget[0]["server_start_s"] > 0 and set(budget[0]["repeat_s"]) == {"1", "2"}
     report = replay_run(run)
-    assert report.exit_code == EXIT_REPRODUCED, report.render()
+    assert report.exit_code == ExitCode.DONE, report.render()
     assert report.search is not None and report.search.checked >= 2 and not report.search.problems
