@@ -4,13 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated
 
-import typer
-
-from agent.commands.shared import Command, fail, sub_app
+from agent.commands.params import Arg, fail
 from agent.terminal.printable import echo
 
-config = sub_app("Allow or forget a folder's dsv4-agent.toml or a run folder (see docs/config.md).")
-File = Annotated[str, typer.Argument(metavar="FILE", help="The settings file [./dsv4-agent.toml], or a run folder.")]
+File = Annotated[str, Arg(metavar="FILE", help="The settings file [./dsv4-agent.toml], or a run folder.")]
 
 
 def _runs_or_trusts() -> set[str]:
@@ -22,7 +19,6 @@ def _runs_or_trusts() -> set[str]:
     return set(user_only_fields()) | set(HOST_PATHS)
 
 
-@config.command("allow", cls=Command)
 def allow(file: File = "dsv4-agent.toml") -> None:
     """Allow FILE as it is now: campaigns started in its folder read it until it changes. FILE may be a
     run folder (a bundle unpacked, a colleague's run): resume and replay --rerun then take back the
@@ -67,7 +63,6 @@ def _allow_run(run) -> None:
          f"trusted: {'; '.join(chosen) or 'nothing'}")
 
 
-@config.command("deny", cls=Command)
 def deny(file: File = "dsv4-agent.toml") -> None:
     """Forget that FILE (or a run folder) was allowed: campaigns started in its folder refuse it again."""
     from pathlib import Path

@@ -3,11 +3,10 @@ from __future__ import annotations
 
 from typing import Annotated, Optional
 
-import typer
-
 import sys
 
-from agent.commands.shared import EXIT_FAILED, PROG, JsonFlag, end_when_written, fail
+from agent.commands.params import EXIT_FAILED, PROG, JsonFlag, Opt, fail
+from agent.commands.shared import end_when_written
 from agent.commands.options import pick, with_options
 from agent.terminal.printable import echo, printable
 
@@ -24,13 +23,13 @@ _ARGS = {"model": "model", "model_path": "model_path", "arch": "arch", "sglang_s
 
 @with_options(MTP_OPTIONS)
 def mtp(
-    gpu: Annotated[Str, typer.Option("--gpu", metavar="NAME", help="Target GPU name, e.g. 'NVIDIA H200'.")] = None,
-    gpu_count: Annotated[Optional[int], typer.Option("--gpu-count", metavar="N", min=1, max=4096,
+    gpu: Annotated[Str, Opt("--gpu", metavar="NAME", help="Target GPU name, e.g. 'NVIDIA H200'.")] = None,
+    gpu_count: Annotated[Optional[int], Opt("--gpu-count", metavar="N", min=1, max=4096,
                                                      help="Number of GPUs on the target.")] = None,
-    verify: Annotated[bool, typer.Option("--verify", help=(
+    verify: Annotated[bool, Opt("--verify", help=(
         "Have SGLang itself resolve the recommended flags (in --sglang-python, with --model-path's config.json; "
         "no weights loaded) and show static vs resolved. Exit 1 when it could not run."))] = False,
-    verify_timeout: Annotated[float, typer.Option("--verify-timeout", metavar="SECONDS", min=1, max=3600, help=(
+    verify_timeout: Annotated[float, Opt("--verify-timeout", metavar="SECONDS", min=1, max=3600, help=(
         "How long SGLang's resolution may take before its process group is killed (a cold import of SGLang can "
         f"take minutes); finding sglang through --sglang-python gets at most {LOOKUP_TIMEOUT_S:g} s of it."))] = 600,
     as_json: JsonFlag = False,

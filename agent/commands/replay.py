@@ -3,19 +3,17 @@ from __future__ import annotations
 
 from typing import Annotated, Optional
 
-import typer
-
-from agent.commands.shared import EXIT_USAGE, JsonFlag, RunRef, fail, print_json
+from agent.commands.params import EXIT_USAGE, Ended, JsonFlag, Opt, RunRef, fail, print_json
 from agent.terminal.printable import echo
 
-Timeline = Annotated[bool, typer.Option("--timeline", help="Show lanes, overlap, GPU idle, critical path.")]
-Rerun = Annotated[bool, typer.Option("--rerun", help="Execute the recorded plan again in a new run folder.")]
-Keep = Annotated[Optional[str], typer.Option("--keep", metavar="DIR", help="Keep the replayed run folder here.")]
-RunsDir = Annotated[str, typer.Option("--runs-dir", metavar="DIR",
+Timeline = Annotated[bool, Opt("--timeline", help="Show lanes, overlap, GPU idle, critical path.")]
+Rerun = Annotated[bool, Opt("--rerun", help="Execute the recorded plan again in a new run folder.")]
+Keep = Annotated[Optional[str], Opt("--keep", metavar="DIR", help="Keep the replayed run folder here.")]
+RunsDir = Annotated[str, Opt("--runs-dir", metavar="DIR",
                                       help="Folder holding run folders (new runs of --rerun go here).")]
-Tolerance = Annotated[float, typer.Option("--tolerance", metavar="PCT", min=0,
+Tolerance = Annotated[float, Opt("--tolerance", metavar="PCT", min=0,
                                           help="--rerun: a metric change up to this many percent is noise.")]
-Raw = Annotated[bool, typer.Option("--raw", help="--rerun: also print the raw field-by-field diff.")]
+Raw = Annotated[bool, Opt("--raw", help="--rerun: also print the raw field-by-field diff.")]
 
 
 def replay(run: RunRef, timeline: Timeline = False, rerun: Rerun = False, keep: Keep = None,
@@ -63,7 +61,7 @@ def replay(run: RunRef, timeline: Timeline = False, rerun: Rerun = False, keep: 
             drawing.wait()
     if as_json:
         print_json({**out, "exit_code": code})
-    raise typer.Exit(code)
+    raise Ended(code)
 
 
 def _say(text: str, as_json: bool) -> None:

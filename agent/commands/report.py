@@ -3,12 +3,10 @@ from __future__ import annotations
 
 from typing import Annotated, Optional
 
-import typer
-
-from agent.commands.shared import JsonFlag, RunRef, RunsDir, fail, print_json
+from agent.commands.params import Arg, JsonFlag, Opt, RunRef, RunsDir, fail, print_json
 from agent.terminal.printable import echo
 
-CompareWith = Annotated[Optional[str], typer.Option(
+CompareWith = Annotated[Optional[str], Opt(
     "--compare", metavar="RUN", help="Add a section setting this run beside another (its settings, evidence, flags "
                                      "and measured points, this run / RUN).")]
 
@@ -50,9 +48,9 @@ def report(run: RunRef, runs_dir: RunsDir = "runs", compare: CompareWith = None,
         echo("\n".join(written))
 
 
-RunA = Annotated[str, typer.Argument(metavar="RUN_A", help="The run to read against: path, name under --runs-dir, "
+RunA = Annotated[str, Arg(metavar="RUN_A", help="The run to read against: path, name under --runs-dir, "
                                                             "or 'latest'.")]
-RunB = Annotated[str, typer.Argument(metavar="RUN_B", help="The run read against it (B / A).")]
+RunB = Annotated[str, Arg(metavar="RUN_B", help="The run read against it (B / A).")]
 
 
 def compare(run_a: RunA, run_b: RunB, runs_dir: RunsDir = "runs", as_json: JsonFlag = False) -> None:

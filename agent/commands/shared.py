@@ -1,38 +1,28 @@
-"""What every command shares: the one error helper, JSON output, and help that is fast and grouped.
+"""What every command shares under typer: help that is grouped, and errors turned into one line and an exit code.
 
 Exit codes of every command: 0 done, 1 the work failed or was refused (the message says why),
-2 bad input (usage errors: a wrong option, a run that does not exist, a bad setting).
-Commands import their heavy dependencies inside their bodies, so that ``--help`` stays fast.
+2 bad input (usage errors: a wrong option, a run that does not exist, a bad setting). The error
+helper and JSON output, which need no typer, are agent/commands/params.py's.
 """
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 import sys
-from typing import Annotated, Any, NoReturn
+from typing import NoReturn
 
 import typer
 from typer import Abort
 from typer.core import TyperCommand, TyperGroup
 
 from agent.commands.examples import format_examples
+from agent.commands.params import EXIT_USAGE, PROG, Ended
 from agent.commands.typer_internals import ClickException, NoArgsIsHelpError, UsageError, plain_bool_flags
-from agent.secrets import redact_text
 from agent.terminal.printable import printable
 from tools.json_data import TooDeep, file_refusal
 
-PROG = "dsv4-agent"
-EXIT_FAILED = 1
-EXIT_USAGE = 2
 DEFAULT_PANEL = "Options"
-
-
-def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
-    """End the command with one line on stderr: ``dsv4-agent: <what is wrong and the fix>``."""
-    print(f"{PROG}: {printable(redact_text(message))}", file=sys.stderr, flush=True)  # quotes run folders, repos
-    raise typer.Exit(code)
 
 
 _END_AT_ONCE = False  # set by the console script (agent.commands.main.main); tests' in-process runs keep it off
@@ -57,11 +47,6 @@ def end_when_written(code: int) -> NoReturn:
                 stream.flush()
         os._exit(code)
     raise typer.Exit(code)
-
-
-def print_json(data: Any) -> None:
-    """Machine-readable output on stdout (documented by a schema under docs/)."""
-    print(json.dumps(data, indent=2, sort_keys=False, default=str), flush=True)
 
 
 def _argument_name(param) -> str:
@@ -161,6 +146,8 @@ def run_main(group_main, args, prog_name, **extra) -> NoReturn:
     """Run the CLI and turn click's errors into this tool's one-line form (exit 2 for usage)."""
     try:
         code = group_main(args=args, prog_name=PROG, standalone_mode=False, **extra)
+    except Ended as ended:  # its reason said already (params.fail)
+        code = ended.code
     except NoArgsIsHelpError as err:
         err.show()
         code = 0
@@ -237,21 +224,3 @@ def sub_app(help: str) -> typer.Typer:
 
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
-
-# Arguments and options several commands share.
-def complete_run(ctx, incomplete: str) -> list[str]:
-    """Shell completion of RUN: 'latest' and the run folders' names under --runs-dir (newest first)."""
-    from pathlib import Path
-
-    folder = Path(ctx.params.get("runs_dir") or "runs")
-    try:
-        names = sorted((p.name for p in folder.iterdir() if p.is_dir()), reverse=True)
-    except OSError:
-        names = []
-    return [name for name in ["latest", *names] if name.startswith(incomplete)]
-
-
-RunRef = Annotated[str, typer.Argument(metavar="RUN", help="Run folder path, its name under --runs-dir, or 'latest'.",
-                                       autocompletion=complete_run)]
-RunsDir = Annotated[str, typer.Option("--runs-dir", metavar="DIR", help="Folder holding run folders.")]
-JsonFlag = Annotated[bool, typer.Option("--json", help="Print the result as JSON (schema in docs/).")]

@@ -3,23 +3,19 @@ from __future__ import annotations
 
 from typing import Annotated, Optional
 
-import typer
-
-from agent.commands.shared import EXIT_FAILED, Command, JsonFlag, RunRef, RunsDir, fail, sub_app
+from agent.commands.params import EXIT_FAILED, Ended, JsonFlag, Opt, RunRef, RunsDir, fail
 from agent.terminal.printable import echo
 from tools.defaults import ASSUMED_TARGET_GPUS
 
-tuning = sub_app("FP8 block-GEMM kernel tuning: shapes, plan, prove, uninstall.")
-Force = Annotated[bool, typer.Option("--force", help="Also restore files changed since the install.")]
-SshOption = Annotated[Optional[list[str]], typer.Option(
+Force = Annotated[bool, Opt("--force", help="Also restore files changed since the install.")]
+SshOption = Annotated[Optional[list[str]], Opt(
     "--ssh-option", metavar="ARG", help="ssh argument for an install on an ssh:// host (repeat); a run folder's "
                                         "own only once allowed (runs you made are).")]
-ExecutorOption = Annotated[Optional[str], typer.Option(
+ExecutorOption = Annotated[Optional[str], Opt(
     "--executor", metavar="WHERE", help="The ssh:// host the run installed on; a run folder's own only once "
                                         "allowed (runs you made are).")]
 
 
-@tuning.command("uninstall", cls=Command)
 def uninstall(run: RunRef, runs_dir: RunsDir = "runs", force: Force = False, executor_given: ExecutorOption = None,
               ssh_option: SshOption = None, as_json: JsonFlag = False) -> None:
     """Restore SGLang's config folder exactly as it was before RUN installed tuned configs.
@@ -48,7 +44,7 @@ def uninstall(run: RunRef, runs_dir: RunsDir = "runs", force: Force = False, exe
         fail(str(err), EXIT_FAILED)
     if as_json:
         print(result.model_dump_json(indent=2))
-        raise typer.Exit(EXIT_FAILED if result.left_alone or result.not_ours else 0)
+        raise Ended(EXIT_FAILED if result.left_alone or result.not_ours else 0)
     for path in result.restored:
         echo(f"restored {path}")
     for path in result.removed:
@@ -61,10 +57,9 @@ def uninstall(run: RunRef, runs_dir: RunsDir = "runs", force: Force = False, exe
         echo(f"left alone (no record of ours) {path}")
     if result.note:
         echo(result.note)
-    raise typer.Exit(EXIT_FAILED if result.left_alone or result.not_ours else 0)
+    raise Ended(EXIT_FAILED if result.left_alone or result.not_ours else 0)
 
 
-@tuning.command("prove", cls=Command)
 def prove(run: RunRef, runs_dir: RunsDir = "runs", as_json: JsonFlag = False) -> None:
     """Say which configs RUN installed were loaded by its benchmark servers (from their logs).
 
@@ -85,20 +80,20 @@ def prove(run: RunRef, runs_dir: RunsDir = "runs", as_json: JsonFlag = False) ->
         fail(str(err), EXIT_FAILED)
     if proof is None:
         echo("null" if as_json else "this run installed no kernel configs: nothing to prove")
-        raise typer.Exit(0)
+        raise Ended(0)
     echo(proof.model_dump_json(indent=2) if as_json else proof_section(proof, path).markdown())
-    raise typer.Exit(0 if proof.all_loaded else EXIT_FAILED)
+    raise Ended(0 if proof.all_loaded else EXIT_FAILED)
 
 
-ModelPath = Annotated[Optional[str], typer.Option("--model-path", metavar="PATH",
+ModelPath = Annotated[Optional[str], Opt("--model-path", metavar="PATH",
                                                   help="Checkpoint folder or its config.json.")]
-Logs = Annotated[Optional[list[str]], typer.Option("--log", metavar="FILE",
+Logs = Annotated[Optional[list[str]], Opt("--log", metavar="FILE",
                                                    help="Server log to mine for default-config warnings (repeat).")]
-Shapes = Annotated[Optional[list[str]], typer.Option("--shapes", metavar="N,K", help="A shape (repeat).")]
-Tp = Annotated[int, typer.Option("--tp", metavar="N", min=1, max=4096, help="Tensor-parallel size.")]
+Shapes = Annotated[Optional[list[str]], Opt("--shapes", metavar="N,K", help="A shape (repeat).")]
+Tp = Annotated[int, Opt("--tp", metavar="N", min=1, max=4096, help="Tensor-parallel size.")]
 
 
-Drafters = Annotated[Optional[list[str]], typer.Option(
+Drafters = Annotated[Optional[list[str]], Opt(
     "--drafter", metavar="mtp_head|dspark|none",
     help="Drafter whose GEMMs to add (repeat) [from the config: dspark_* keys -> dspark, else an MTP head].")]
 
@@ -112,7 +107,6 @@ def _drafters(values: list[str] | None) -> list | None:
     return [v for v in dict.fromkeys(values) if v != "none"]
 
 
-@tuning.command("shapes", cls=Command)
 def shapes(model_path: ModelPath = None, log: Logs = None, shape: Shapes = None, tp: Tp = 1,
            drafter: Drafters = None, as_json: JsonFlag = False) -> None:
     """List the FP8 block-GEMM shapes worth tuning and where each came from."""
@@ -135,13 +129,12 @@ def shapes(model_path: ModelPath = None, log: Logs = None, shape: Shapes = None,
         echo(found.note)
 
 
-RequiredShapes = Annotated[list[str], typer.Option("--shapes", metavar="N,K", help="A shape (repeat).")]
-GpuCount = Annotated[int, typer.Option("--gpu-count", metavar="N", min=1, max=4096, help="Number of GPUs.")]
-BatchSizes = Annotated[Optional[list[int]], typer.Option("--batch-size", metavar="M", min=1, max=1 << 20,
+RequiredShapes = Annotated[list[str], Opt("--shapes", metavar="N,K", help="A shape (repeat).")]
+GpuCount = Annotated[int, Opt("--gpu-count", metavar="N", min=1, max=4096, help="Number of GPUs.")]
+BatchSizes = Annotated[Optional[list[int]], Opt("--batch-size", metavar="M", min=1, max=1 << 20,
                                                          help="Batch size M (repeat) [SGLang's list].")]
 
 
-@tuning.command("plan", cls=Command)
 def plan(shape: RequiredShapes, gpu_count: GpuCount = ASSUMED_TARGET_GPUS, batch_size: BatchSizes = None, as_json: JsonFlag = False) -> None:
     """Show how (shape x batch size) units would be split over GPUs, longest first."""
     from tools.base import ToolError

@@ -3,9 +3,7 @@ from __future__ import annotations
 
 from typing import Annotated, Optional
 
-import typer
-
-from agent.commands.shared import EXIT_FAILED, JsonFlag, fail
+from agent.commands.params import EXIT_FAILED, JsonFlag, Opt, fail
 from agent.commands.campaign import ConfigFile
 from agent.commands.options import flag_names, pick, with_options
 from agent.terminal.printable import echo
@@ -14,10 +12,10 @@ SYNC_OPTIONS = pick("sglang_src", "remote", "branch", "allow_dirty", "model", "m
                     sglang_src="SGLang git checkout [setting sglang_src].",
                     allow_dirty="Pull despite local changes the incoming commits do not touch.",
                     sglang_python="Interpreter with SGLang, for the reinstall command.")
-Previous = Annotated[Optional[str], typer.Option(
+Previous = Annotated[Optional[str], Opt(
     "--previous", metavar="MTP_JSON", help="mtp.json of an earlier run to diff the recommendation against "
                                            "[the evidence on the checkout before pulling].")]
-FetchTimeout = Annotated[float, typer.Option("--fetch-timeout", metavar="SECONDS",
+FetchTimeout = Annotated[float, Opt("--fetch-timeout", metavar="SECONDS",
                                              help="Seconds before a silent remote counts as down.")]
 
 
