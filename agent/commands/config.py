@@ -2,10 +2,19 @@
 give back its programs, hosts and endpoints (docs/config.md)."""
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Annotated
 
 from agent.commands.params import Arg, fail
+from agent.settings.config_file import ConfigFileError
+from agent.settings.config_file import allow as record_allowed
+from agent.settings.config_file import deny as forget
+from agent.settings.model import Settings
+from agent.settings.of_run import user_only_fields
+from agent.settings.recorded import HOST_PATHS, allow_run, deny_run
 from agent.terminal.printable import echo
+from tools.base import ToolError
 
 File = Annotated[str, Arg(metavar="FILE", help="The settings file [./dsv4-agent.toml], or a run folder.")]
 
@@ -13,9 +22,6 @@ File = Annotated[str, Arg(metavar="FILE", help="The settings file [./dsv4-agent.
 def _runs_or_trusts() -> set[str]:
     """Settings that run programs, send the key, or widen trust (their fields say so), and the host paths:
     what a reader of the file must look at."""
-    from agent.settings.recorded import HOST_PATHS
-    from agent.settings.of_run import user_only_fields
-
     return set(user_only_fields()) | set(HOST_PATHS)
 
 
@@ -28,11 +34,6 @@ def allow(file: File = "dsv4-agent.toml") -> None:
     file's SHA-256 is recorded in the agent's state folder (not in the repository). Exit 2 when it
     cannot be allowed (missing, another user's, writable by others, not valid settings).
     """
-    from pathlib import Path
-
-    from agent.settings.model import Settings
-    from agent.settings.config_file import ConfigFileError, allow as record_allowed
-
     if (Path(file) / "config.json").is_file():
         _allow_run(Path(file))
         return
@@ -47,12 +48,6 @@ def allow(file: File = "dsv4-agent.toml") -> None:
 
 
 def _allow_run(run) -> None:
-    import json
-
-    from agent.settings.recorded import allow_run
-    from agent.settings.of_run import user_only_fields
-    from tools.base import ToolError
-
     try:
         recorded = json.loads((run / "config.json").read_text()).get("settings") or {}
         digest = allow_run(run)
@@ -65,13 +60,7 @@ def _allow_run(run) -> None:
 
 def deny(file: File = "dsv4-agent.toml") -> None:
     """Forget that FILE (or a run folder) was allowed: campaigns started in its folder refuse it again."""
-    from pathlib import Path
-
-    from agent.settings.config_file import ConfigFileError, deny as forget
-
     if (Path(file) / "config.json").is_file():
-        from agent.settings.recorded import deny_run
-
         echo(f"{'forgot' if deny_run(Path(file)) else 'was not allowed:'} run folder {Path(file).resolve()}")
         return
     try:

@@ -15,9 +15,9 @@ from typing import Annotated, get_args, get_origin
 import typer
 
 from agent import __version__
+from agent.commands.command_table import COMMANDS, GROUPS, command_function, group_help
 from agent.commands.params import Arg, Opt
 from agent.commands.shared import CONTEXT, Command, Group, end_at_once_when_done, run_main, sub_app
-from agent.commands.command_table import COMMANDS, GROUPS, command_function, group_help
 from agent.commands.typer_internals import UsageError
 
 

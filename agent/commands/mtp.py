@@ -1,14 +1,19 @@
 """``dsv4-agent mtp``: which speculative-decoding flags to use for a model, cited to the SGLang tree."""
 from __future__ import annotations
 
+import gc
+import sys
 from typing import Annotated, Optional
 
-import sys
-
+from agent.commands.mtp_table import print_answer
+from agent.commands.options import pick, with_options
 from agent.commands.params import EXIT_FAILED, PROG, JsonFlag, Opt, fail
 from agent.commands.shared import end_when_written
-from agent.commands.options import pick, with_options
 from agent.terminal.printable import echo, printable
+from tools.base import ToolError
+from tools.mtp.answer import Verification
+from tools.mtp.infer import InferMtpArgs, infer_mtp
+from tools.mtp.verify import VerifyArgs, apply_verification, verify_flags
 
 Str = Optional[str]
 LOOKUP_TIMEOUT_S = 10.0  # find_spec in --sglang-python: no SGLang import, so a short wait is plenty
@@ -40,11 +45,6 @@ def mtp(
     Exit 0 answered, 1 nothing could be answered (no architecture and no recipe) or --verify could not
     run (the answer is still printed), 2 bad input.
     """
-    import gc
-
-    from tools.base import ToolError
-    from tools.mtp.infer import InferMtpArgs, infer_mtp
-
     given = {_ARGS[k]: v for k, v in settings.items() if v is not None}
     try:
         args = InferMtpArgs(**given, gpu=gpu, gpus=gpu_count, lookup_timeout_s=min(LOOKUP_TIMEOUT_S, verify_timeout))
@@ -59,7 +59,6 @@ def mtp(
     if as_json:
         echo(answer.model_dump_json(indent=2))
     else:
-        from agent.commands.mtp_table import print_answer
         print_answer(answer)
     nothing = answer.recommended is None and answer.architecture is None and not answer.candidates
     unverified = verify and answer.verification is not None and answer.verification.status == "not_verified"
@@ -69,9 +68,6 @@ def mtp(
 
 
 def _verified(answer, sglang_python: str, model_path: str | None, timeout: float):
-    from tools.mtp.answer import Verification
-    from tools.mtp.verify import VerifyArgs, apply_verification, verify_flags
-
     if answer.recommended is None:
         verification = Verification(status="not_verified", reason="nothing to verify: no recommendation",
                                     python=sglang_python)

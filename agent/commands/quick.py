@@ -14,8 +14,8 @@ import os
 import sys
 
 from agent import __version__
-from agent.commands.params import PROG, Arg, Ended, Opt, declared
 from agent.commands.command_table import HELP_PATHS, READ_ONLY, command_function
+from agent.commands.params import PROG, Arg, Ended, Opt, declared
 
 EXIT_USAGE = 2
 EXIT_PIPE_CLOSED = 141

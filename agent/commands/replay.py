@@ -3,8 +3,15 @@ from __future__ import annotations
 
 from typing import Annotated, Optional
 
+from agent.campaign.start_resume import CampaignError, load_run
 from agent.commands.params import EXIT_USAGE, Ended, JsonFlag, Opt, RunRef, fail, print_json
+from agent.replay.driver import replay_run
+from agent.replay.record import RecordError
+from agent.replay.rerun import rerun, rerun_settings
+from agent.replay.rerun_summary import summarize
+from agent.report import timeline_process
 from agent.terminal.printable import echo
+from tools.base import ToolError
 
 Timeline = Annotated[bool, Opt("--timeline", help="Show lanes, overlap, GPU idle, critical path.")]
 Rerun = Annotated[bool, Opt("--rerun", help="Execute the recorded plan again in a new run folder.")]
@@ -29,12 +36,6 @@ def replay(run: RunRef, timeline: Timeline = False, rerun: Rerun = False, keep: 
     change % and whether it is within noise (--tolerance), then the recommended flags and tuned
     shapes; --raw adds the field-by-field diff.
     """
-    from agent.campaign.start_resume import CampaignError, load_run
-    from agent.replay.record import RecordError
-    from agent.replay.rerun import rerun_settings
-    from agent.report import timeline_process
-    from tools.base import ToolError
-
     try:
         folder = load_run(run, runs_dir)
     except CampaignError as err:
@@ -70,8 +71,6 @@ def _say(text: str, as_json: bool) -> None:
 
 
 def _replay(path, keep, out: dict, as_json: bool) -> int:
-    from agent.replay.driver import replay_run
-
     report = replay_run(path, work_dir=keep)
     out["replay"] = {"exit_code": report.exit_code, "matched": report.matched, "total": report.total,
                      "events": report.events, "stopped": report.stopped, "plan_same": report.plan_same,
@@ -83,8 +82,6 @@ def _replay(path, keep, out: dict, as_json: bool) -> int:
 
 
 def _timeline(path, drawing, out: dict, as_json: bool) -> None:
-    from agent.report import timeline_process
-
     png, text = timeline_process.finish(drawing)
     out["timeline"] = {"text": text.rstrip(), "png": str(png), "html": str(path / "report.html")}
     _say(text.rstrip(), as_json)
@@ -92,9 +89,6 @@ def _timeline(path, drawing, out: dict, as_json: bool) -> None:
 
 
 def _rerun(path, goal: str, settings, out: dict, as_json: bool, tolerance: float, raw: bool) -> int:
-    from agent.replay.rerun import rerun
-    from agent.replay.rerun_summary import summarize
-
     code, new, diff = rerun(path, goal, settings)
     summary = summarize(path, new, tolerance)
     out["rerun"] = {"exit_code": code, "new_run": str(new), "summary": summary.model_dump(), "diff": diff}

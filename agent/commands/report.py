@@ -4,6 +4,10 @@ from __future__ import annotations
 from typing import Annotated, Optional
 
 from agent.commands.params import Arg, JsonFlag, Opt, RunRef, RunsDir, fail, print_json
+from agent.report.build import build_report
+from agent.report.compare import compare_runs, compare_section, render_text
+from agent.report.timeline_view import timeline_sections
+from agent.run.folder import RunFolder, RunFolderError
 from agent.terminal.printable import echo
 
 CompareWith = Annotated[Optional[str], Opt(
@@ -12,8 +16,6 @@ CompareWith = Annotated[Optional[str], Opt(
 
 
 def _find(run: str, runs_dir: str):
-    from agent.run.folder import RunFolder, RunFolderError
-
     try:
         return RunFolder.find(run, runs_dir)
     except RunFolderError as err:
@@ -24,10 +26,6 @@ def report(run: RunRef, runs_dir: RunsDir = "runs", compare: CompareWith = None,
     """Rebuild the comparison report of a run from its folder alone (bench/, steps/, plan.md).
 
     Example: dsv4-agent report latest --compare runs/20260101T000000Z-enable-mtp"""
-    from agent.report.build import build_report
-    from agent.report.timeline_view import timeline_sections
-    from agent.run.folder import RunFolderError
-
     folder = _find(run, runs_dir)
     if link := folder.placed_link():  # report.md, report.html and the plots are written here
         fail(link)
@@ -38,8 +36,6 @@ def report(run: RunRef, runs_dir: RunsDir = "runs", compare: CompareWith = None,
         echo(f"note: {err}", err=True)
     extra = timeline_sections(folder.path)
     if other is not None:
-        from agent.report.compare import compare_section
-
         extra = [compare_section(other.path, folder.path), *extra]
     written = [str(p) for p in build_report(folder.path, extra_sections=extra)]
     if as_json:
@@ -59,8 +55,6 @@ def compare(run_a: RunA, run_b: RunB, runs_dir: RunsDir = "runs", as_json: JsonF
     and concurrency, with the spread of the repeats) and the two verdicts.
 
     Example: dsv4-agent compare runs/<before-the-pull> latest"""
-    from agent.report.compare import compare_runs, render_text
-
     a, b = _find(run_a, runs_dir), _find(run_b, runs_dir)
     data = compare_runs(a.path, b.path)
     if as_json:

@@ -39,14 +39,14 @@ def end_when_written(code: int) -> NoReturn:
     From the console script the process ends right here (``os._exit`` after flushing stdout and
     stderr): nothing is left to do, while tearing the interpreter down (collecting a parse cache's
     millions of objects, unloading modules) takes seconds. In process (tests) it raises
-    ``typer.Exit`` like any command. The one way for any command to skip that teardown.
+    ``Ended`` like any command. The one way for any command to skip that teardown.
     """
     if _END_AT_ONCE:
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(BrokenPipeError, ValueError):  # the reader went away, or the stream is closed
                 stream.flush()
         os._exit(code)
-    raise typer.Exit(code)
+    raise Ended(code)
 
 
 def _argument_name(param) -> str:

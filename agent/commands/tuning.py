@@ -4,8 +4,19 @@ from __future__ import annotations
 from typing import Annotated, Optional
 
 from agent.commands.params import EXIT_FAILED, Ended, JsonFlag, Opt, RunRef, RunsDir, fail
-from agent.terminal.printable import echo
+from agent.report.sections import proof_section
+from agent.run.folder import RunFolder, RunFolderError
+from agent.settings.recorded import CampaignError
+from agent.settings.run_reach import reach_of_run
+from agent.terminal.printable import echo, outage_wait
+from tools.base import ToolError
 from tools.defaults import ASSUMED_TARGET_GPUS
+from tools.jobs.factory import make_executor
+from tools.tuning.install import MANIFEST, load_manifest, uninstall_configs
+from tools.tuning.plan import PlanTuningArgs, plan_tuning
+from tools.tuning.prove import prove_run
+from tools.tuning.remote_install import uninstall_on_host
+from tools.tuning.shapes import FindShapesArgs, find_shapes
 
 Force = Annotated[bool, Opt("--force", help="Also restore files changed since the install.")]
 SshOption = Annotated[Optional[list[str]], Opt(
@@ -23,11 +34,6 @@ def uninstall(run: RunRef, runs_dir: RunsDir = "runs", force: Force = False, exe
     On the GPU host when the run installed them there through its SSH executor. Runs that installed
     the same configs may be uninstalled in any order. Exit 1 when a file was left alone.
     """
-    from agent.campaign.start_resume import CampaignError
-    from agent.run.folder import RunFolder, RunFolderError
-    from tools.base import ToolError
-    from tools.tuning.install import MANIFEST, load_manifest, uninstall_configs
-
     try:
         folder = RunFolder.find(run, runs_dir)
     except RunFolderError as err:
@@ -65,11 +71,6 @@ def prove(run: RunRef, runs_dir: RunsDir = "runs", as_json: JsonFlag = False) ->
 
     Exit 0 when all were loaded (or none were installed), 1 otherwise.
     """
-    from agent.run.folder import RunFolder, RunFolderError
-    from tools.base import ToolError
-    from agent.report.sections import proof_section
-    from tools.tuning.prove import prove_run
-
     try:
         path = RunFolder.find(run, runs_dir).path
     except RunFolderError as err:
@@ -110,9 +111,6 @@ def _drafters(values: list[str] | None) -> list | None:
 def shapes(model_path: ModelPath = None, log: Logs = None, shape: Shapes = None, tp: Tp = 1,
            drafter: Drafters = None, as_json: JsonFlag = False) -> None:
     """List the FP8 block-GEMM shapes worth tuning and where each came from."""
-    from tools.base import ToolError
-    from tools.tuning.shapes import FindShapesArgs, find_shapes
-
     try:
         found = find_shapes(FindShapesArgs(shapes=shape or [], log_files=log or [], model_path=model_path, tp=tp,
                                            drafters=_drafters(drafter)))
@@ -137,9 +135,6 @@ BatchSizes = Annotated[Optional[list[int]], Opt("--batch-size", metavar="M", min
 
 def plan(shape: RequiredShapes, gpu_count: GpuCount = ASSUMED_TARGET_GPUS, batch_size: BatchSizes = None, as_json: JsonFlag = False) -> None:
     """Show how (shape x batch size) units would be split over GPUs, longest first."""
-    from tools.base import ToolError
-    from tools.tuning.plan import PlanTuningArgs, plan_tuning
-
     try:
         args = PlanTuningArgs(shapes=shape, gpus=list(range(gpu_count)), **({"batch_sizes": batch_size} if batch_size else {}))
         result = plan_tuning(args)
@@ -156,12 +151,6 @@ def plan(shape: RequiredShapes, gpu_count: GpuCount = ASSUMED_TARGET_GPUS, batch
 def _uninstall_on_host(folder, installed_by: str, force: bool, executor_given: str | None,
                        ssh_options: list[str] | None):
     """Undo through the executor that installed (with the ssh options the user gives now)."""
-    from agent.settings.run_reach import reach_of_run
-    from agent.terminal.printable import outage_wait
-    from tools.base import ToolError
-    from tools.jobs.factory import make_executor
-    from tools.tuning.remote_install import uninstall_on_host
-
     where, options = reach_of_run(folder.path, executor_given, ssh_options)  # the host only by resume's rule
     if str(where) != installed_by:
         raise ToolError(f"the configs were installed on {installed_by} but the run's executor is now "

@@ -3,10 +3,14 @@ from __future__ import annotations
 
 from typing import Annotated, Optional
 
-from agent.commands.params import EXIT_FAILED, JsonFlag, Opt, fail
 from agent.commands.campaign import ConfigFile
 from agent.commands.options import flag_names, pick, with_options
+from agent.commands.params import EXIT_FAILED, JsonFlag, Opt, fail
+from agent.settings.layers import SettingsError, load_settings
 from agent.terminal.printable import echo
+from tools.base import ToolError
+from tools.sync.markdown import render_markdown
+from tools.sync.upstream import SyncArgs, sync_upstream
 
 SYNC_OPTIONS = pick("sglang_src", "remote", "branch", "allow_dirty", "model", "model_path", "sglang_python",
                     sglang_src="SGLang git checkout [setting sglang_src].",
@@ -29,11 +33,6 @@ def sync(previous: Previous = None, fetch_timeout: FetchTimeout = 120.0, config:
     resets, stashes, rebases or forces; a dirty or diverged checkout is refused with what to do.
     Exit 0 synced, 1 refused or failed, 2 bad settings.
     """
-    from agent.settings.layers import SettingsError, load_settings
-    from tools.base import ToolError
-    from tools.sync.markdown import render_markdown
-    from tools.sync.upstream import SyncArgs, sync_upstream
-
     try:
         chosen = load_settings(settings, config=config, flags=flag_names(SYNC_OPTIONS))
     except SettingsError as err:
