@@ -135,3 +135,29 @@ def test_status_reads_a_trace_without_the_schema_and_names_what_is_wrong(work, t
     done = _run([AGENT, "status", "golden"], work, env)
     assert done.returncode == 0 and "trace: unreadable:" in done.stdout and "line 4" in done.stdout, done.stdout
     assert "not a trace event (no v, seq, type)" in done.stdout
+
+
+@pytest.mark.parametrize("words", sorted(__import__("agent.commands.command_table").commands.command_table.READ_ONLY),
+                         ids=" ".join)
+def test_a_read_only_commands_options_are_read_from_its_function(words):
+    # Adding an option to status, runs or jobs is one parameter on the function: the quick parser reads it
+    # there (or, for a number, leaves the words to the whole command line).
+    from agent.commands.command_table import command_function
+    from agent.commands.params import Arg, Opt, declared
+    from agent.commands.quick import parse
+
+    params = declared(command_function(words))
+    argv, expected = [], {}
+    for param, kind, mark in params:
+        if isinstance(mark, Arg):
+            argv.append(f"given-{param.name}")
+            expected[param.name] = f"given-{param.name}"
+        elif isinstance(mark, Opt) and kind is bool:
+            argv.append(mark.decls[0])
+            expected[param.name] = True
+        elif isinstance(mark, Opt) and kind in (str, list[str]):
+            argv += [mark.decls[0], "v"]
+            expected[param.name] = "v" if kind is str else ["v"]
+        elif isinstance(mark, Opt):
+            assert parse([*argv, mark.decls[0], "1"], params) is None  # a number: click checks it
+    assert len(expected) > 2 and parse(argv, params) == expected

@@ -18,7 +18,7 @@ COMMANDS: list[tuple[tuple[str, ...], str, str | None]] = [
     (("resume",), "campaign:resume", CAMPAIGN),
     (("bundle",), "campaign:bundle", CAMPAIGN),
     (("status",), "runs:status", INSPECT),
-    (("jobs",), "runs:jobs", INSPECT),
+    (("jobs",), "jobs:jobs", INSPECT),
     (("runs",), "runs:runs", INSPECT),
     (("report",), "report:report", INSPECT),
     (("compare",), "report:compare", INSPECT),

@@ -11,32 +11,27 @@ from __future__ import annotations
 import inspect
 import json
 import sys
-from dataclasses import dataclass, field
-from typing import Annotated, Any, NoReturn, Optional, Union, get_args, get_origin
+from typing import Annotated, Any, NoReturn, Union, get_args, get_origin
+
+from agent.run.folder import RunFolder, RunFolderError
 
 PROG = "dsv4-agent"
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 
 
-@dataclass(frozen=True)
 class Opt:
     """An option: typer.Option's names and keyword arguments (``help``, ``metavar``, ``min``...)."""
-    decls: tuple[str, ...]
-    kwargs: dict = field(default_factory=dict)
 
     def __init__(self, *decls: str, **kwargs: Any):
-        object.__setattr__(self, "decls", decls)
-        object.__setattr__(self, "kwargs", kwargs)
+        self.decls, self.kwargs = decls, kwargs
 
 
-@dataclass(frozen=True)
 class Arg:
     """A positional argument: typer.Argument's keyword arguments."""
-    kwargs: dict = field(default_factory=dict)
 
     def __init__(self, **kwargs: Any):
-        object.__setattr__(self, "kwargs", kwargs)
+        self.kwargs = kwargs
 
 
 class Ended(RuntimeError):
@@ -54,6 +49,14 @@ def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
 
     print(f"{PROG}: {printable(redact_text(message))}", file=sys.stderr, flush=True)  # quotes run folders, repos
     raise Ended(code)
+
+
+def find_run(run: str, runs_dir: str) -> RunFolder:
+    """The run folder RUN names (a path, a name under --runs-dir, or 'latest'), or the command ends saying why."""
+    try:
+        return RunFolder.find(run, runs_dir)
+    except RunFolderError as err:
+        fail(str(err))
 
 
 def print_json(data: Any) -> None:
@@ -91,6 +94,3 @@ def declared(fn) -> list[tuple[inspect.Parameter, type, Opt | Arg | None]]:
             kind = next(a for a in get_args(kind) if a is not type(None))
         found.append((param, kind, next((m for m in marks if isinstance(m, (Opt, Arg))), None)))
     return found
-
-
-__all__ = ["Opt", "Arg", "Ended", "fail", "print_json", "declared", "RunRef", "RunsDir", "JsonFlag", "Optional"]

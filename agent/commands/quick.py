@@ -14,9 +14,8 @@ import os
 import sys
 
 from agent import __version__
-from agent.commands.command_table import HELP_PATHS, READ_ONLY, command_function
-from agent.commands.params import PROG, Arg, Ended, Opt, declared
 
+PROG = "dsv4-agent"
 EXIT_USAGE = 2
 EXIT_PIPE_CLOSED = 141
 COMPLETION_ENV = "_DSV4_AGENT_COMPLETE"  # typer's shell completion asks through the environment
@@ -30,21 +29,13 @@ def answer(argv: list[str]) -> int | None:
         if argv in (["--version"], ["-V"]):
             print(f"{PROG} {__version__}", flush=True)
             return 0
+        from agent.commands.command_table import HELP_PATHS, READ_ONLY  # what --version needs not
+
         if argv and argv[-1] in ("-h", "--help") and tuple(argv[:-1]) in HELP_PATHS:
             sys.stdout.write(tool_help(tuple(argv[:-1])))
             sys.stdout.flush()
             return 0
-        if tuple(argv[:1]) not in READ_ONLY:
-            return None
-        command = command_function(tuple(argv[:1]))
-        given = parse(argv[1:], declared(command))
-        if given is None:
-            return None
-        command(**given)
-        sys.stdout.flush()
-        return 0
-    except Ended as ended:  # its reason said already (params.fail)
-        return ended.code
+        return read_only(argv) if tuple(argv[:1]) in READ_ONLY else None
     except BrokenPipeError:  # the reader of stdout went away (| head): later writes go nowhere
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
@@ -74,7 +65,24 @@ def answer(argv: list[str]) -> int | None:
         return EXIT_USAGE
 
 
-def _readable(kind, mark: Opt) -> bool:
+def read_only(argv: list[str]) -> int | None:
+    """A read-only command answered by its own function, its words read from its parameters."""
+    from agent.commands.command_table import command_function
+    from agent.commands.params import Ended, declared
+
+    command = command_function(tuple(argv[:1]))
+    given = parse(argv[1:], declared(command))
+    if given is None:
+        return None
+    try:
+        command(**given)
+    except Ended as ended:  # its reason said already (params.fail)
+        return ended.code
+    sys.stdout.flush()
+    return 0
+
+
+def _readable(kind, mark) -> bool:
     """An option this parser reads as click does: a flag, a text, or a repeated text, with no callback."""
     plain = not ({"callback", "is_eager", "min", "max"} & set(mark.kwargs)) and not any("/" in d for d in mark.decls)
     return plain and (kind in (bool, str) or kind == list[str])
@@ -82,6 +90,8 @@ def _readable(kind, mark: Opt) -> bool:
 
 def parse(args: list[str], params: list) -> dict | None:
     """The command's keyword arguments as click would read ``args``, or None for anything else."""
+    from agent.commands.params import Arg, Opt
+
     options = {decl: (param.name, kind) for param, kind, mark in params if isinstance(mark, Opt)
                and _readable(kind, mark) for decl in mark.decls}
     arguments = [param for param, _kind, mark in params if isinstance(mark, Arg)]
