@@ -3,9 +3,8 @@ from __future__ import annotations
 
 from typing import Annotated, Optional
 
-from agent.commands.params import EXIT_FAILED, Ended, JsonFlag, Opt, RunRef, RunsDir, fail
+from agent.commands.params import EXIT_FAILED, Ended, JsonFlag, Opt, RunRef, RunsDir, fail, find_run
 from agent.report.sections import proof_section
-from agent.run.folder import RunFolder, RunFolderError
 from agent.settings.recorded import CampaignError
 from agent.settings.run_reach import reach_of_run
 from agent.terminal.printable import echo, outage_wait
@@ -34,10 +33,7 @@ def uninstall(run: RunRef, runs_dir: RunsDir = "runs", force: Force = False, exe
     On the GPU host when the run installed them there through its SSH executor. Runs that installed
     the same configs may be uninstalled in any order. Exit 1 when a file was left alone.
     """
-    try:
-        folder = RunFolder.find(run, runs_dir)
-    except RunFolderError as err:
-        fail(str(err))
+    folder = find_run(run, runs_dir)
     try:
         installed_by = load_manifest(folder.path / MANIFEST).installed_by
         if installed_by == "local":
@@ -71,10 +67,7 @@ def prove(run: RunRef, runs_dir: RunsDir = "runs", as_json: JsonFlag = False) ->
 
     Exit 0 when all were loaded (or none were installed), 1 otherwise.
     """
-    try:
-        path = RunFolder.find(run, runs_dir).path
-    except RunFolderError as err:
-        fail(str(err))
+    path = find_run(run, runs_dir).path
     try:
         proof = prove_run(path)
     except ToolError as err:
