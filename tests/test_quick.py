@@ -137,9 +137,9 @@ def test_status_reads_a_trace_without_the_schema_and_names_what_is_wrong(work, t
     assert "not a trace event (no v, seq, type)" in done.stdout
 
 
-@pytest.mark.parametrize("words", sorted(__import__("agent.commands.command_table").commands.command_table.READ_ONLY),
+@pytest.mark.parametrize("words", sorted(__import__("agent.commands.command_table").commands.command_table.WITHOUT_TYPER),
                          ids=" ".join)
-def test_a_read_only_commands_options_are_read_from_its_function(words):
+def test_a_quick_commands_options_are_read_from_its_function(words):
     # Adding an option to status, runs or jobs is one parameter on the function: the quick parser reads it
     # there (or, for a number, leaves the words to the whole command line).
     from agent.commands.command_table import command_function

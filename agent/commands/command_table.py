@@ -34,8 +34,9 @@ COMMANDS: list[tuple[tuple[str, ...], str, str | None]] = [
     (("config", "allow"), "config:allow", None),
     (("config", "deny"), "config:deny", None),
 ]
-# Commands that only read: agent/commands/quick.py answers them without typer when their words parse
-READ_ONLY = frozenset({("status",), ("runs",), ("jobs",)})
+# Asked far more often than campaigns run: agent/commands/quick.py answers them without typer (calling the same
+# function) when their words parse; their modules import no typer, nor pydantic for a look at a run
+WITHOUT_TYPER = frozenset({("status",), ("runs",), ("jobs",)})
 
 GROUPS = frozenset(words for words, *_ in COMMANDS if any(w[:-1] == words for w, *_ in COMMANDS))
 # Every command whose ``-h`` is answered (the root's too)

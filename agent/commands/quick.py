@@ -1,8 +1,8 @@
 """Answers to the questions that only read, imported by the console script before anything else.
 
-``--version``, every ``--help`` and the read-only commands (``status RUN``, ``runs``, ``jobs RUN``;
-agent/commands/command_table.py's ``READ_ONLY``) are asked far more often than campaigns run, and importing
-the command-line framework costs more than answering them. A read-only command's words are parsed
+``--version``, every ``--help`` and the commands that look at runs (``status RUN``, ``runs``, ``jobs RUN``;
+agent/commands/command_table.py's ``WITHOUT_TYPER``) are asked far more often than campaigns run, and
+importing the command-line framework costs more than answering them. Such a command's words are parsed
 from the parameters its function declares (agent/commands/params.py) and the same function answers;
 anything this parser does not read as click would (a number, an unknown option) returns None and
 agent/commands/main.py answers. A help is the whole command line's own text, cached per command,
@@ -29,13 +29,13 @@ def answer(argv: list[str]) -> int | None:
         if argv in (["--version"], ["-V"]):
             print(f"{PROG} {__version__}", flush=True)
             return 0
-        from agent.commands.command_table import HELP_PATHS, READ_ONLY  # what --version needs not
+        from agent.commands.command_table import HELP_PATHS, WITHOUT_TYPER  # what --version needs not
 
         if argv and argv[-1] in ("-h", "--help") and tuple(argv[:-1]) in HELP_PATHS:
             sys.stdout.write(tool_help(tuple(argv[:-1])))
             sys.stdout.flush()
             return 0
-        return read_only(argv) if tuple(argv[:1]) in READ_ONLY else None
+        return without_typer(argv) if tuple(argv[:1]) in WITHOUT_TYPER else None
     except BrokenPipeError:  # the reader of stdout went away (| head): later writes go nowhere
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
@@ -65,8 +65,8 @@ def answer(argv: list[str]) -> int | None:
         return EXIT_USAGE
 
 
-def read_only(argv: list[str]) -> int | None:
-    """A read-only command answered by its own function, its words read from its parameters."""
+def without_typer(argv: list[str]) -> int | None:
+    """A command answered by its own function, its words read from its parameters."""
     from agent.commands.command_table import command_function
     from agent.commands.params import Ended, declared
 
@@ -78,6 +78,9 @@ def read_only(argv: list[str]) -> int | None:
         command(**given)
     except Ended as ended:  # its reason said already (params.fail)
         return ended.code
+    except KeyboardInterrupt:  # as click says it for the whole command line (agent/commands/shared.py)
+        print("\ninterrupted", file=sys.stderr, flush=True)
+        return 130
     sys.stdout.flush()
     return 0
 
