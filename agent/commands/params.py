@@ -1,10 +1,10 @@
 """What a command declares and uses without the command-line framework: its options and arguments,
-the one error helper and JSON output.
+the one error helper, the run RUN names, and JSON output.
 
 A command's parameters are ``Annotated[type, Opt(...)]`` or ``Annotated[type, Arg(...)]``: typer's
 ``Option``/``Argument`` arguments, kept as given. agent/commands/main.py hands them to typer when it
-builds a command; agent/commands/quick.py reads the same parameters to answer the read-only
-commands without typer, calling the same function. So an option is declared once, on the function.
+builds a command; agent/commands/quick.py reads the same parameters to answer ``status``, ``runs``
+and ``jobs`` without typer, calling the same function. So an option is declared once, on the function.
 """
 from __future__ import annotations
 
