@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from agent.commands.quick import HELP_PATHS  # noqa: E402
+from agent.commands.command_table import HELP_PATHS  # noqa: E402
 from benchmarks.harness import AGENT, REPO, clean_env, finish, row, time_process  # noqa: E402
 
 GOLDEN = REPO / "tests" / "golden" / "playbook-mtp-tune"

@@ -121,9 +121,8 @@ def test_report_from_the_run_folder_opens_in_chromium(measured, tmp_path):
     ctx, _step, _scripts, _ = measured
     chromium = require_binary("chromium")
     (ctx.run.path / "plan.md").write_text("# Plan\n\n1. write_scripts\n2. benchmark\n")
-    (ctx.run.path / "steps").mkdir(exist_ok=True)
-    (ctx.run.path / "steps" / "benchmark.json").write_text(json.dumps({"kind": "benchmark", "status": "done",
-                                                                        "summary": "4/4 points measured"}))
+    outcome = StepOutcome(kind="benchmark", status="done", summary="4/4 points measured")
+    ctx.run.write_json("steps/benchmark.json", outcome.model_dump(mode="json"))  # as the campaign writes it
     result = CliRunner().invoke(__import__("agent.commands.cli", fromlist=["app"]).app, ["report", str(ctx.run.path)])
     assert result.exit_code == 0, result.output
     paths = [Path(p) for p in result.output.split()]

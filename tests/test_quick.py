@@ -18,7 +18,9 @@ WHOLE = [sys.executable, "-c", "import sys; from agent.commands.main import main
 FORMS = [["--version"], ["-V"], ["-h"], ["--help"], ["status", "golden"], ["status", "golden", "--json"],
          ["status", "--runs-dir=runs", "latest"], ["runs"], ["runs", "--json"], ["jobs", "golden"],
          ["jobs", "golden", "--json"], ["status", "ghost"], ["jobs", "ghost", "--runs-dir", "runs"],
-         ["runs", "--runs-dir", "nowhere"], ["run", "-h"], ["tuning", "plan", "-h"]]
+         ["runs", "--runs-dir", "nowhere"], ["run", "-h"], ["tuning", "plan", "-h"],
+         ["runs", "--clean", "--dry-run", "--older-than", "1s"], ["jobs", "golden", "--stop", "nojob"],
+         ["jobs", "golden", "--lines", "0", "--logs", "x"], ["status", "golden", "--bogus"], ["jobs", "--", "golden"]]
 
 
 @pytest.fixture
@@ -50,15 +52,15 @@ def _command_paths(command, ctx, path=()):
 def test_every_command_of_the_whole_command_line_has_its_help_answered_quickly():
     import typer
 
-    from agent.commands import quick
     from agent.commands.main import app
+    from agent.commands.command_table import HELP_PATHS
 
     command = typer.main.get_command(app)
     with command.make_context("dsv4-agent", [], resilient_parsing=True) as ctx:
-        assert set(_command_paths(command, ctx)) == quick.HELP_PATHS
+        assert set(_command_paths(command, ctx)) == HELP_PATHS
 
 
-@pytest.mark.parametrize("path", sorted(__import__("agent.commands.quick").commands.quick.HELP_PATHS), ids=" ".join)
+@pytest.mark.parametrize("path", sorted(__import__("agent.commands.command_table").commands.command_table.HELP_PATHS), ids=" ".join)
 def test_each_commands_help_is_the_whole_command_lines(work, tmp_path, path):
     env = clean_env({"DSV4_CACHE_DIR": str(tmp_path / "cache"), "COLUMNS": "90"})
     for _first_and_kept in range(2):
@@ -68,8 +70,8 @@ def test_each_commands_help_is_the_whole_command_lines(work, tmp_path, path):
 
 
 def test_help_is_rendered_from_no_source_the_cache_does_not_watch(tmp_path):
-    probe = ("import json, sys\nfrom agent.commands import quick\n"
-             "for path in sorted(quick.HELP_PATHS):\n    quick._render_help(path)\n"
+    probe = ("import json, sys\nfrom agent.commands import command_table, quick\n"
+             "for path in sorted(command_table.HELP_PATHS):\n    quick._render_help(path)\n"
              "print(json.dumps(sorted(m.__file__ for m in list(sys.modules.values()) if (getattr(m, '__file__', None) "
              "or '').startswith(tuple(sys.argv[1:])))))\n")
     repo = Path(__file__).resolve().parents[1]
@@ -78,11 +80,9 @@ def test_help_is_rendered_from_no_source_the_cache_does_not_watch(tmp_path):
     assert done.returncode == 0, done.stderr
     from agent.commands import quick
 
-    here = repo / "agent"
-    watched = {*(here / "commands").glob("*.py"), *((here / "commands" / s).resolve() for s in quick.HELP_SOURCES)}
-    read = {Path(f) for f in json.loads(done.stdout)} - {here / "__init__.py", repo / "tools" /
-                                                        "__init__.py"}
-    assert read <= watched, sorted(map(str, read - watched))
+    watched = {Path(source).resolve() for source in quick.help_sources()}
+    read = {Path(f).resolve() for f in json.loads(done.stdout)}
+    assert read and read <= watched, sorted(map(str, read - watched))
 
 
 def test_help_is_kept_per_terminal_width_and_matches_each(work, tmp_path):
@@ -135,3 +135,29 @@ def test_status_reads_a_trace_without_the_schema_and_names_what_is_wrong(work, t
     done = _run([AGENT, "status", "golden"], work, env)
     assert done.returncode == 0 and "trace: unreadable:" in done.stdout and "line 4" in done.stdout, done.stdout
     assert "not a trace event (no v, seq, type)" in done.stdout
+
+
+@pytest.mark.parametrize("words", sorted(__import__("agent.commands.command_table").commands.command_table.WITHOUT_TYPER),
+                         ids=" ".join)
+def test_a_quick_commands_options_are_read_from_its_function(words):
+    # Adding an option to status, runs or jobs is one parameter on the function: the quick parser reads it
+    # there (or, for a number, leaves the words to the whole command line).
+    from agent.commands.command_table import command_function
+    from agent.commands.params import Arg, Opt, declared
+    from agent.commands.quick import parse
+
+    params = declared(command_function(words))
+    argv, expected = [], {}
+    for param, kind, mark in params:
+        if isinstance(mark, Arg):
+            argv.append(f"given-{param.name}")
+            expected[param.name] = f"given-{param.name}"
+        elif isinstance(mark, Opt) and kind is bool:
+            argv.append(mark.decls[0])
+            expected[param.name] = True
+        elif isinstance(mark, Opt) and kind in (str, list[str]):
+            argv += [mark.decls[0], "v"]
+            expected[param.name] = "v" if kind is str else ["v"]
+        elif isinstance(mark, Opt):
+            assert parse([*argv, mark.decls[0], "1"], params) is None  # a number: click checks it
+    assert len(expected) > 2 and parse(argv, params) == expected

@@ -6,6 +6,7 @@ import shutil
 from pathlib import Path
 
 from agent.replay.rerun import diff_runs, flatten
+from agent.steps.base import StepOutcome
 from tests.cli_helpers import run_cli
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -16,7 +17,8 @@ def test_flatten_and_diff_name_keys(tmp_path):
     old, new = tmp_path / "old", tmp_path / "new"
     for run, shapes in ((old, ["7168,2048"]), (new, ["7168,2048", "4096,7168"])):
         (run / "steps").mkdir(parents=True)
-        (run / "steps" / "tune_kernels.json").write_text(json.dumps({"status": "done", "data": {"shapes": shapes}}))
+        outcome = StepOutcome(kind="tune_kernels", status="done", summary="", data={"shapes": shapes})
+        (run / "steps" / "tune_kernels.json").write_text(outcome.model_dump_json())
     text = diff_runs(old, new)
     assert "tuned shapes: 1 changed" in text
     assert '+ tune_kernels.shapes[1]: "4096,7168" (new)' in text

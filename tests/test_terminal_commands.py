@@ -27,8 +27,9 @@ def _commands():
 
     def walk(command, path: str) -> None:
         found.append((path, command))
-        for name, sub in getattr(command, "commands", {}).items():
-            walk(sub, f"{path} {name}".strip())
+        ctx = command.context_class(command)  # a group lists and builds its commands on demand (agent/commands/main.py)
+        for name in command.list_commands(ctx) if hasattr(command, "list_commands") else []:
+            walk(command.get_command(ctx, name), f"{path} {name}".strip())
 
     walk(typer.main.get_command(app), "")
     return found

@@ -5,7 +5,6 @@ sglang-python double, and the tuning-script double in a fake checkout.
 
 tune (discovery boot -> mine -> fan-out -> merge -> install) -> serve from the installed folder ->
 ``prove_run`` says what was loaded and the report renders it."""
-import json
 import os
 import re
 import signal
@@ -15,6 +14,7 @@ import textwrap
 import time
 from pathlib import Path
 
+from agent.steps.base import StepOutcome
 from agent.steps.tune_kernels import run
 from tests.cli_helpers import run_cli
 from tests.tune_step_fixtures import NO_DEEPGEMM, SGLANG_PYTHON, discovery_step, double_env, fake_gpus, tune_context
@@ -82,9 +82,7 @@ def test_discovery_boot_tunes_the_logged_shapes_and_the_proof_sees_them_loaded(t
     server = launch_server(ctx.executor, ServeVariant(name="baseline", model_path="/m"), SGLANG_PYTHON,
                            ready_timeout_s=30)
     stop_server(ctx.executor, server.key)
-    (ctx.run.path / "steps").mkdir(exist_ok=True)
-    (ctx.run.path / "steps/benchmark.json").write_text(json.dumps(
-        {"kind": "benchmark", "status": "done", "summary": "", "data": {"server_logs": {"baseline": server.log_path}}}))
+    _benchmark_outcome(ctx, {"baseline": server.log_path})
     proof = prove_run(ctx.run.path)
     section = proof_section(proof, ctx.run.path)
     title, md, html = section.title, section.markdown(), section.html()
@@ -92,6 +90,12 @@ def test_discovery_boot_tunes_the_logged_shapes_and_the_proof_sees_them_loaded(t
     assert md.startswith("All 2 installed kernel configs were loaded by the benchmark servers.")
     assert all(f"| {Path(p).name} | baseline |" in md for p in installed)
     assert "Using configuration from" in md and "<table" in html and "[128, 128]" in html
+
+
+def _benchmark_outcome(ctx, server_logs: dict[str, str]) -> None:
+    """The benchmark step's outcome naming its servers' logs, written as the campaign writes it (agent/campaign/lanes.py)."""
+    outcome = StepOutcome(kind="benchmark", status="done", summary="", data={"server_logs": server_logs})
+    ctx.run.write_json("steps/benchmark.json", outcome.model_dump(mode="json"))
 
 
 def test_proof_counts_only_servers_started_after_the_install_and_names_what_was_not_loaded(tmp_path, monkeypatch):
@@ -107,9 +111,7 @@ def test_proof_counts_only_servers_started_after_the_install_and_names_what_was_
     monkeypatch.setenv("DSV4_DOUBLE_FP8_SHAPES", "4096,7168")  # a server that runs only one of the two GEMMs
     server = launch_server(ctx.executor, ServeVariant(name="mtp", model_path="/m"), SGLANG_PYTHON, ready_timeout_s=30)
     stop_server(ctx.executor, server.key)
-    (ctx.run.path / "steps").mkdir(exist_ok=True)
-    (ctx.run.path / "steps/benchmark.json").write_text(json.dumps({"data": {"server_logs": {
-        "baseline": discovery_log, "mtp": server.log_path}}}))
+    _benchmark_outcome(ctx, {"baseline": discovery_log, "mtp": server.log_path})
     proof = prove_run(ctx.run.path)
     md = proof_section(proof, ctx.run.path).markdown()
     assert md.startswith("1 of 2 installed kernel configs were loaded") and not proof.all_loaded

@@ -6,9 +6,8 @@ import shutil
 from pathlib import Path
 from typing import Annotated, Optional
 
-import typer
-
-from agent.commands.shared import JsonFlag, RunRef, RunsDir, end_when_written, fail
+from agent.commands.params import Arg, JsonFlag, Opt, RunRef, RunsDir, fail
+from agent.commands.shared import end_when_written
 from agent.commands.options import OPTIONS, flag_names, pick, with_options
 
 RUN_OPTIONS = list(OPTIONS.values())
@@ -26,22 +25,22 @@ RESUME_OPTIONS = pick(
     tp="Tensor-parallel size of the servers on the GPUs used now [their number].",
     max_llm_steps="LLM budget in model turns, counting the recorded ones (after budget_exhausted).")
 
-Goal = Annotated[str, typer.Argument(metavar="GOAL", help="What to do, in words: tune kernels, enable MTP, "
+Goal = Annotated[str, Arg(metavar="GOAL", help="What to do, in words: tune kernels, enable MTP, "
                                                            "benchmark, sync.")]
-ConfigFile = Annotated[Optional[str], typer.Option(
+ConfigFile = Annotated[Optional[str], Opt(
     "--config", metavar="FILE", rich_help_panel="Run",
     help="Settings file (TOML) [./dsv4-agent.toml if present; or $DSV4_CONFIG].")]
 
-RUN_HELP = (
-    "Run a campaign for GOAL, such as \"enable MTP and tune kernels\".\n\n"
-    "Settings precedence: these options > DSV4_* environment > the config file > defaults. "
-    "Output goes to runs/<UTC time>-<slug>/: config.json, plan.md, trace.jsonl, scripts, jobs/, "
-    "report, and result.json (written last). Exit 0 finished or planned, 1 failed, 2 bad input, "
-    "3 LLM budget exhausted, 130 interrupted.")
 
 
 @with_options(RUN_OPTIONS)
 def run(goal: Goal, config: ConfigFile = None, as_json: JsonFlag = False, **settings) -> None:
+    """Run a campaign for GOAL, such as "enable MTP and tune kernels".
+
+    Settings precedence: these options > DSV4_* environment > the config file > defaults. Output goes to runs/<UTC
+    time>-<slug>/: config.json, plan.md, trace.jsonl, scripts, jobs/, report, and result.json (written last). Exit
+    0 finished or planned, 1 failed, 2 bad input, 3 LLM budget exhausted, 130 interrupted.
+    """
     # LangGraph is not preloaded here: a fresh campaign's first GPU job starts before it is imported
     # (agent/campaign/early_lane.py)
     from agent.campaign.start_resume import CampaignError, start
@@ -70,26 +69,20 @@ def run(goal: Goal, config: ConfigFile = None, as_json: JsonFlag = False, **sett
     end_when_written(code)
 
 
-RESUME_HELP = (
-    "Continue a run that crashed, was interrupted, or was only planned (no GPU where it was made). "
-    "Finished steps are reused, running jobs re-attached, nothing launched twice. RUN may be a bundle "
-    "(`dsv4-agent bundle RUN` made elsewhere): it is unpacked into --runs-dir and continued, its trace too; "
-    "steps made from the planning machine's paths (the MTP evidence, the scripts) are made again from the "
-    "paths given here.")
 
 
-RetryFailed = Annotated[bool, typer.Option(
+RetryFailed = Annotated[bool, Opt(
     "--retry-failed", rich_help_panel="Run",
     help="Also run again the jobs that were stopped or failed every attempt they were allowed.")]
 
 
-RebuildCheckpoint = Annotated[bool, typer.Option(
+RebuildCheckpoint = Annotated[bool, Opt(
     "--rebuild-checkpoint", rich_help_panel="Run",
     help="Set a damaged checkpoint aside and re-derive the run's progress from its trace, step outcomes and job "
          "ledgers.")]
 
 
-AcceptChanges = Annotated[bool, typer.Option(
+AcceptChanges = Annotated[bool, Opt(
     "--accept-changes", rich_help_panel="Run",
     help="Go on although the flags, variants or evidence made on this host differ from the run's (changes.md).")]
 
@@ -98,6 +91,11 @@ AcceptChanges = Annotated[bool, typer.Option(
 def resume(run: RunRef, runs_dir: RunsDir = "runs", retry_failed: RetryFailed = False,
            rebuild_checkpoint: RebuildCheckpoint = False, accept_changes: AcceptChanges = False,
            as_json: JsonFlag = False, **overrides) -> None:
+    """Continue a run that crashed, was interrupted, or was only planned (no GPU where it was made). Finished steps
+    are reused, running jobs re-attached, nothing launched twice. RUN may be a bundle (`dsv4-agent bundle RUN`
+    made elsewhere): it is unpacked into --runs-dir and continued, its trace too; steps made from the planning
+    machine's paths (the MTP evidence, the scripts) are made again from the paths given here.
+    """
     from agent.campaign.preload import preload_graph_libraries
 
     preload_graph_libraries()
@@ -126,24 +124,24 @@ def _unpack(archive: str, runs_dir: str):
         fail(str(err))
 
 
-Output = Annotated[Optional[str], typer.Option("--output", "-o", metavar="FILE",
+Output = Annotated[Optional[str], Opt("--output", "-o", metavar="FILE",
                                                help="Where to write the bundle: a file, or a folder for <run name>.tar.gz [./<run name>.tar.gz].")]
-AccuracyData = Annotated[Optional[str], typer.Option(
+AccuracyData = Annotated[Optional[str], Opt(
     "--accuracy-data", metavar="URL_OR_FILE",
     help="GSM8K test.jsonl to carry for the accuracy gate: an http(s) URL is fetched now, a file copied "
          "[your accuracy-data setting; never the run's].")]
-BUNDLE_HELP = (
-    "Pack a planned run into one .tar.gz (scripts, plan, evidence, trace, checkpoint) for a GPU host that "
-    "this machine cannot reach. There: dsv4-agent resume BUNDLE.tar.gz --sglang-python PATH (and its own "
-    "--sglang, --model-path, --tokenizer); the run goes on where it stopped. A run that has started jobs "
-    "stays where its jobs are. Example: dsv4-agent bundle latest -o /media/usb/plan.tar.gz")
 
 
 def bundle(run: RunRef, runs_dir: RunsDir = "runs", output: Output = None, accuracy_data: AccuracyData = None,
            as_json: JsonFlag = False) -> None:
+    """Pack a planned run into one .tar.gz (scripts, plan, evidence, trace, checkpoint) for a GPU host that this
+    machine cannot reach. There: dsv4-agent resume BUNDLE.tar.gz --sglang-python PATH (and its own --sglang,
+    --model-path, --tokenizer); the run goes on where it stopped. A run that has started jobs stays where its jobs
+    are. Example: dsv4-agent bundle latest -o /media/usb/plan.tar.gz
+    """
     from agent.run.bundle import SUFFIX, BundleError, make_bundle
     from agent.run.bundle_data import BUNDLED_GSM8K, DataError, fetch_accuracy_data, users_source
-    from agent.commands.shared import print_json
+    from agent.commands.params import print_json
     from agent.settings.model import SettingsError
     from agent.run.folder import RunFolder, RunFolderError
     from agent.terminal.printable import echo
@@ -256,7 +254,7 @@ def _check_mtp_steps(entries: list[str]) -> None:
 def _print_result(view, as_json: bool) -> None:
     """With --json, stdout holds only the run's result.json (docs/cli-json.schema.json, `$defs/result`)."""
     if as_json and view.run_path is not None:
-        from agent.commands.shared import print_json
+        from agent.commands.params import print_json
         from agent.run.folder import RunFolder
 
         print_json(RunFolder(view.run_path).result)

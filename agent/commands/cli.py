@@ -1,8 +1,8 @@
 """The ``dsv4-agent`` console script.
 
-Read-only forms (``--version``, every ``-h``, ``status``, ``runs``, listing ``jobs``) are answered by
+Read-only forms (``--version``, every ``-h``, ``status``, ``runs``, ``jobs``) are answered by
 agent/commands/quick.py without importing typer, the settings or the campaign; the rest goes to
-agent/commands/main.py. ``agent.commands.cli.app`` is that command line, imported on first use.
+agent/commands/main.py. Both take the commands from agent/commands/command_table.py. ``agent.commands.cli.app`` is that command line, imported on first use.
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ def main() -> None:
 
 
 def __getattr__(name: str):
-    if name in ("app", "COMMANDS", "GoalFirstGroup"):
+    if name in ("app", "GoalFirstGroup"):
         from agent.commands import main as whole
 
         return getattr(whole, name)

@@ -2,26 +2,29 @@
 give back its programs, hosts and endpoints (docs/config.md)."""
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Annotated
 
-import typer
-
-from agent.commands.shared import Command, fail, sub_app
+from agent.commands.params import Arg, fail
+from agent.settings.config_file import ConfigFileError
+from agent.settings.config_file import allow as record_allowed
+from agent.settings.config_file import deny as forget
+from agent.settings.model import Settings
+from agent.settings.of_run import user_only_fields
+from agent.settings.recorded import allow_run, deny_run
 from agent.terminal.printable import echo
+from tools.base import ToolError
 
-config = sub_app("Allow or forget a folder's dsv4-agent.toml or a run folder (see docs/config.md).")
-File = Annotated[str, typer.Argument(metavar="FILE", help="The settings file [./dsv4-agent.toml], or a run folder.")]
+File = Annotated[str, Arg(metavar="FILE", help="The settings file [./dsv4-agent.toml], or a run folder.")]
 
 
 def _runs_or_trusts() -> set[str]:
     """Settings that run programs, send the key, or widen trust, and the host paths (their fields say so):
     what a reader of the file must look at."""
-    from agent.settings.model import Settings
-
     return set(Settings.marked("user_only")) | set(Settings.marked("host_path"))
 
 
-@config.command("allow", cls=Command)
 def allow(file: File = "dsv4-agent.toml") -> None:
     """Allow FILE as it is now: campaigns started in its folder read it until it changes. FILE may be a
     run folder (a bundle unpacked, a colleague's run): resume and replay --rerun then take back the
@@ -31,11 +34,6 @@ def allow(file: File = "dsv4-agent.toml") -> None:
     file's SHA-256 is recorded in the agent's state folder (not in the repository). Exit 2 when it
     cannot be allowed (missing, another user's, writable by others, not valid settings).
     """
-    from pathlib import Path
-
-    from agent.settings.model import Settings
-    from agent.settings.config_file import ConfigFileError, allow as record_allowed
-
     if (Path(file) / "config.json").is_file():
         _allow_run(Path(file))
         return
@@ -50,12 +48,6 @@ def allow(file: File = "dsv4-agent.toml") -> None:
 
 
 def _allow_run(run) -> None:
-    import json
-
-    from agent.settings.recorded import allow_run
-    from agent.settings.of_run import user_only_fields
-    from tools.base import ToolError
-
     try:
         recorded = json.loads((run / "config.json").read_text()).get("settings") or {}
         digest = allow_run(run)
@@ -66,16 +58,9 @@ def _allow_run(run) -> None:
          f"trusted: {'; '.join(chosen) or 'nothing'}")
 
 
-@config.command("deny", cls=Command)
 def deny(file: File = "dsv4-agent.toml") -> None:
     """Forget that FILE (or a run folder) was allowed: campaigns started in its folder refuse it again."""
-    from pathlib import Path
-
-    from agent.settings.config_file import ConfigFileError, deny as forget
-
     if (Path(file) / "config.json").is_file():
-        from agent.settings.recorded import deny_run
-
         echo(f"{'forgot' if deny_run(Path(file)) else 'was not allowed:'} run folder {Path(file).resolve()}")
         return
     try:

@@ -1,16 +1,20 @@
 """``dsv4-agent mtp``: which speculative-decoding flags to use for a model, cited to the SGLang tree."""
 from __future__ import annotations
 
+import gc
+import sys
 from typing import Annotated, Optional
 
-import typer
-
-import sys
-
 from agent.exit_codes import ExitCode
-from agent.commands.shared import PROG, JsonFlag, end_when_written, fail
+from agent.commands.mtp_table import print_answer
 from agent.commands.options import pick, with_options
+from agent.commands.params import PROG, JsonFlag, Opt, fail
+from agent.commands.shared import end_when_written
 from agent.terminal.printable import echo, printable
+from tools.base import ToolError
+from tools.mtp.answer import Verification
+from tools.mtp.infer import InferMtpArgs, infer_mtp
+from tools.mtp.verify import VerifyArgs, apply_verification, verify_flags
 
 Str = Optional[str]
 LOOKUP_TIMEOUT_S = 10.0  # find_spec in --sglang-python: no SGLang import, so a short wait is plenty
@@ -25,13 +29,13 @@ _ARGS = {"model": "model", "model_path": "model_path", "arch": "arch", "sglang_s
 
 @with_options(MTP_OPTIONS)
 def mtp(
-    gpu: Annotated[Str, typer.Option("--gpu", metavar="NAME", help="Target GPU name, e.g. 'NVIDIA H200'.")] = None,
-    gpu_count: Annotated[Optional[int], typer.Option("--gpu-count", metavar="N", min=1, max=4096,
+    gpu: Annotated[Str, Opt("--gpu", metavar="NAME", help="Target GPU name, e.g. 'NVIDIA H200'.")] = None,
+    gpu_count: Annotated[Optional[int], Opt("--gpu-count", metavar="N", min=1, max=4096,
                                                      help="Number of GPUs on the target.")] = None,
-    verify: Annotated[bool, typer.Option("--verify", help=(
+    verify: Annotated[bool, Opt("--verify", help=(
         "Have SGLang itself resolve the recommended flags (in --sglang-python, with --model-path's config.json; "
         "no weights loaded) and show static vs resolved. Exit 1 when it could not run."))] = False,
-    verify_timeout: Annotated[float, typer.Option("--verify-timeout", metavar="SECONDS", min=1, max=3600, help=(
+    verify_timeout: Annotated[float, Opt("--verify-timeout", metavar="SECONDS", min=1, max=3600, help=(
         "How long SGLang's resolution may take before its process group is killed (a cold import of SGLang can "
         f"take minutes); finding sglang through --sglang-python gets at most {LOOKUP_TIMEOUT_S:g} s of it."))] = 600,
     as_json: JsonFlag = False,
@@ -42,11 +46,6 @@ def mtp(
     Exit 0 answered, 1 nothing could be answered (no architecture and no recipe) or --verify could not
     run (the answer is still printed), 2 bad input.
     """
-    import gc
-
-    from tools.base import ToolError
-    from tools.mtp.infer import InferMtpArgs, infer_mtp
-
     given = {_ARGS[k]: v for k, v in settings.items() if v is not None}
     try:
         args = InferMtpArgs(**given, gpu=gpu, gpus=gpu_count, lookup_timeout_s=min(LOOKUP_TIMEOUT_S, verify_timeout))
@@ -61,7 +60,6 @@ def mtp(
     if as_json:
         echo(answer.model_dump_json(indent=2))
     else:
-        from agent.commands.mtp_table import print_answer
         print_answer(answer)
     nothing = answer.recommended is None and answer.architecture is None and not answer.candidates
     unverified = verify and answer.verification is not None and answer.verification.status == "not_verified"
@@ -71,9 +69,6 @@ def mtp(
 
 
 def _verified(answer, sglang_python: str, model_path: str | None, timeout: float):
-    from tools.mtp.answer import Verification
-    from tools.mtp.verify import VerifyArgs, apply_verification, verify_flags
-
     if answer.recommended is None:
         verification = Verification(status="not_verified", reason="nothing to verify: no recommendation",
                                     python=sglang_python)

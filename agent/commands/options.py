@@ -13,9 +13,8 @@ import inspect
 from dataclasses import dataclass, replace
 from typing import Annotated, Any, Callable, Optional
 
-import typer
-
 from agent.commands.option_table import ROWS
+from agent.commands.params import Opt
 
 KINDS = {"str": str, "int": int, "float": float, "bool": bool, "list": list}
 
@@ -34,7 +33,7 @@ class SettingOption:
 
     def parameter(self) -> inspect.Parameter:
         annotation: Any = list[str] if self.kind is list else self.kind
-        option = typer.Option(self.flag, *self.aliases, help=self.help, metavar=self.metavar, rich_help_panel=self.panel,
+        option = Opt(self.flag, *self.aliases, help=self.help, metavar=self.metavar, rich_help_panel=self.panel,
                               min=self.min, show_default=False)
         if self.required:
             return inspect.Parameter(self.field, inspect.Parameter.KEYWORD_ONLY, annotation=Annotated[annotation, option])

@@ -3,20 +3,25 @@ from __future__ import annotations
 
 from typing import Annotated, Optional
 
-import typer
-
 from agent.exit_codes import ExitCode
-from agent.commands.shared import JsonFlag, RunRef, fail, print_json
+from agent.campaign.start_resume import CampaignError, load_run
+from agent.commands.params import Ended, JsonFlag, Opt, RunRef, fail, print_json
+from agent.replay.driver import replay_run
+from agent.replay.record import RecordError
+from agent.replay.rerun import rerun, rerun_settings
+from agent.replay.rerun_summary import summarize
+from agent.report import timeline_process
 from agent.terminal.printable import echo
+from tools.base import ToolError
 
-Timeline = Annotated[bool, typer.Option("--timeline", help="Show lanes, overlap, GPU idle, critical path.")]
-Rerun = Annotated[bool, typer.Option("--rerun", help="Execute the recorded plan again in a new run folder.")]
-Keep = Annotated[Optional[str], typer.Option("--keep", metavar="DIR", help="Keep the replayed run folder here.")]
-RunsDir = Annotated[str, typer.Option("--runs-dir", metavar="DIR",
+Timeline = Annotated[bool, Opt("--timeline", help="Show lanes, overlap, GPU idle, critical path.")]
+Rerun = Annotated[bool, Opt("--rerun", help="Execute the recorded plan again in a new run folder.")]
+Keep = Annotated[Optional[str], Opt("--keep", metavar="DIR", help="Keep the replayed run folder here.")]
+RunsDir = Annotated[str, Opt("--runs-dir", metavar="DIR",
                                       help="Folder holding run folders (new runs of --rerun go here).")]
-Tolerance = Annotated[float, typer.Option("--tolerance", metavar="PCT", min=0,
+Tolerance = Annotated[float, Opt("--tolerance", metavar="PCT", min=0,
                                           help="--rerun: a metric change up to this many percent is noise.")]
-Raw = Annotated[bool, typer.Option("--raw", help="--rerun: also print the raw field-by-field diff.")]
+Raw = Annotated[bool, Opt("--raw", help="--rerun: also print the raw field-by-field diff.")]
 
 
 def replay(run: RunRef, timeline: Timeline = False, rerun: Rerun = False, keep: Keep = None,
@@ -25,19 +30,13 @@ def replay(run: RunRef, timeline: Timeline = False, rerun: Rerun = False, keep: 
 
     The same goal and settings are re-driven with step outcomes and LLM answers served from
     trace.jsonl (no GPU, network, model or job); the first difference is shown with its event
-    number, expected vs got. Exit 0 reproduced, 1 diverged, 2 unreadable, 4 the record is cut
+    number, expected vs got. Exit 0 reproduced, 1 diverged, 2 unreadable, 3 the record is cut
     short (reproduced up to its last good event). --timeline draws the run (terminal,
     RUN/timeline.png, a Timeline section in RUN/report.html). --rerun runs the recorded plan
     again for real into a new run folder and prints a summary of what changed: per metric old, new,
     change % and whether it is within noise (--tolerance), then the recommended flags and tuned
     shapes; --raw adds the field-by-field diff.
     """
-    from agent.campaign.start_resume import CampaignError, load_run
-    from agent.replay.record import RecordError
-    from agent.replay.rerun import rerun_settings
-    from agent.report import timeline_process
-    from tools.base import ToolError
-
     try:
         folder = load_run(run, runs_dir)
     except CampaignError as err:
@@ -64,7 +63,7 @@ def replay(run: RunRef, timeline: Timeline = False, rerun: Rerun = False, keep: 
             drawing.wait()
     if as_json:
         print_json({**out, "exit_code": code})
-    raise typer.Exit(code)
+    raise Ended(code)
 
 
 def _say(text: str, as_json: bool) -> None:
@@ -73,8 +72,6 @@ def _say(text: str, as_json: bool) -> None:
 
 
 def _replay(path, keep, out: dict, as_json: bool) -> int:
-    from agent.replay.driver import replay_run
-
     report = replay_run(path, work_dir=keep)
     out["replay"] = {"exit_code": report.exit_code, "matched": report.matched, "total": report.total,
                      "events": report.events, "stopped": report.stopped, "plan_same": report.plan_same,
@@ -86,8 +83,6 @@ def _replay(path, keep, out: dict, as_json: bool) -> int:
 
 
 def _timeline(path, drawing, out: dict, as_json: bool) -> None:
-    from agent.report import timeline_process
-
     png, text = timeline_process.finish(drawing)
     out["timeline"] = {"text": text.rstrip(), "png": str(png), "html": str(path / "report.html")}
     _say(text.rstrip(), as_json)
@@ -95,9 +90,6 @@ def _timeline(path, drawing, out: dict, as_json: bool) -> None:
 
 
 def _rerun(path, goal: str, settings, out: dict, as_json: bool, tolerance: float, raw: bool) -> int:
-    from agent.replay.rerun import rerun
-    from agent.replay.rerun_summary import summarize
-
     code, new, diff = rerun(path, goal, settings)
     summary = summarize(path, new, tolerance)
     out["rerun"] = {"exit_code": code, "new_run": str(new), "summary": summary.model_dump(), "diff": diff}

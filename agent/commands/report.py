@@ -3,45 +3,32 @@ from __future__ import annotations
 
 from typing import Annotated, Optional
 
-import typer
-
-from agent.commands.shared import JsonFlag, RunRef, RunsDir, fail, print_json
+from agent.commands.params import Arg, JsonFlag, Opt, RunRef, RunsDir, fail, find_run, print_json
+from agent.report.build import build_report
+from agent.report.compare import compare_runs, compare_section, render_text
+from agent.report.timeline_view import timeline_sections
+from agent.run.folder import RunFolderError
 from agent.terminal.printable import echo
 
-CompareWith = Annotated[Optional[str], typer.Option(
+CompareWith = Annotated[Optional[str], Opt(
     "--compare", metavar="RUN", help="Add a section setting this run beside another (its settings, evidence, flags "
                                      "and measured points, this run / RUN).")]
-
-
-def _find(run: str, runs_dir: str):
-    from agent.run.folder import RunFolder, RunFolderError
-
-    try:
-        return RunFolder.find(run, runs_dir)
-    except RunFolderError as err:
-        fail(str(err))
 
 
 def report(run: RunRef, runs_dir: RunsDir = "runs", compare: CompareWith = None, as_json: JsonFlag = False) -> None:
     """Rebuild the comparison report of a run from its folder alone (bench/, steps/, plan.md).
 
     Example: dsv4-agent report latest --compare runs/20260101T000000Z-enable-mtp"""
-    from agent.report.build import build_report
-    from agent.report.timeline_view import timeline_sections
-    from agent.run.folder import RunFolderError
-
-    folder = _find(run, runs_dir)
+    folder = find_run(run, runs_dir)
     if link := folder.placed_link():  # report.md, report.html and the plots are written here
         fail(link)
-    other = _find(compare, runs_dir) if compare else None
+    other = find_run(compare, runs_dir) if compare else None
     try:
         _ = folder.result
     except RunFolderError as err:  # the report is built without it (its date comes from config.json)
         echo(f"note: {err}", err=True)
     extra = timeline_sections(folder.path)
     if other is not None:
-        from agent.report.compare import compare_section
-
         extra = [compare_section(other.path, folder.path), *extra]
     written = [str(p) for p in build_report(folder.path, extra_sections=extra)]
     if as_json:
@@ -50,9 +37,9 @@ def report(run: RunRef, runs_dir: RunsDir = "runs", compare: CompareWith = None,
         echo("\n".join(written))
 
 
-RunA = Annotated[str, typer.Argument(metavar="RUN_A", help="The run to read against: path, name under --runs-dir, "
+RunA = Annotated[str, Arg(metavar="RUN_A", help="The run to read against: path, name under --runs-dir, "
                                                             "or 'latest'.")]
-RunB = Annotated[str, typer.Argument(metavar="RUN_B", help="The run read against it (B / A).")]
+RunB = Annotated[str, Arg(metavar="RUN_B", help="The run read against it (B / A).")]
 
 
 def compare(run_a: RunA, run_b: RunB, runs_dir: RunsDir = "runs", as_json: JsonFlag = False) -> None:
@@ -61,9 +48,7 @@ def compare(run_a: RunA, run_b: RunB, runs_dir: RunsDir = "runs", as_json: JsonF
     and concurrency, with the spread of the repeats) and the two verdicts.
 
     Example: dsv4-agent compare runs/<before-the-pull> latest"""
-    from agent.report.compare import compare_runs, render_text
-
-    a, b = _find(run_a, runs_dir), _find(run_b, runs_dir)
+    a, b = find_run(run_a, runs_dir), find_run(run_b, runs_dir)
     data = compare_runs(a.path, b.path)
     if as_json:
         print_json(data)

@@ -1,137 +1,29 @@
-"""``status``, ``jobs`` and ``runs``: look at runs and their jobs, stop jobs, remove old runs."""
+"""``status`` and ``runs``: look at a run, list the runs, remove old ones (answered without typer too:
+agent/commands/quick.py)."""
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from pathlib import Path
+from typing import Annotated
 
-import typer
-
-from agent.commands.shared import JsonFlag, RunRef, RunsDir, fail, print_json
+from agent.commands.params import JsonFlag, Opt, RunRef, RunsDir, fail, find_run, print_json
+from agent.run.listing import clean_runs, list_runs, parse_age
+from agent.run.status import render_runs, render_status, status_data
 from agent.terminal.printable import echo
-
-STOP_ALL = "all"
-
-
-def _find(run: str, runs_dir: str):
-    from agent.campaign.start_resume import CampaignError, load_run
-
-    try:
-        return load_run(run, runs_dir)
-    except CampaignError as err:
-        fail(str(err))
 
 
 def status(run: RunRef, runs_dir: RunsDir = "runs", as_json: JsonFlag = False) -> None:
     """Show a run: its goal, result, verdict and report, and its plan steps with their full outcomes."""
-    from agent.run.status import render_status, status_data
-
-    folder = _find(run, runs_dir)
+    folder = find_run(run, runs_dir)
     if as_json:
         print_json(status_data(folder))
     else:
         echo(render_status(folder))
 
 
-Logs = Annotated[Optional[str], typer.Option("--logs", metavar="JOB", help="Print this job's log tail.")]
-Stop = Annotated[Optional[str], typer.Option("--stop", metavar="JOB|all",
-                                             help="Stop this job, or every job of the run that still runs.")]
-Lines = Annotated[int, typer.Option("--lines", metavar="N", min=1, max=1_000_000,
-                                    help="Log lines to print with --logs.")]
-Retry = Annotated[Optional[str], typer.Option("--retry", metavar="JOB",
-                                              help="Let the next resume run this ended, unsuccessful job again.")]
-SshOption = Annotated[Optional[list[str]], typer.Option(
-    "--ssh-option", metavar="ARG", help="ssh argument for a run on an ssh:// executor (repeat); a run folder's "
-                                        "own only once allowed (runs you made are).")]
-ExecutorOption = Annotated[Optional[str], typer.Option(
-    "--executor", metavar="WHERE", help="Where the run's jobs ran (local | ssh://user@host[:port] | slurm[:partition]); "
-                                        "a run folder's own only once allowed (runs you made are).")]
-
-
-def jobs(run: RunRef, logs: Logs = None, stop: Stop = None, retry: Retry = None, lines: Lines = 40,
-         runs_dir: RunsDir = "runs", executor_given: ExecutorOption = None, ssh_option: SshOption = None,
-         as_json: JsonFlag = False) -> None:
-    """List a run's jobs; --logs JOB prints a log tail; --stop JOB (or all) stops jobs; --retry JOB
-    lets `resume` run a stopped or failed job again as a new attempt.
-
-    Only jobs in this run's ledger can be stopped, and only through the process identity it recorded.
-    """
-    from agent.settings.recorded import CampaignError
-    from agent.settings.run_reach import reach_of_run
-    from agent.run.status import jobs_data, render_jobs
-    from agent.terminal.printable import outage_wait
-    from tools.base import ToolError
-    from tools.jobs.factory import make_executor
-
-    folder = _find(run, runs_dir)
-    try:
-        where, options = reach_of_run(folder.path, executor_given, ssh_option)
-        executor = make_executor(where, folder.jobs_dir, ssh_options=options, outage=outage_wait())
-        if logs:
-            executor.poll(logs)
-            text = executor.read_log(logs, max_chars=200_000)
-            echo("\n".join(text.splitlines()[-lines:]))
-            return
-        if stop:
-            _stop(executor, stop, as_json)
-            return
-        if retry:
-            _retry(executor, retry, folder, as_json)
-            return
-        found = executor.jobs()
-    except (ToolError, CampaignError) as err:
-        fail(str(err))
-    if as_json:
-        print_json(jobs_data(found))
-    else:
-        echo(render_jobs(found))
-
-
-def _stop(executor, stop: str, as_json: bool) -> None:
-    """Stop one job or every running one; each that could not be stopped is named, and the command
-    then fails (every other one is still stopped)."""
-    from agent.run.status import job_data
-    from tools.base import ToolError
-
-    # (key, shown when stopped): a lost job (its wrapper died without a word) is looked at too, as processes
-    # may be left in its group, but named only if they cannot be stopped
-    found = [(j.key, not j.done) for j in executor.jobs() if not j.done or j.status == "lost"] \
-        if stop == STOP_ALL else [(stop, True)]
-    states, refused = [], []
-    for key, shown in found:
-        try:
-            state = executor.stop(key)
-        except ToolError as err:
-            if stop != STOP_ALL:
-                raise
-            refused.append(str(err))
-            continue
-        if shown:
-            states.append(state)
-    if as_json:
-        print_json([job_data(s) for s in states])
-    elif not states and not refused:
-        echo("no running jobs to stop")
-    for s in states if not as_json else []:
-        echo(f"{s.key}: {s.status} {s.reason}".rstrip())
-    if refused:
-        fail("; ".join(refused))
-
-
-def _retry(executor, key: str, folder, as_json: bool) -> None:
-    from agent.run.status import job_data
-    from tools.jobs.attempts import request_retry
-
-    state = request_retry(executor, key)
-    if as_json:
-        print_json([job_data(state)])
-    else:
-        print(f"{key}: {state.status}; retry requested: `dsv4-agent resume {folder.path}` runs it again as a new "
-              "attempt", flush=True)
-
-
-Clean = Annotated[bool, typer.Option("--clean", help="Remove finished runs older than --older-than.")]
-OlderThan = Annotated[str, typer.Option("--older-than", metavar="AGE",
+Clean = Annotated[bool, Opt("--clean", help="Remove finished runs older than --older-than.")]
+OlderThan = Annotated[str, Opt("--older-than", metavar="AGE",
                                         help="Age for --clean: a number and s, m, h, d or w.")]
-DryRun = Annotated[bool, typer.Option("--dry-run", help="With --clean: say what would be removed, remove nothing.")]
+DryRun = Annotated[bool, Opt("--dry-run", help="With --clean: say what would be removed, remove nothing.")]
 
 
 def runs(runs_dir: RunsDir = "runs", clean: Clean = False, older_than: OlderThan = "7d", dry_run: DryRun = False,
@@ -141,11 +33,6 @@ def runs(runs_dir: RunsDir = "runs", clean: Clean = False, older_than: OlderThan
     A run being driven by an agent, or unfinished (no result.json), is never removed: it is listed
     as kept, with the reason.
     """
-    from pathlib import Path
-
-    from agent.run.listing import clean_runs, list_runs, parse_age
-    from agent.run.status import render_runs
-
     folder = Path(runs_dir)
     if not folder.is_dir():
         fail(f"no runs folder {folder}; pass --runs-dir DIR")

@@ -1,36 +1,30 @@
-"""What every command shares: the one error helper, JSON output, and help that is fast and grouped.
+"""What every command shares under typer: help that is grouped, and errors turned into one line and an exit code.
 
-Exit codes of every command: agent/exit_codes.py (``ExitCode``, one meaning each).
-Commands import their heavy dependencies inside their bodies, so that ``--help`` stays fast.
+Exit codes of every command: 0 done, 1 the work failed or was refused (the message says why),
+2 bad input (usage errors: a wrong option, a run that does not exist, a bad setting). The error
+helper and JSON output, which need no typer, are agent/commands/params.py's.
 """
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 import sys
-from typing import Annotated, Any, NoReturn
+from typing import NoReturn
 
 import typer
 from typer import Abort
 from typer.core import TyperCommand, TyperGroup
 
-from agent.commands.examples import format_examples
 from agent.exit_codes import ExitCode
+from agent.commands.examples import format_examples
+from agent.commands.params import PROG, Ended
+from agent.run.run_files import RunFolderError
 from agent.commands.typer_internals import ClickException, NoArgsIsHelpError, UsageError, plain_bool_flags
-from agent.secrets import redact_text
 from agent.terminal.printable import printable
 from tools.json_data import TooDeep, file_refusal
 
-PROG = "dsv4-agent"
 DEFAULT_PANEL = "Options"
-
-
-def fail(message: str, code: int = ExitCode.USAGE) -> NoReturn:
-    """End the command with one line on stderr: ``dsv4-agent: <what is wrong and the fix>``."""
-    print(f"{PROG}: {printable(redact_text(message))}", file=sys.stderr, flush=True)  # quotes run folders, repos
-    raise typer.Exit(code)
 
 
 _END_AT_ONCE = False  # set by the console script (agent.commands.main.main); tests' in-process runs keep it off
@@ -47,19 +41,14 @@ def end_when_written(code: int) -> NoReturn:
     From the console script the process ends right here (``os._exit`` after flushing stdout and
     stderr): nothing is left to do, while tearing the interpreter down (collecting a parse cache's
     millions of objects, unloading modules) takes seconds. In process (tests) it raises
-    ``typer.Exit`` like any command. The one way for any command to skip that teardown.
+    ``Ended`` like any command. The one way for any command to skip that teardown.
     """
     if _END_AT_ONCE:
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(BrokenPipeError, ValueError):  # the reader went away, or the stream is closed
                 stream.flush()
         os._exit(code)
-    raise typer.Exit(code)
-
-
-def print_json(data: Any) -> None:
-    """Machine-readable output on stdout (documented by a schema under docs/)."""
-    print(json.dumps(data, indent=2, sort_keys=False, default=str), flush=True)
+    raise Ended(code)
 
 
 def _argument_name(param) -> str:
@@ -145,6 +134,8 @@ class Command(TyperCommand):
         return _usage_pieces(self, ctx)
 
 
+
+
 def _silence_stdout() -> None:
     """The reader of stdout is gone (``| head``): later writes and the final flush go nowhere."""
     devnull = os.open(os.devnull, os.O_WRONLY)
@@ -154,10 +145,10 @@ def _silence_stdout() -> None:
 
 def run_main(group_main, args, prog_name, **extra) -> NoReturn:
     """Run the CLI and turn click's errors into this tool's one-line form (exit 2 for usage)."""
-    from agent.run.run_files import RunFolderError  # here, not above: help is rendered from the commands alone
-
     try:
         code = group_main(args=args, prog_name=PROG, standalone_mode=False, **extra)
+    except Ended as ended:  # its reason said already (params.fail)
+        code = ended.code
     except NoArgsIsHelpError as err:
         err.show()
         code = 0
@@ -237,21 +228,3 @@ def sub_app(help: str) -> typer.Typer:
 
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
-
-# Arguments and options several commands share.
-def complete_run(ctx, incomplete: str) -> list[str]:
-    """Shell completion of RUN: 'latest' and the run folders' names under --runs-dir (newest first)."""
-    from pathlib import Path
-
-    folder = Path(ctx.params.get("runs_dir") or "runs")
-    try:
-        names = sorted((p.name for p in folder.iterdir() if p.is_dir()), reverse=True)
-    except OSError:
-        names = []
-    return [name for name in ["latest", *names] if name.startswith(incomplete)]
-
-
-RunRef = Annotated[str, typer.Argument(metavar="RUN", help="Run folder path, its name under --runs-dir, or 'latest'.",
-                                       autocompletion=complete_run)]
-RunsDir = Annotated[str, typer.Option("--runs-dir", metavar="DIR", help="Folder holding run folders.")]
-JsonFlag = Annotated[bool, typer.Option("--json", help="Print the result as JSON (schema in docs/).")]

@@ -3,24 +3,30 @@ from __future__ import annotations
 
 from typing import Annotated, Optional
 
-import typer
-
 from agent.exit_codes import ExitCode
-from agent.commands.shared import Command, JsonFlag, RunRef, RunsDir, fail, sub_app
-from agent.terminal.printable import echo
+from agent.commands.params import Ended, JsonFlag, Opt, RunRef, RunsDir, fail, find_run
+from agent.report.sections import proof_section
+from agent.settings.recorded import CampaignError
+from agent.settings.run_reach import reach_of_run
+from agent.terminal.printable import echo, outage_wait
+from tools.base import ToolError
 from tools.defaults import ASSUMED_TARGET_GPUS
+from tools.jobs.factory import make_executor
+from tools.tuning.install import MANIFEST, load_manifest, uninstall_configs
+from tools.tuning.plan import PlanTuningArgs, plan_tuning
+from tools.tuning.prove import prove_run
+from tools.tuning.remote_install import uninstall_on_host
+from tools.tuning.shapes import FindShapesArgs, find_shapes
 
-tuning = sub_app("FP8 block-GEMM kernel tuning: shapes, plan, prove, uninstall.")
-Force = Annotated[bool, typer.Option("--force", help="Also restore files changed since the install.")]
-SshOption = Annotated[Optional[list[str]], typer.Option(
+Force = Annotated[bool, Opt("--force", help="Also restore files changed since the install.")]
+SshOption = Annotated[Optional[list[str]], Opt(
     "--ssh-option", metavar="ARG", help="ssh argument for an install on an ssh:// host (repeat); a run folder's "
                                         "own only once allowed (runs you made are).")]
-ExecutorOption = Annotated[Optional[str], typer.Option(
+ExecutorOption = Annotated[Optional[str], Opt(
     "--executor", metavar="WHERE", help="The ssh:// host the run installed on; a run folder's own only once "
                                         "allowed (runs you made are).")]
 
 
-@tuning.command("uninstall", cls=Command)
 def uninstall(run: RunRef, runs_dir: RunsDir = "runs", force: Force = False, executor_given: ExecutorOption = None,
               ssh_option: SshOption = None, as_json: JsonFlag = False) -> None:
     """Restore SGLang's config folder exactly as it was before RUN installed tuned configs.
@@ -28,15 +34,7 @@ def uninstall(run: RunRef, runs_dir: RunsDir = "runs", force: Force = False, exe
     On the GPU host when the run installed them there through its SSH executor. Runs that installed
     the same configs may be uninstalled in any order. Exit 1 when a file was left alone.
     """
-    from agent.campaign.start_resume import CampaignError
-    from agent.run.folder import RunFolder, RunFolderError
-    from tools.base import ToolError
-    from tools.tuning.install import MANIFEST, load_manifest, uninstall_configs
-
-    try:
-        folder = RunFolder.find(run, runs_dir)
-    except RunFolderError as err:
-        fail(str(err))
+    folder = find_run(run, runs_dir)
     try:
         installed_by = load_manifest(folder.path / MANIFEST).installed_by
         if installed_by == "local":
@@ -49,7 +47,7 @@ def uninstall(run: RunRef, runs_dir: RunsDir = "runs", force: Force = False, exe
         fail(str(err), ExitCode.FAILED)
     if as_json:
         print(result.model_dump_json(indent=2))
-        raise typer.Exit(ExitCode.FAILED if result.left_alone or result.not_ours else 0)
+        raise Ended(ExitCode.FAILED if result.left_alone or result.not_ours else 0)
     for path in result.restored:
         echo(f"restored {path}")
     for path in result.removed:
@@ -62,44 +60,35 @@ def uninstall(run: RunRef, runs_dir: RunsDir = "runs", force: Force = False, exe
         echo(f"left alone (no record of ours) {path}")
     if result.note:
         echo(result.note)
-    raise typer.Exit(ExitCode.FAILED if result.left_alone or result.not_ours else 0)
+    raise Ended(ExitCode.FAILED if result.left_alone or result.not_ours else 0)
 
 
-@tuning.command("prove", cls=Command)
 def prove(run: RunRef, runs_dir: RunsDir = "runs", as_json: JsonFlag = False) -> None:
     """Say which configs RUN installed were loaded by its benchmark servers (from their logs).
 
     Exit 0 when all were loaded (or none were installed), 1 otherwise.
     """
-    from agent.run.folder import RunFolder, RunFolderError
-    from tools.base import ToolError
-    from agent.report.sections import proof_section
-    from tools.tuning.prove import prove_run
-
-    try:
-        path = RunFolder.find(run, runs_dir).path
-    except RunFolderError as err:
-        fail(str(err))
+    path = find_run(run, runs_dir).path
     try:
         proof = prove_run(path)
     except ToolError as err:
         fail(str(err), ExitCode.FAILED)
     if proof is None:
         echo("null" if as_json else "this run installed no kernel configs: nothing to prove")
-        raise typer.Exit(0)
+        raise Ended(0)
     echo(proof.model_dump_json(indent=2) if as_json else proof_section(proof, path).markdown())
-    raise typer.Exit(0 if proof.all_loaded else ExitCode.FAILED)
+    raise Ended(0 if proof.all_loaded else ExitCode.FAILED)
 
 
-ModelPath = Annotated[Optional[str], typer.Option("--model-path", metavar="PATH",
+ModelPath = Annotated[Optional[str], Opt("--model-path", metavar="PATH",
                                                   help="Checkpoint folder or its config.json.")]
-Logs = Annotated[Optional[list[str]], typer.Option("--log", metavar="FILE",
+Logs = Annotated[Optional[list[str]], Opt("--log", metavar="FILE",
                                                    help="Server log to mine for default-config warnings (repeat).")]
-Shapes = Annotated[Optional[list[str]], typer.Option("--shapes", metavar="N,K", help="A shape (repeat).")]
-Tp = Annotated[int, typer.Option("--tp", metavar="N", min=1, max=4096, help="Tensor-parallel size.")]
+Shapes = Annotated[Optional[list[str]], Opt("--shapes", metavar="N,K", help="A shape (repeat).")]
+Tp = Annotated[int, Opt("--tp", metavar="N", min=1, max=4096, help="Tensor-parallel size.")]
 
 
-Drafters = Annotated[Optional[list[str]], typer.Option(
+Drafters = Annotated[Optional[list[str]], Opt(
     "--drafter", metavar="mtp_head|dspark|none",
     help="Drafter whose GEMMs to add (repeat) [from the config: dspark_* keys -> dspark, else an MTP head].")]
 
@@ -113,13 +102,9 @@ def _drafters(values: list[str] | None) -> list | None:
     return [v for v in dict.fromkeys(values) if v != "none"]
 
 
-@tuning.command("shapes", cls=Command)
 def shapes(model_path: ModelPath = None, log: Logs = None, shape: Shapes = None, tp: Tp = 1,
            drafter: Drafters = None, as_json: JsonFlag = False) -> None:
     """List the FP8 block-GEMM shapes worth tuning and where each came from."""
-    from tools.base import ToolError
-    from tools.tuning.shapes import FindShapesArgs, find_shapes
-
     try:
         found = find_shapes(FindShapesArgs(shapes=shape or [], log_files=log or [], model_path=model_path, tp=tp,
                                            drafters=_drafters(drafter)))
@@ -136,18 +121,14 @@ def shapes(model_path: ModelPath = None, log: Logs = None, shape: Shapes = None,
         echo(found.note)
 
 
-RequiredShapes = Annotated[list[str], typer.Option("--shapes", metavar="N,K", help="A shape (repeat).")]
-GpuCount = Annotated[int, typer.Option("--gpu-count", metavar="N", min=1, max=4096, help="Number of GPUs.")]
-BatchSizes = Annotated[Optional[list[int]], typer.Option("--batch-size", metavar="M", min=1, max=1 << 20,
+RequiredShapes = Annotated[list[str], Opt("--shapes", metavar="N,K", help="A shape (repeat).")]
+GpuCount = Annotated[int, Opt("--gpu-count", metavar="N", min=1, max=4096, help="Number of GPUs.")]
+BatchSizes = Annotated[Optional[list[int]], Opt("--batch-size", metavar="M", min=1, max=1 << 20,
                                                          help="Batch size M (repeat) [SGLang's list].")]
 
 
-@tuning.command("plan", cls=Command)
 def plan(shape: RequiredShapes, gpu_count: GpuCount = ASSUMED_TARGET_GPUS, batch_size: BatchSizes = None, as_json: JsonFlag = False) -> None:
     """Show how (shape x batch size) units would be split over GPUs, longest first."""
-    from tools.base import ToolError
-    from tools.tuning.plan import PlanTuningArgs, plan_tuning
-
     try:
         args = PlanTuningArgs(shapes=shape, gpus=list(range(gpu_count)), **({"batch_sizes": batch_size} if batch_size else {}))
         result = plan_tuning(args)
@@ -164,12 +145,6 @@ def plan(shape: RequiredShapes, gpu_count: GpuCount = ASSUMED_TARGET_GPUS, batch
 def _uninstall_on_host(folder, installed_by: str, force: bool, executor_given: str | None,
                        ssh_options: list[str] | None):
     """Undo through the executor that installed (with the ssh options the user gives now)."""
-    from agent.settings.run_reach import reach_of_run
-    from agent.terminal.printable import outage_wait
-    from tools.base import ToolError
-    from tools.jobs.factory import make_executor
-    from tools.tuning.remote_install import uninstall_on_host
-
     where, options = reach_of_run(folder.path, executor_given, ssh_options)  # the host only by resume's rule
     if str(where) != installed_by:
         raise ToolError(f"the configs were installed on {installed_by} but the run's executor is now "

@@ -3,22 +3,24 @@ from __future__ import annotations
 
 from typing import Annotated, Optional
 
-import typer
-
 from agent.exit_codes import ExitCode
-from agent.commands.shared import JsonFlag, fail
 from agent.commands.campaign import ConfigFile
 from agent.commands.options import flag_names, pick, with_options
+from agent.commands.params import JsonFlag, Opt, fail
+from agent.settings.layers import SettingsError, load_settings
 from agent.terminal.printable import echo
+from tools.base import ToolError
+from tools.sync.markdown import render_markdown
+from tools.sync.upstream import SyncArgs, sync_upstream
 
 SYNC_OPTIONS = pick("sglang_src", "remote", "branch", "allow_dirty", "model", "model_path", "sglang_python",
                     sglang_src="SGLang git checkout [setting sglang_src].",
                     allow_dirty="Pull despite local changes the incoming commits do not touch.",
                     sglang_python="Interpreter with SGLang, for the reinstall command.")
-Previous = Annotated[Optional[str], typer.Option(
+Previous = Annotated[Optional[str], Opt(
     "--previous", metavar="MTP_JSON", help="mtp.json of an earlier run to diff the recommendation against "
                                            "[the evidence on the checkout before pulling].")]
-FetchTimeout = Annotated[float, typer.Option("--fetch-timeout", metavar="SECONDS",
+FetchTimeout = Annotated[float, Opt("--fetch-timeout", metavar="SECONDS",
                                              help="Seconds before a silent remote counts as down.")]
 
 
@@ -32,11 +34,6 @@ def sync(previous: Previous = None, fetch_timeout: FetchTimeout = 120.0, config:
     resets, stashes, rebases or forces; a dirty or diverged checkout is refused with what to do.
     Exit 0 synced, 1 refused or failed, 2 bad settings.
     """
-    from agent.settings.layers import SettingsError, load_settings
-    from tools.base import ToolError
-    from tools.sync.markdown import render_markdown
-    from tools.sync.upstream import SyncArgs, sync_upstream
-
     try:
         chosen = load_settings(settings, config=config, flags=flag_names(SYNC_OPTIONS))
     except SettingsError as err:
