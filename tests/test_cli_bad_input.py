@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli_helpers import agent, run_cli
+from tests.messages import assert_refusal
 
 
 def test_help_teaches(tmp_path: Path):
@@ -22,14 +23,13 @@ def test_help_teaches(tmp_path: Path):
 
 def test_unknown_option(tmp_path: Path):
     out = agent("tune kernels", "--frobnicate", cwd=tmp_path)
-    assert out.returncode == 2 and "No such option: --frobnicate" in out.stderr
+    assert_refusal(out, "--frobnicate", "dsv4-agent run -h")
     assert not (tmp_path / "runs").exists()
 
 
 def test_goal_without_any_capability_lists_what_the_playbook_can_do(tmp_path: Path):
     out = run_cli("make coffee", cwd=tmp_path)
-    assert out.returncode == 2
-    assert "did not understand 'coffee'" in out.stderr and "enable MTP" in out.stderr
+    assert_refusal(out, "'coffee'", "enable MTP")
     assert not (tmp_path / "runs").exists()
 
 
@@ -37,38 +37,34 @@ def test_unwritable_runs_dir(tmp_path: Path):
     blocker = tmp_path / "file"
     blocker.write_text("")
     out = run_cli("tune kernels", "--runs-dir", str(blocker / "runs"), cwd=tmp_path)
-    assert out.returncode == 2 and "cannot create runs dir" in out.stderr and "--runs-dir" in out.stderr
+    assert_refusal(out, blocker / "runs", "--runs-dir")
 
 
 def test_unknown_executor_leaves_no_run_behind(tmp_path: Path):
     out = run_cli("tune kernels", "--executor", "carrier-pigeon", cwd=tmp_path)
-    assert out.returncode == 2 and "carrier-pigeon" in out.stderr and "local" in out.stderr
+    assert_refusal(out, "carrier-pigeon", "local")
     runs = tmp_path / "runs"
     assert not runs.exists() or list(runs.iterdir()) == []  # refused before a run folder (or runs/) was made
 
 
 def test_bad_gpu_list(tmp_path: Path):
     out = run_cli("tune kernels", "--gpus", "zero", cwd=tmp_path)
-    assert out.returncode == 2 and "--gpus takes GPU indices" in out.stderr and "'zero' is not one" in out.stderr
+    assert_refusal(out, "--gpus", "'zero'")
 
 
 def test_resume_of_a_missing_run(tmp_path: Path):
     out = run_cli("resume", "nope", cwd=tmp_path)
-    assert out.returncode == 2 and "no run 'nope'" in out.stderr and "`dsv4-agent runs` lists the runs" in out.stderr
+    assert_refusal(out, "'nope'", "`dsv4-agent runs`")
     elsewhere = run_cli("status", "nope", "--runs-dir", "old runs", cwd=tmp_path)
-    assert elsewhere.returncode == 2 and "`dsv4-agent runs --runs-dir 'old runs'`" in elsewhere.stderr
+    assert_refusal(elsewhere, "'nope'", "`dsv4-agent runs --runs-dir 'old runs'`")
 
 
 NO_GPU = {"PATH": "/usr/bin:/bin"}  # no nvidia-smi: the campaign would plan for a target
 
 
-def _refused_before_a_run(out, tmp_path: Path, *words: str) -> str:
-    """Exit 2, one line starting with the tool's name that holds ``words``, and no run folder anywhere."""
-    assert out.returncode == 2, out.stdout[-2000:] + out.stderr
-    line = out.stderr.strip()
-    assert line.startswith("dsv4-agent: ") and len(line.splitlines()) == 1, line
-    for word in words:
-        assert word in line, (word, line)
+def _refused_before_a_run(out, tmp_path: Path, *names: str) -> str:
+    """A refusal (tests/messages.py) naming ``names``, and no run folder anywhere."""
+    line = assert_refusal(out, *names)
     runs = tmp_path / "runs"
     assert not runs.exists() or list(runs.iterdir()) == [], list(runs.iterdir())
     return line
@@ -76,10 +72,10 @@ def _refused_before_a_run(out, tmp_path: Path, *words: str) -> str:
 
 def test_an_sglang_path_that_does_not_exist_or_holds_no_sglang(tmp_path: Path):
     out = run_cli("tune kernels", "--sglang", str(tmp_path / "nowhere"), cwd=tmp_path, env=NO_GPU)
-    _refused_before_a_run(out, tmp_path, f"--sglang {tmp_path / 'nowhere'} does not exist", "pass --sglang DIR")
+    _refused_before_a_run(out, tmp_path, f"--sglang {tmp_path / 'nowhere'}", "--sglang DIR")
     (tmp_path / "plain").mkdir()
     out = run_cli("enable MTP", "--sglang", str(tmp_path / "plain"), cwd=tmp_path, env=NO_GPU)
-    _refused_before_a_run(out, tmp_path, "--sglang ", "is not an SGLang source", "pass --sglang PATH")
+    _refused_before_a_run(out, tmp_path, f"--sglang {tmp_path / 'plain'}", "SGLang source", "--sglang PATH")
 
 
 def _no_evidence_said(out, runs: Path, *words: str) -> None:
@@ -101,13 +97,13 @@ def test_an_mtp_goal_for_a_model_without_speculative_evidence(tmp_path: Path, sg
     has no speculative evidence goes on: that is the infer_mtp step's outcome, read in the research lane."""
     tree = ["--sglang", str(sglang_wheel_root)]
     out = run_cli("enable MTP", "--model", "nonsense/model", *tree, cwd=tmp_path, env=NO_GPU)
-    _refused_before_a_run(out, tmp_path, "--model nonsense/model names no model class of SGLang 0.5.23",
-                          str(sglang_wheel_root), "--arch CLASS", "--model-path DIR", "a goal without MTP")
+    _refused_before_a_run(out, tmp_path, "--model nonsense/model", "model class", "SGLang 0.5.23",
+                          str(sglang_wheel_root), "--arch CLASS", "--model-path DIR", "without MTP")
     empty = tmp_path / "ckpt"
     empty.mkdir()
     out = run_cli("enable MTP", "--model", "nonsense/model", "--model-path", str(empty), *tree, cwd=tmp_path,
                   env=NO_GPU)
-    _refused_before_a_run(out, tmp_path, f"--model-path {empty} has no config.json")
+    _refused_before_a_run(out, tmp_path, f"--model-path {empty}", "config.json")
     known = run_cli("enable MTP", "--model", "nonsense/model", "--arch", "GPT2LMHeadModel", *tree,
                     "--runs-dir", "none", cwd=tmp_path, env=NO_GPU)
     _no_evidence_said(known, tmp_path / "none", "no speculative evidence for nonsense/model", "SGLang 0.5.23",
@@ -126,18 +122,18 @@ def test_mtp_steps_with_no_evidence_are_refused_after_the_gpu_check(tmp_path: Pa
     """--mtp-steps is judged up front (on the GPUs just checked): with no algorithm in the evidence, exit 2."""
     out = run_cli("enable MTP", "--model", "nonsense/model", "--arch", "GPT2LMHeadModel", "--sglang",
                   str(sglang_wheel_root), "--mtp-steps", "2", cwd=tmp_path, env=NO_GPU)
-    _refused_before_a_run(out, tmp_path, "--mtp-steps needs a speculative algorithm",
-                          "the evidence has none for nonsense/model")
+    _refused_before_a_run(out, tmp_path, "--mtp-steps", "speculative algorithm", "evidence",
+                          "nonsense/model")
 
 
 @pytest.mark.parametrize("args, words", [
-    (["--tp", "3"], ["--tp 3 does not divide the target's 8 GPUs", "(1, 2, 4, 8)", "--target-gpus N"]),
-    (["--tp", "4", "--target-gpus", "6"], ["--tp 4 does not divide the target's 6 GPUs", "(1, 2, 3, 6)"]),
-    (["--gpus", "-1"], ["--gpus takes GPU indices", "e.g. 0,1,2,3; '-1' is not one"]),
-    (["--gpus", "0,,1"], ["--gpus takes GPU indices", "'0,,1' has an empty entry"]),
-    (["--concurrency", "1,x"], ["--concurrency takes concurrency levels", "e.g. 1,8,16; 'x' is not one"]),
-    (["--concurrency", "0"], ["--concurrency takes concurrency levels of 1 or more", "0 is not one"]),
-    (["--shapes", "4096"], ["--shapes takes one GEMM shape N,K", "'4096' is not one"]),
+    (["--tp", "3"], ["--tp 3", "8 GPUs", "(1, 2, 4, 8)", "--target-gpus N"]),
+    (["--tp", "4", "--target-gpus", "6"], ["--tp 4", "6 GPUs", "(1, 2, 3, 6)"]),
+    (["--gpus", "-1"], ["--gpus", "0,1,2,3", "'-1'"]),
+    (["--gpus", "0,,1"], ["--gpus", "'0,,1'", "empty entry"]),
+    (["--concurrency", "1,x"], ["--concurrency", "1,8,16", "'x'"]),
+    (["--concurrency", "0"], ["--concurrency", "1 or more", "0"]),
+    (["--shapes", "4096"], ["--shapes", "N,K", "'4096'"]),
 ])
 def test_bad_gpu_layouts_and_lists_in_plain_words(tmp_path: Path, args: list[str], words: list[str]):
     line = _refused_before_a_run(run_cli("tune kernels", *args, cwd=tmp_path, env=NO_GPU), tmp_path, *words)
@@ -158,7 +154,7 @@ def _fake_run(tmp_path: Path, result: dict | None, trace: str) -> Path:
 def test_resume_of_a_finished_run_is_refused(tmp_path: Path):
     run = _fake_run(tmp_path, {"status": "finished", "summary": "ok"}, "")
     out = run_cli("resume", str(run), cwd=tmp_path)
-    assert out.returncode == 2 and "already finished" in out.stderr
+    assert_refusal(out, run, "finished")
 
 
 def test_resume_with_a_corrupt_trace_is_refused_and_nothing_changes(tmp_path: Path):
@@ -166,7 +162,7 @@ def test_resume_with_a_corrupt_trace_is_refused_and_nothing_changes(tmp_path: Pa
     run = _fake_run(tmp_path, None, good % 0 + "garbage\n" + good % 2)
     before = sorted(p.name for p in run.iterdir())
     out = run_cli("resume", run.name, cwd=tmp_path)
-    assert out.returncode == 2 and "line 2 is not JSON" in out.stderr
+    assert_refusal(out, "line 2", "JSON")
     assert sorted(p.name for p in run.iterdir() if p.name != ".lock") == before
 
 
@@ -177,24 +173,24 @@ def test_a_locked_run_cannot_be_driven_twice(tmp_path: Path):
         held.write("pid 4242")
         held.flush()
         out = agent("resume", "latest", cwd=tmp_path)
-    assert out.returncode == 2 and "is being driven by pid 4242" in out.stderr
+    assert_refusal(out, "pid 4242")
 
 
 def test_status_and_jobs_of_a_missing_run(tmp_path: Path):
     for sub in ("status", "jobs"):
         out = run_cli(sub, "ghost", cwd=tmp_path)
-        assert out.returncode == 2 and "no run 'ghost'" in out.stderr
+        assert_refusal(out, "'ghost'", "`dsv4-agent runs`")
 
 
 @pytest.mark.no_replay("a hand-made run folder with an empty trace")
 def test_resume_with_a_bad_setting_names_it_and_changes_nothing(tmp_path: Path):
     run = _fake_run(tmp_path, {"status": "planned", "summary": "no GPU"}, "")
     bad = run_cli("resume", run.name, "--executor", "carrier-pigeon", cwd=tmp_path)
-    assert bad.returncode == 2 and "carrier-pigeon" in bad.stderr
+    assert_refusal(bad, "carrier-pigeon")
     assert (run / "result.json").exists()  # the planned result was not archived by a refused resume
     assert not list(run.glob("result.attempt-*"))
     zero = run_cli("resume", run.name, "--max-llm-steps", "0", cwd=tmp_path)
-    assert zero.returncode == 2 and "max-llm-steps" in zero.stderr.replace("_", "-")
+    assert_refusal(zero, "max_llm_steps", "0")
 
 
 class _Ended(Exception):

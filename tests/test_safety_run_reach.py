@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli_helpers import agent, run_cli
+from tests.messages import assert_run_setting_refused
 
 HOST = "ssh://gpu-box.invalid"
 NAME = "N=512,K=1024,device_name=NVIDIA_H200,dtype=fp8_w8a8,block_shape=[128, 128].json"
@@ -32,40 +33,34 @@ def _crafted(tmp_path: Path, marker: Path, executor: str = HOST) -> Path:
     return run
 
 
-def _refused(out, setting: str, option: str) -> None:
-    assert out.returncode == 2, out.stdout + out.stderr
-    line = out.stderr.strip()
-    assert "\n" not in line and line.startswith("dsv4-agent: "), out.stderr
-    assert f"setting {setting} =" in line and option in line and "config allow" in line, line
-    assert "Traceback" not in out.stdout + out.stderr
-
-
 @pytest.mark.parametrize("command", [["jobs"], ["jobs", "--stop", "all"], ["jobs", "--logs", "tune-gpu0"],
                                      ["tuning", "uninstall"]], ids=" ".join)
 def test_a_run_folders_host_is_not_contacted(tmp_path, command):
     marker, mine = tmp_path / "folder-proxy-ran", tmp_path / "my-proxy-ran"
     run = _crafted(tmp_path, marker)
-    _refused(run_cli(*command, str(run), cwd=tmp_path), "executor", f"--executor={HOST}")
+    assert_run_setting_refused(run_cli(*command, str(run), cwd=tmp_path), "executor", f"--executor={HOST}")
     # ssh options of the user's own do not make the folder's host theirs
-    _refused(run_cli(*command, str(run), f"--ssh-option=-oProxyCommand=touch {mine}; exit 1", cwd=tmp_path),
-             "executor", f"--executor={HOST}")
+    own_options = run_cli(*command, str(run), f"--ssh-option=-oProxyCommand=touch {mine}; exit 1", cwd=tmp_path)
+    assert_run_setting_refused(own_options, "executor", f"--executor={HOST}")
     # the user names the host: its options are still the folder's
-    _refused(run_cli(*command, str(run), "--executor", HOST, cwd=tmp_path), "ssh_options", "--ssh-option=")
+    own_host = run_cli(*command, str(run), "--executor", HOST, cwd=tmp_path)
+    assert_run_setting_refused(own_host, "ssh_options", "--ssh-option=")
     assert not marker.exists() and not mine.exists()
 
 
 def test_the_console_scripts_quick_jobs_applies_the_same_rule(tmp_path):
     marker = tmp_path / "folder-proxy-ran"
     run = _crafted(tmp_path, marker)
-    _refused(agent("jobs", str(run), cwd=tmp_path, env={"DSV4_CACHE_DIR": str(tmp_path / "cache")}), "executor", f"--executor={HOST}")
+    quick = agent("jobs", str(run), cwd=tmp_path, env={"DSV4_CACHE_DIR": str(tmp_path / "cache")})
+    assert_run_setting_refused(quick, "executor", f"--executor={HOST}")
     assert not marker.exists()
 
 
 def test_a_slurm_run_folder_is_refused_unless_the_user_uses_that_slurm(tmp_path):
     run = _crafted(tmp_path, tmp_path / "unused", executor="slurm:gpu")
-    _refused(run_cli("jobs", str(run), cwd=tmp_path), "executor", "--executor=slurm:gpu")
-    _refused(run_cli("jobs", str(run), cwd=tmp_path, env={"DSV4_EXECUTOR": "slurm"}), "executor",
-             "--executor=slurm:gpu")  # another partition is another choice
+    assert_run_setting_refused(run_cli("jobs", str(run), cwd=tmp_path), "executor", "--executor=slurm:gpu")
+    assert_run_setting_refused(run_cli("jobs", str(run), cwd=tmp_path, env={"DSV4_EXECUTOR": "slurm"}), "executor",
+                               "--executor=slurm:gpu")  # another partition is another choice
     mine = run_cli("jobs", str(run), cwd=tmp_path, env={"DSV4_EXECUTOR": "slurm:gpu"})  # the user's own Slurm
     assert "setting " not in mine.stderr and "Traceback" not in mine.stderr, mine.stderr  # its ssh options unused
 

@@ -16,6 +16,7 @@ import pytest
 
 from tests.campaign_fixtures import DOUBLES, campaign_args, campaign_env
 from tests.cli_helpers import only_run, run_cli
+from tests.messages import assert_refusal, assert_run_setting_refused
 
 GOLDEN = Path(__file__).parent / "golden"
 KEY = "sk-" + "usersownkeyusersownkey"  # built here: no secret-shaped literal sits in the repo
@@ -74,13 +75,6 @@ def _golden_with(tmp_path: Path, settings: dict) -> Path:
     return run
 
 
-def _refused(out, setting: str, option: str) -> None:
-    assert out.returncode == 2, out.stdout[-2000:] + out.stderr
-    line = out.stderr.strip()
-    assert "\n" not in line and line.startswith("dsv4-agent: "), out.stderr
-    assert f"setting {setting} =" in line and option in line and "Traceback" not in out.stdout + out.stderr, line
-
-
 def _ssh(marker: Path) -> dict:
     return {"executor": "ssh://gpu-box.invalid", "ssh_options": [f"-oProxyCommand=touch {marker}; exit 1"]}
 
@@ -95,11 +89,11 @@ def test_resume_takes_no_program_host_or_environment_from_a_run_folder(tmp_path,
     run = _crafted(tmp_path, settings)
     out = run_cli("resume", str(run), cwd=tmp_path, env=campaign_env(tmp_path))
     field = "executor" if case == "ssh_options" else case  # the host is judged first, then its options
-    _refused(out, field, "--executor=" if case == "ssh_options" else option)
+    assert_run_setting_refused(out, field, "--executor=" if case == "ssh_options" else option)
     if case == "ssh_options":  # the user names the host: its options are still the folder's
         out = run_cli("resume", str(run), "--executor", "ssh://gpu-box.invalid", cwd=tmp_path,
                       env=campaign_env(tmp_path))
-        _refused(out, case, option)
+        assert_run_setting_refused(out, case, option)
     assert not marker.exists()
     assert not list((run / "steps").iterdir()) and not (run / "preflight.json").exists()
 
@@ -107,10 +101,11 @@ def test_resume_takes_no_program_host_or_environment_from_a_run_folder(tmp_path,
 def test_resume_and_rerun_never_send_the_key_to_a_recorded_endpoint(tmp_path, listener):
     url, seen = listener
     env = {**campaign_env(tmp_path), "OPENAI_API_KEY": KEY}
-    _refused(run_cli("resume", str(_crafted(tmp_path, {"llm_base_url": url})), cwd=tmp_path, env=env),
-             "llm_base_url", "--llm-base-url=")
-    _refused(run_cli("replay", str(_golden_with(tmp_path, {"llm_base_url": url})), "--rerun", "--runs-dir",
-                     str(tmp_path / "again"), cwd=tmp_path, env=env), "llm_base_url", "--llm-base-url=")
+    resumed = run_cli("resume", str(_crafted(tmp_path, {"llm_base_url": url})), cwd=tmp_path, env=env)
+    assert_run_setting_refused(resumed, "llm_base_url", "--llm-base-url=")
+    rerun = run_cli("replay", str(_golden_with(tmp_path, {"llm_base_url": url})), "--rerun", "--runs-dir",
+                    str(tmp_path / "again"), cwd=tmp_path, env=env)
+    assert_run_setting_refused(rerun, "llm_base_url", "--llm-base-url=")
     assert seen == [] and not (tmp_path / "again").exists()
 
 
@@ -122,7 +117,7 @@ def test_rerun_refuses_what_resume_refuses_before_replaying_anything(tmp_path, c
     host = {"DSV4_EXECUTOR": "ssh://gpu-box.invalid"} if case == "ssh_options" else {}  # the user's own host
     out = run_cli("replay", str(recorded), "--rerun", "--runs-dir", str(tmp_path / "again"), cwd=tmp_path,
                   env={**campaign_env(tmp_path), **host})
-    _refused(out, case, "--nvidia-smi=" if case == "nvidia_smi" else "--ssh-option=")
+    assert_run_setting_refused(out, case, "--nvidia-smi=" if case == "nvidia_smi" else "--ssh-option=")
     assert "replay of" not in out.stdout  # refused before the replay, not after it
     assert not marker.exists() and not ssh_marker.exists() and not (tmp_path / "again").exists()
 
@@ -137,7 +132,7 @@ def test_a_bundle_naming_a_program_is_refused_and_leaves_nothing(tmp_path):
     assert made.returncode == 0, made.stdout + made.stderr
     host.mkdir()
     out = run_cli("resume", str(tmp_path / "carried.tar.gz"), cwd=host, env=campaign_env(host))
-    _refused(out, "nvidia_smi", "--nvidia-smi=")
+    assert_run_setting_refused(out, "nvidia_smi", "--nvidia-smi=")
     assert not marker.exists() and not list((host / "runs").glob("*"))
 
 
@@ -153,16 +148,17 @@ def test_a_run_resumed_by_a_user_who_gives_the_same_settings_goes_on(tmp_path, s
     stranger = {**env, "DSV4_STATE_DIR": str(tmp_path / "another-users-state")}
     sglang = [word for i, word in enumerate(args) if word in ("--sglang", "--sglang-python") or
               args[i - 1] in ("--sglang", "--sglang-python")]  # the host's SGLang, as the user gives it
-    _refused(run_cli("resume", str(run), cwd=tmp_path, env=stranger), "sglang_src", "--sglang=")
-    _refused(run_cli("resume", str(run), *sglang, cwd=tmp_path, env=stranger), "nvidia_smi", "--nvidia-smi=")
+    assert_run_setting_refused(run_cli("resume", str(run), cwd=tmp_path, env=stranger), "sglang_src", "--sglang=")
+    with_sglang = run_cli("resume", str(run), *sglang, cwd=tmp_path, env=stranger)
+    assert_run_setting_refused(with_sglang, "nvidia_smi", "--nvidia-smi=")
     assert marker.read_text().count("ran") == ran and (run / "result.json").exists()
     allowed = run_cli("config", "allow", str(run), cwd=tmp_path, env=stranger)
     assert allowed.returncode == 0 and f'nvidia-smi = "{smi}"' in allowed.stdout, allowed.stdout + allowed.stderr
     original = (run / "config.json").read_bytes()
     config = json.loads(original)
     (run / "config.json").write_text(json.dumps({**config, "settings": {**config["settings"], "nvidia_smi": "/x"}}))
-    _refused(run_cli("resume", str(run), *sglang, cwd=tmp_path, env=stranger), "nvidia_smi",
-             "--nvidia-smi=/x")  # the folder changed since it was allowed
+    assert_run_setting_refused(run_cli("resume", str(run), *sglang, cwd=tmp_path, env=stranger), "nvidia_smi",
+                               "--nvidia-smi=/x")  # the folder changed since it was allowed
     (run / "config.json").write_bytes(original)
     denied = run_cli("config", "deny", str(run), cwd=tmp_path, env=stranger)  # the option alone decides now
     assert denied.returncode == 0 and "forgot run folder" in denied.stdout, denied.stdout + denied.stderr
@@ -188,7 +184,8 @@ def test_jobs_takes_a_folders_ssh_options_only_once_it_is_allowed(tmp_path):
     run = _crafted(tmp_path, _ssh(marker))
     (run / "jobs").mkdir()
     refused = run_cli("jobs", str(run), cwd=tmp_path)
-    assert refused.returncode == 2 and "config allow" in refused.stderr and not marker.exists(), refused.stderr
+    assert_refusal(refused, "dsv4-agent config allow", run)
+    assert not marker.exists()
     assert run_cli("config", "allow", str(run), cwd=tmp_path).returncode == 0
     run_cli("jobs", str(run), cwd=tmp_path)  # the user vouched for the folder: its ProxyCommand is theirs
     assert marker.exists()

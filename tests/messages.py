@@ -1,0 +1,71 @@
+"""User-facing messages asserted by their shape and the facts a person acts on, never by their prose.
+
+A refusal is one line on stderr, ``dsv4-agent: <what is wrong and the fix>``, with a documented exit
+code and no traceback. Tests check that shape here, once, and name only the facts in the line a
+person must act on (a path, an option, a setting, a command to run, a GPU index, the reason when it
+is the point of the test); rewording a message then breaks no test (docs/testing.md).
+"""
+from __future__ import annotations
+
+import re
+import shlex
+import subprocess
+import unicodedata
+from os import PathLike
+
+from agent.exit_codes import ExitCode
+
+PREFIX = "dsv4-agent: "
+
+
+def assert_refusal(result: subprocess.CompletedProcess, *names: str | PathLike, code: int = ExitCode.USAGE,
+                   quiet: bool = False) -> str:
+    """``result`` ended with ``code`` and said why in one well-formed line naming every one of ``names``;
+    ``quiet``: and printed nothing on stdout. Returns the line."""
+    both = result.stdout + result.stderr
+    assert result.returncode == code, (f"exit {result.returncode}, not {code!r}", both[-3000:])
+    assert "Traceback" not in both, both[-3000:]
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and result.stderr.endswith("\n"), ("not one line on stderr", result.stderr[-3000:])
+    assert_message(lines[0], *names)
+    assert not quiet or result.stdout == "", ("stdout is not empty", result.stdout[-3000:])
+    return lines[0]
+
+
+def assert_message(line: str, *names: str | PathLike) -> str:
+    """``line`` is one of the agent's messages: the prefix, no control characters, every name in it."""
+    assert line.startswith(PREFIX), line
+    bad = [c for c in line if unicodedata.category(c) in ("Cc", "Cf")]
+    assert not bad, (f"control characters {bad!r}", line)
+    missing = [str(name) for name in names if not mentions(line, name)]
+    assert not missing, (f"not named: {missing!r}", line)
+    return line
+
+
+def message_naming(text: str, *names: str | PathLike) -> str:
+    """The one line of ``text`` (a stream that may hold other output) that names all of ``names``,
+    checked as a message (a note or a warning). Returns it."""
+    found = [line for line in text.splitlines() if all(mentions(line, name) for name in names)]
+    assert len(found) == 1, (f"{len(found)} lines name {[str(n) for n in names]!r}", text[-3000:])
+    return assert_message(found[0], *names)
+
+
+def mentions(line: str, name: str | PathLike) -> bool:
+    """``name`` is in ``line`` as itself (``--tp`` is not in ``--tpx``, ``3`` is not in ``31``), as it is
+    or shell-quoted (a path with a space is shown quoted)."""
+    text = str(name)
+    return any(re.search(_whole(form), line) for form in {text, shlex.quote(text)})
+
+
+def _whole(name: str) -> str:
+    """A pattern for ``name`` not glued to a word character at an edge that is one itself."""
+    start = r"(?<![\w])" if re.match(r"\w", name) else ""
+    end = r"(?![\w])" if re.search(r"\w$", name) else ""
+    return start + re.escape(name) + end
+
+
+def assert_run_setting_refused(result: subprocess.CompletedProcess, setting: str, option: str) -> str:
+    """A setting a run folder recorded, refused: the line names the setting, the reason (the point of
+    these refusals), the option that gives it again and the command that allows the folder."""
+    return assert_refusal(result, f"setting {setting}", "never taken from a run folder", option,
+                          "dsv4-agent config allow")
