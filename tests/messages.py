@@ -69,3 +69,8 @@ def assert_run_setting_refused(result: subprocess.CompletedProcess, setting: str
     these refusals), the option that gives it again and the command that allows the folder."""
     return assert_refusal(result, f"setting {setting}", "never taken from a run folder", option,
                           "dsv4-agent config allow")
+
+
+def assert_finished_refused(result: subprocess.CompletedProcess, run_name: str) -> str:
+    """A finished run, refused another drive: the line names the run, says it finished and how to inspect it."""
+    return assert_refusal(result, run_name, "finished", "dsv4-agent status")

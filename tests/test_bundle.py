@@ -23,6 +23,7 @@ from agent.run.trace import read_trace
 from tests.campaign_fixtures import DOUBLES, campaign_args, campaign_env, make_campaign_checkout
 from tests.cli_helpers import only_run, run_cli
 from tests.doubles.tokenizer import build_tokenizer
+from tests.messages import assert_finished_refused, assert_refusal
 
 LAPTOP_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin"}  # no nvidia-smi: the run is planned
 SCHEMA = json.loads((Path(__file__).parent.parent / "docs" / "cli-json.schema.json").read_text())
@@ -66,8 +67,7 @@ def test_a_bundle_made_here_finishes_on_another_host_and_its_replay_passes(tmp_p
              "--model-path", str(tok), "--tokenizer", str(tok)]
     forgot = run_cli("resume", archive.name, "--sglang-python", str(DOUBLES / "sglang_python"), cwd=host,
                      env=campaign_env(host))
-    assert forgot.returncode == 2, forgot.stdout[-2000:] + forgot.stderr
-    assert "(as the run recorded it) does not exist on this host; pass this host's with --sglang DIR" in forgot.stderr
+    assert_refusal(forgot, "as the run recorded it", "does not exist on this host", "--sglang DIR")
     assert not (host / "runs").exists() or not list((host / "runs").iterdir())  # refused: nothing left unpacked
 
     resumed = run_cli("resume", archive.name, *paths, cwd=host, env=campaign_env(host))
@@ -97,7 +97,7 @@ def test_a_bundle_made_here_finishes_on_another_host_and_its_replay_passes(tmp_p
     assert report.exit_code == ExitCode.DONE, report.render()
 
     again = run_cli("resume", archive.name, *paths, cwd=host, env=campaign_env(host))
-    assert again.returncode == 2 and "already finished" in again.stderr
+    assert_finished_refused(again, there.name)
     assert (there / "result.json").exists()  # the run the bundle unpacked earlier is kept
 
 
@@ -116,14 +116,14 @@ def test_a_run_with_jobs_or_being_driven_is_not_bundled(tmp_path):
     run = _fake_run(tmp_path)
     (run / "jobs" / "tune-gpu0").mkdir(parents=True)
     refused = run_cli("bundle", run.name, cwd=tmp_path)
-    assert refused.returncode == 2 and "has jobs (tune-gpu0)" in refused.stderr and "dsv4-agent resume" in refused.stderr
+    assert_refusal(refused, "tune-gpu0", "dsv4-agent resume")
     shutil.rmtree(run / "jobs")
     with open(run / ".lock", "a+") as held:
         fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
         held.write("pid 4242")
         held.flush()
         driven = run_cli("bundle", run.name, cwd=tmp_path)
-    assert driven.returncode == 2 and "is being driven by pid 4242" in driven.stderr
+    assert_refusal(driven, "pid 4242")
     assert not list(tmp_path.glob("*.tar.gz")) and not list(tmp_path.glob(".*.tmp*"))
     made = run_cli("bundle", run.name, cwd=tmp_path)
     assert made.returncode == 0, made.stderr
@@ -164,31 +164,32 @@ def _good(*extra: tuple, files: dict[str, bytes] | None = None) -> list[tuple]:
             *[_member(f"{RUN_NAME}/{k}", v) for k, v in GOOD.items()], *extra]
 
 
-CRAFTED = {
-    "parent": (_good(_member(f"{RUN_NAME}/../escape", b"x")), "not a plain relative path"),
-    "absolute": ([_member("/tmp/escape-abs", b"x")], "not a plain relative path"),
-    "outside": (_good(_member("20260101T000000Z-other/config.json", CONFIG)), "lies outside the run folder"),
-    "symlink": (_good(_member(f"{RUN_NAME}/link", kind=tarfile.SYMTYPE, link="/etc/passwd")), "a symbolic link"),
+CRAFTED = {  # the member the line names, and what is wrong with it
+    "parent": (_good(_member(f"{RUN_NAME}/../escape", b"x")), [f"{RUN_NAME}/../escape", "relative path"]),
+    "absolute": ([_member("/tmp/escape-abs", b"x")], ["/tmp/escape-abs", "relative path"]),
+    "outside": (_good(_member("20260101T000000Z-other/config.json", CONFIG)),
+                ["20260101T000000Z-other/config.json", "outside the run folder"]),
+    "symlink": (_good(_member(f"{RUN_NAME}/link", kind=tarfile.SYMTYPE, link="/etc/passwd")),
+                [f"{RUN_NAME}/link", "symbolic link"]),
     "hardlink": (_good(_member(f"{RUN_NAME}/hard", kind=tarfile.LNKTYPE, link=f"{RUN_NAME}/config.json")),
-                 "a hard link"),
-    "device": (_good(_member(f"{RUN_NAME}/null", kind=tarfile.CHRTYPE)), "a device"),
-    "fifo": (_good(_member(f"{RUN_NAME}/pipe", kind=tarfile.FIFOTYPE)), "a FIFO"),
-    "not-a-run": ([_member("home", kind=tarfile.DIRTYPE), _member("home/.bashrc", b"x")], "not a run folder's name"),
+                 [f"{RUN_NAME}/hard", "hard link"]),
+    "device": (_good(_member(f"{RUN_NAME}/null", kind=tarfile.CHRTYPE)), [f"{RUN_NAME}/null", "device"]),
+    "fifo": (_good(_member(f"{RUN_NAME}/pipe", kind=tarfile.FIFOTYPE)), [f"{RUN_NAME}/pipe", "FIFO"]),
+    "not-a-run": ([_member("home", kind=tarfile.DIRTYPE), _member("home/.bashrc", b"x")],
+                  ["home", "run folder's name"]),
     "no-manifest": ([_member(RUN_NAME, kind=tarfile.DIRTYPE), _member(f"{RUN_NAME}/config.json", CONFIG)],
-                    "no 20260101T000000Z-enable-mtp/bundle.json"),
-    "unlisted": (_good(_member(f"{RUN_NAME}/extra.sh", b"rm -rf ~\n")), "differ from its manifest"),
-    "changed": (_good(files={"config.json": b"{}"}), "does not match the bundle's manifest"),
-    "twice": (_good(_member(f"{RUN_NAME}/config.json", CONFIG)), "appears twice"),
+                    [f"{RUN_NAME}/bundle.json"]),
+    "unlisted": (_good(_member(f"{RUN_NAME}/extra.sh", b"rm -rf ~\n")), ["'extra.sh'", "manifest"]),
+    "changed": (_good(files={"config.json": b"{}"}), ["config.json", "manifest"]),
+    "twice": (_good(_member(f"{RUN_NAME}/config.json", CONFIG)), [f"{RUN_NAME}/config.json", "twice"]),
 }
 
 
 @pytest.mark.parametrize("case", sorted(CRAFTED))
 def test_a_crafted_archive_is_refused_and_leaves_nothing(tmp_path, case):
-    members, words = CRAFTED[case]
+    members, names = CRAFTED[case]
     archive = _archive(tmp_path / "crafted.tar.gz", members)
-    done = run_cli("resume", str(archive), cwd=tmp_path)
-    assert done.returncode == 2, done.stdout + done.stderr
-    assert done.stderr.startswith("dsv4-agent: ") and words in done.stderr, done.stderr
+    assert_refusal(run_cli("resume", str(archive), cwd=tmp_path), *names)
     assert not (tmp_path / "escape").exists() and not Path("/tmp/escape-abs").exists()
     left = sorted(p.name for p in (tmp_path / "runs").iterdir()) if (tmp_path / "runs").exists() else []
     assert left == [], left  # neither the run nor the folder it was being unpacked into
@@ -199,7 +200,7 @@ def test_a_sound_archive_unpacks_and_another_run_of_its_name_is_left_alone(tmp_p
     garbage = tmp_path / "garbage.tar.gz"
     garbage.write_bytes(b"not gzip at all")
     bad = run_cli("resume", str(garbage), cwd=tmp_path)
-    assert bad.returncode == 2 and "not a bundle made by `dsv4-agent bundle`" in bad.stderr
+    assert_refusal(bad, garbage, "`dsv4-agent bundle`")
     from agent.run.bundle import unpack_bundle
 
     archive = _archive(tmp_path / "sound.tar.gz", _good())
@@ -210,7 +211,7 @@ def test_a_sound_archive_unpacks_and_another_run_of_its_name_is_left_alone(tmp_p
     shutil.rmtree(run)
     shutil.move(other, run)  # a different run of the same name
     clash = run_cli("resume", str(archive), cwd=tmp_path)
-    assert clash.returncode == 2 and "already exists" in clash.stderr and "--runs-dir DIR" in clash.stderr
+    assert_refusal(clash, RUN_NAME, archive, "already exists", "--runs-dir DIR")
     assert (run / "plan.md").exists()  # untouched
 
 
@@ -225,6 +226,5 @@ def test_an_archive_with_a_huge_extended_header_is_refused_before_it_is_read(tmp
         out.write(b"9 a=b\n" * ((2 << 20) // 6) + b"\n" * ((2 << 20) % 6))
         out.write(bytes(1024))
     refused = run_cli("resume", str(archive), cwd=tmp_path)
-    assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stdout + refused.stderr
-    assert f"has a tar header of {2 << 20} bytes" in refused.stderr
+    assert_refusal(refused, archive, "tar header", f"{2 << 20} bytes")
     assert not (tmp_path / "runs").exists() or not list((tmp_path / "runs").iterdir())

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli_helpers import agent, run_cli
-from tests.messages import assert_refusal
+from tests.messages import assert_finished_refused, assert_refusal
 
 
 def test_help_teaches(tmp_path: Path):
@@ -154,7 +154,7 @@ def _fake_run(tmp_path: Path, result: dict | None, trace: str) -> Path:
 def test_resume_of_a_finished_run_is_refused(tmp_path: Path):
     run = _fake_run(tmp_path, {"status": "finished", "summary": "ok"}, "")
     out = run_cli("resume", str(run), cwd=tmp_path)
-    assert_refusal(out, run, "finished")
+    assert_finished_refused(out, run.name)
 
 
 def test_resume_with_a_corrupt_trace_is_refused_and_nothing_changes(tmp_path: Path):
