@@ -18,12 +18,13 @@ from agent.exit_codes import ExitCode
 PREFIX = "dsv4-agent: "
 
 
-def assert_refusal(result: subprocess.CompletedProcess, *names: str | PathLike, code: int = ExitCode.USAGE,
-                   quiet: bool = False) -> str:
-    """``result`` ended with ``code`` and said why in one well-formed line naming every one of ``names``;
-    ``quiet``: and printed nothing on stdout. Returns the line."""
+def assert_refusal(result: subprocess.CompletedProcess, *names: str | PathLike,
+                   code: int | tuple[int, ...] = ExitCode.USAGE, quiet: bool = False) -> str:
+    """``result`` ended with ``code`` (or one of them) and said why in one well-formed line naming every one
+    of ``names``; ``quiet``: and printed nothing on stdout. Returns the line."""
     both = result.stdout + result.stderr
-    assert result.returncode == code, (f"exit {result.returncode}, not {code!r}", both[-3000:])
+    codes = code if isinstance(code, tuple) else (code,)
+    assert result.returncode in codes, (f"exit {result.returncode}, not {codes!r}", both[-3000:])
     assert "Traceback" not in both, both[-3000:]
     lines = result.stderr.splitlines()
     assert len(lines) == 1 and result.stderr.endswith("\n"), ("not one line on stderr", result.stderr[-3000:])

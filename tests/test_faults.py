@@ -26,6 +26,7 @@ from agent.run.trace import read_trace
 from tests.campaign_fixtures import campaign_args, campaign_env, graph_committed, hold_tuning
 from tests.cli_helpers import AGENT, clean_env, only_run, run_cli, start_agent, wait_for
 from tests.conftest import missing
+from tests.messages import assert_finished_refused, assert_refusal, message_naming
 from tests.slowdown import limit
 from tools.jobs.processes import processes_of_job
 
@@ -121,8 +122,7 @@ def test_a_result_json_that_is_no_result_is_one_line_in_every_command(finished_r
         assert data["result"] is None and problem in data["result_error"], data
 
         resumed = run_cli("resume", str(finished_run), cwd=root, env=env)
-        assert resumed.returncode == 2, resumed.stdout + resumed.stderr
-        assert resumed.stderr.count("\n") == 1 and problem in resumed.stderr and "mv " in resumed.stderr
+        assert_refusal(resumed, finished_run / "result.json", problem, "mv")
         assert (finished_run / "result.json").read_bytes() == content  # refused: nothing written
 
         listed = run_cli("runs", cwd=root, env=env)
@@ -132,7 +132,7 @@ def test_a_result_json_that_is_no_result_is_one_line_in_every_command(finished_r
 
         report = run_cli("report", str(finished_run), cwd=root, env=env)
         assert report.returncode == 0, report.stdout + report.stderr
-        assert report.stderr.count("\n") == 1 and problem in report.stderr
+        assert report.stderr.count("\n") == 1 and message_naming(report.stderr, problem)
         for out in (status, as_json, resumed, listed, cleaned, report):
             assert "Traceback" not in out.stdout + out.stderr
     finally:
@@ -145,7 +145,7 @@ def test_a_damaged_result_json_moved_away_is_written_again_by_resume(finished_ru
     (finished_run / "result.json").write_text("[]")
     os.replace(finished_run / "result.json", finished_run / "result.json.bad")  # the fix the line names
     again = run_cli("resume", str(finished_run), cwd=root, env=campaign_env(root))
-    assert again.returncode == 2 and "already finished" in again.stderr, again.stdout + again.stderr
+    assert_finished_refused(again, finished_run.name)
     after = json.loads((finished_run / "result.json").read_text())
     assert {k: after[k] for k in ("status", "summary", "steps")} == {k: good[k] for k in ("status", "summary", "steps")}
     (finished_run / "result.json.bad").unlink()
@@ -177,7 +177,7 @@ def test_a_damaged_checkpoint_is_named_and_rebuilt_from_the_trace_and_the_ledger
     run = _killed_while_tuning(tmp_path, sglang_wheel_root)
     env = campaign_env(tmp_path, unit_s=0.4)
     whole = run_cli("resume", str(run), "--rebuild-checkpoint", cwd=tmp_path, env=env)
-    assert whole.returncode == 2 and "whole" in whole.stderr and whole.stderr.count("\n") == 1, whole.stderr
+    assert_refusal(whole, run / "checkpoint.sqlite", "whole", f"dsv4-agent resume {run}")
     checkpoint = run / "checkpoint.sqlite"
     for extra in (run / "checkpoint.sqlite-wal", run / "checkpoint.sqlite-shm"):
         extra.unlink(missing_ok=True)  # a copy of the folder without them, or a cut main file alone
@@ -185,9 +185,7 @@ def test_a_damaged_checkpoint_is_named_and_rebuilt_from_the_trace_and_the_ledger
     trace_before = (run / "trace.jsonl").read_bytes()
 
     refused = run_cli("resume", str(run), cwd=tmp_path, env=env)
-    assert refused.returncode == 2, refused.stdout + refused.stderr
-    assert refused.stderr.count("\n") == 1 and "checkpoint.sqlite" in refused.stderr, refused.stderr
-    assert "--rebuild-checkpoint" in refused.stderr and "Traceback" not in refused.stderr
+    assert_refusal(refused, run / "checkpoint.sqlite", "--rebuild-checkpoint")
     assert (run / "trace.jsonl").read_bytes() == trace_before and not (run / "result.json").exists()
 
     rebuilt = run_cli("resume", str(run), "--rebuild-checkpoint", cwd=tmp_path, env=env)
@@ -201,7 +199,7 @@ def test_a_damaged_checkpoint_is_named_and_rebuilt_from_the_trace_and_the_ledger
     assert calls and max(calls.values()) == 1  # no unit tuned twice
 
     again = run_cli("resume", str(run), "--rebuild-checkpoint", cwd=tmp_path, env=env)
-    assert again.returncode == 2 and "already finished" in again.stderr, again.stderr
+    assert_finished_refused(again, run.name)
 
 
 
@@ -251,8 +249,8 @@ def test_a_full_disk_ends_the_run_in_one_line_and_resume_and_replay_are_exact(tm
     assert events[-1]["type"] == "run_finished" and events[-1]["reason"] == "disk_full"
 
     refused = run_cli("resume", str(run), cwd=tmp_path, env=env)  # still full: refused, nothing written
-    assert refused.returncode == 2 and "no space left" in refused.stderr, refused.stdout + refused.stderr
-    assert refused.stderr.count("\n") == 1 and read_trace(run / "trace.jsonl").events == events
+    assert_refusal(refused, "no space left", run)
+    assert read_trace(run / "trace.jsonl").events == events
 
     filler.unlink()
     for key in ("tune-gpu0", "tune-gpu1"):  # they may have failed on the full disk too; they end either way

@@ -17,6 +17,7 @@ import pytest
 
 from tests.campaign_fixtures import DOUBLES, campaign_env
 from tests.cli_helpers import only_run, run_cli
+from tests.messages import assert_refusal
 from tests.slowdown import limit
 
 GOAL = "enable MTP"
@@ -46,31 +47,29 @@ def test_cuda_visible_devices_is_honoured(tmp_path):
 def test_a_busy_gpu_is_refused_naming_who_holds_it(tmp_path):
     busy = {"DSV4_FAKE_GPU_APPS": "1:4242:/usr/bin/python3:70000"}
     out = run_cli(GOAL, cwd=tmp_path, env=_env(tmp_path, 2, **busy))
-    assert out.returncode == 2, out.stdout + out.stderr
-    assert "GPU 1 (NVIDIA A100-SXM4-80GB) is busy: pid 4242 /usr/bin/python3 (70000 MiB)" in out.stderr
-    assert "--gpus 0" in out.stderr and "--allow-busy-gpus" in out.stderr
+    assert_refusal(out, "GPU 1", "NVIDIA A100-SXM4-80GB", "busy", "pid 4242", "/usr/bin/python3", "70000 MiB",
+                   "--gpus 0", "--allow-busy-gpus")
     assert _runs(tmp_path) == []  # nothing half-made
     hidden = {"DSV4_FAKE_GPU_MEMORY": "0:30000"}  # a process nvidia-smi cannot list (another container)
     out = run_cli(GOAL, "--gpus", "0", cwd=tmp_path, env=_env(tmp_path, 2, **hidden))
-    assert out.returncode == 2 and "30001 MiB in use by a process nvidia-smi does not list" in out.stderr, out.stderr
+    assert_refusal(out, "GPU 0", "30001 MiB", "nvidia-smi does not list")
     allowed = run_cli(GOAL, "--plan-only", "--allow-busy-gpus", cwd=tmp_path, env=_env(tmp_path, 2, **busy))
     assert allowed.returncode == 0, allowed.stdout + allowed.stderr
 
 
-@pytest.mark.parametrize("request_args, message", [
-    (["--gpus", "5"], "--gpus names GPU 5, which is not a GPU here; GPUs here: 0 (NVIDIA A100-SXM4-80GB), "
-                      "1 (NVIDIA A100-SXM4-80GB)"),
-    (["--gpus", "-1"], "--gpus takes GPU indices (0 or more, as nvidia-smi numbers them) separated by commas"),
-    (["--tp", "2", "--gpus", "0"], "--tp 2 needs 2 GPUs, but 1 are chosen"),
-    (["--gpus", "0,,9"], "an empty entry"),
-    (["--gpus", "1,1"], "more than once"),
-    (["--tp", "4"], "--tp 4 needs 4 GPUs, but 2 are chosen"),
-    (["--tp", "0"], "--tp"),
-    (["--target-gpus", "8"], "--target-gpus plans for a machine without GPUs"),
+@pytest.mark.parametrize("request_args, names", [
+    (["--gpus", "5"], ["--gpus", "GPU 5", "0 (NVIDIA A100-SXM4-80GB)", "1 (NVIDIA A100-SXM4-80GB)"]),
+    (["--gpus", "-1"], ["--gpus", "GPU indices", "0 or more", "'-1'"]),
+    (["--tp", "2", "--gpus", "0"], ["--tp 2", "2 GPUs", "1"]),
+    (["--gpus", "0,,9"], ["--gpus", "'0,,9'", "empty entry"]),
+    (["--gpus", "1,1"], ["--gpus", "1", "more than once"]),
+    (["--tp", "4"], ["--tp 4", "4 GPUs", "2"]),
+    (["--tp", "0"], ["--tp", "1"]),  # the least it takes
+    (["--target-gpus", "8"], ["--target-gpus", "without GPUs"]),
 ])
-def test_a_gpu_request_that_cannot_be_met_is_a_usage_error(tmp_path, request_args, message):
+def test_a_gpu_request_that_cannot_be_met_is_a_usage_error(tmp_path, request_args, names):
     out = run_cli(GOAL, *request_args, cwd=tmp_path, env=_env(tmp_path, 2))  # refused before anything starts
-    assert out.returncode == 2 and message in out.stderr, out.stdout + out.stderr
+    assert_refusal(out, *names)
     assert _runs(tmp_path) == []
 
 
@@ -85,7 +84,7 @@ def test_a_plan_without_gpus_says_which_tp_it_assumed(tmp_path):
     assert four.returncode == 0, four.stdout + four.stderr
     assert "TP=${TP:-4}" in next((tmp_path / "four").glob("*/serve_baseline.sh")).read_text()
     bad = run_cli(GOAL, "--target-gpus", "2", "--tp", "4", "--runs-dir", "bad", cwd=tmp_path, env=env)
-    assert bad.returncode == 2 and "the target has 2" in bad.stderr, bad.stderr
+    assert_refusal(bad, "--tp 4", "target", "2")
 
 
 def _serve(script: Path, tmp_path: Path, **env: str) -> tuple[subprocess.CompletedProcess, dict]:
