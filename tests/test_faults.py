@@ -132,7 +132,7 @@ def test_a_result_json_that_is_no_result_is_one_line_in_every_command(finished_r
 
         report = run_cli("report", str(finished_run), cwd=root, env=env)
         assert report.returncode == 0, report.stdout + report.stderr
-        assert report.stderr.count("\n") == 1 and message_naming(report.stderr, problem)
+        assert report.stderr.count("\n") == 1 and message_naming(report.stderr, problem, "mv", prefix="note: ")
         for out in (status, as_json, resumed, listed, cleaned, report):
             assert "Traceback" not in out.stdout + out.stderr
     finally:

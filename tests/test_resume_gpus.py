@@ -18,6 +18,7 @@ import pytest
 from agent.run.trace import read_trace
 from tests.campaign_fixtures import campaign_args, campaign_env
 from tests.cli_helpers import only_run, run_cli, start_agent, wait_for
+from tests.messages import assert_finished_refused, assert_refusal
 from tests.slowdown import limit
 
 TUNE = "tune kernels"
@@ -69,7 +70,7 @@ def test_tuning_resumed_on_other_gpus_keeps_finished_units_and_hands_on_the_rest
     assert any("units already tuned are kept" in m for m in progress), progress
 
     again = run_cli("resume", str(run), cwd=tmp_path, env=env)
-    assert again.returncode == 2 and "already finished" in again.stderr
+    assert_finished_refused(again, run.name)
 
 
 def test_tuning_resumed_on_the_same_gpus_goes_on_with_its_round(tmp_path, sglang_wheel_root):
@@ -112,9 +113,7 @@ def test_a_plan_for_another_gpu_count_is_refused_naming_gpus_then_follows_them(t
     run = _planned(tmp_path, sglang_wheel_root, 8)
     env = campaign_env(tmp_path, gpus=4)
     refused = run_cli("resume", str(run), cwd=tmp_path, env=env)
-    assert refused.returncode == 2, refused.stdout + refused.stderr
-    assert "planned for 8 GPUs (--target-gpus 8), and 4 are here" in refused.stderr
-    assert "--gpus 0,1,2,3" in refused.stderr and refused.stderr.count("\n") == 1
+    assert_refusal(refused, "8 GPUs", "--target-gpus 8", "4 are here", "--gpus 0,1,2,3")
     assert json.loads((run / "result.json").read_text())["status"] == "planned"  # nothing changed
 
     out = run_cli("resume", str(run), "--gpus", "0,1,2,3", cwd=tmp_path, env=env)

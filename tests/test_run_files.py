@@ -11,6 +11,7 @@ import pytest
 from agent.run.run_files import RunFiles, RunFolderError, step_file
 from agent.run.step_outcome import StepOutcome
 from tests.cli_helpers import run_cli
+from tests.messages import assert_refusal
 from tools.mtp.answer import MtpAnswer
 
 GOLDEN = Path(__file__).parent / "golden" / "playbook-mtp-tune"
@@ -73,9 +74,7 @@ def test_a_command_says_a_damaged_step_outcome_in_one_line(tmp_path, command):
     path = run / step_file("benchmark")
     path.write_text('{"kind": "benchmark", "status": "do')
     done = run_cli(command, str(run), cwd=tmp_path)
-    assert done.returncode == 2, (done.returncode, done.stdout, done.stderr)
-    assert done.stderr.startswith(f"dsv4-agent: {path} is not JSON (") and done.stderr.count("\n") == 1, done.stderr
-    assert "Traceback" not in done.stdout + done.stderr
+    assert_refusal(done, path, "not JSON")
 
 
 @pytest.mark.parametrize("command", ["report", "compare"])
@@ -85,10 +84,8 @@ def test_a_command_says_a_damaged_mtp_json_in_one_line(tmp_path, command):
     del answer["source"]
     (run / "mtp.json").write_text(json.dumps(answer))
     done = run_cli(command, *([str(GOLDEN)] if command == "compare" else []), str(run), cwd=tmp_path)
-    assert done.returncode == 2, (done.returncode, done.stdout, done.stderr)
-    assert done.stderr.startswith(f"dsv4-agent: {run / 'mtp.json'} is not an MTP answer (source: Field required)")
-    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stdout + done.stderr
-    assert f"mv {run / 'mtp.json'} {run / 'mtp.json'}.bad" in done.stderr
+    assert_refusal(done, run / "mtp.json", "MTP answer", "source", "Field required",
+                   f"mv {run / 'mtp.json'} {run / 'mtp.json'}.bad")
 
 
 def test_a_damaged_review_gate_holds_until_the_changes_are_accepted(tmp_path):

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli_helpers import agent, run_cli
+from tests.messages import assert_refusal, message_naming
 
 KEY = "sk-" + "userkeyuserkeyuserkey"  # built here: no secret-shaped literal sits in the repo
 
@@ -40,10 +41,8 @@ def test_an_unallowed_repo_config_runs_nothing_and_names_the_allow_command(tmp_p
     clone, record = _hostile_clone(tmp_path)
     done = agent("enable MTP", cwd=clone, env={"OPENAI_API_KEY": KEY})
     path = clone / "dsv4-agent.toml"
-    assert done.returncode == 2, done.stdout + done.stderr
-    lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1 and str(path) in lines[0] and f"dsv4-agent config allow {path}" in lines[0], lines
-    assert "Traceback" not in done.stderr and not record.exists()  # its nvidia-smi never ran
+    assert_refusal(done, path, f"dsv4-agent config allow {path}")
+    assert not record.exists()  # its nvidia-smi never ran
     assert not (clone / "x").exists() and not (clone / "runs").exists()  # nothing written
 
 
@@ -54,7 +53,7 @@ def test_an_allowed_config_is_read_and_named_until_it_changes(tmp_path):
     assert allowed.returncode == 0 and "what runs or is trusted: nvidia-smi" in allowed.stdout, allowed.stderr
     done = agent("enable MTP", cwd=clone)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert f"config file: {path} (working folder, allowed)" in done.stderr
+    message_naming(done.stderr, "config file", path, "working folder", "allowed")
     assert record.exists()  # the user allowed it: its nvidia-smi ran
     [run] = list((clone / "x").iterdir())
     recorded = json.loads((run / "config.json").read_text())["config_file"]
@@ -63,20 +62,22 @@ def test_an_allowed_config_is_read_and_named_until_it_changes(tmp_path):
 
     path.write_text(path.read_text() + 'model = "other/model"\n')
     changed = run_cli("enable MTP", cwd=clone)
-    assert changed.returncode == 2 and "changed since it was allowed" in changed.stderr, changed.stderr
-    assert f"dsv4-agent config allow {path}" in changed.stderr and len(list((clone / "x").iterdir())) == 1
+    assert_refusal(changed, path, "changed since it was allowed", f"dsv4-agent config allow {path}")
+    assert len(list((clone / "x").iterdir())) == 1
     assert run_cli("config", "allow", str(path), cwd=tmp_path).returncode == 0
     assert run_cli("config", "deny", cwd=clone).returncode == 0
-    assert "is not allowed" in run_cli("enable MTP", cwd=clone).stderr
+    assert_refusal(run_cli("enable MTP", cwd=clone), path, "not allowed", f"dsv4-agent config allow {path}")
 
 
 def test_named_files_need_no_allowing_and_every_run_says_what_it_read(tmp_path):
     named = tmp_path / "mine.toml"
     named.write_text('runs-dir = "mine"\n')
     done = run_cli("enable MTP", "--config", str(named), cwd=tmp_path)
-    assert done.returncode == 0 and f"config file: {named} (named by --config)" in done.stderr, done.stderr
+    assert done.returncode == 0, done.stderr
+    message_naming(done.stderr, "config file", named, "--config")
     bare = run_cli("enable MTP", "--runs-dir", "plain", cwd=tmp_path)
-    assert bare.returncode == 0 and "config file: none" in bare.stderr, bare.stderr
+    assert bare.returncode == 0, bare.stderr
+    message_naming(bare.stderr, "config file", "none")
     [run] = list((tmp_path / "plain").iterdir())
     assert json.loads((run / "config.json").read_text())["config_file"] is None
 
@@ -88,8 +89,7 @@ def test_another_users_file_is_refused_even_when_named(tmp_path):
     os.chown(path, 65534, 65534)
     for args, where in ((["config", "allow"], clone), (["enable MTP", "--config", str(path)], tmp_path)):
         done = run_cli(*args, cwd=where)
-        assert done.returncode == 2 and "belongs to another user (uid 65534)" in done.stderr, done.stderr
-        assert len(done.stderr.strip().splitlines()) == 1
+        assert_refusal(done, path.name, "another user", "uid 65534")
 
 
 def test_a_file_others_may_write_and_a_fifo_are_refused(tmp_path):
@@ -98,9 +98,9 @@ def test_a_file_others_may_write_and_a_fifo_are_refused(tmp_path):
     assert run_cli("config", "allow", cwd=clone).returncode == 0
     path.chmod(0o666)
     done = run_cli("enable MTP", cwd=clone)
-    assert done.returncode == 2 and "may be written by others (mode 666)" in done.stderr, done.stderr
-    assert "chmod go-w" in done.stderr and not (clone / "x").exists()
+    assert_refusal(done, path, "written by others", "mode 666", f"chmod go-w {path}")
+    assert not (clone / "x").exists()
     path.unlink()
     os.mkfifo(path)  # nobody writes to it: a reader that blocked would hang here
     fifo = agent("enable MTP", cwd=clone, timeout=60)
-    assert fifo.returncode == 2 and "is not a regular file" in fifo.stderr, fifo.stderr
+    assert_refusal(fifo, path, "not a regular file")

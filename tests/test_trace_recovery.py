@@ -19,6 +19,7 @@ from agent.exit_codes import ExitCode
 from agent.run.trace import read_trace
 from tests.campaign_fixtures import campaign_args, campaign_env, hold_tuning
 from tests.cli_helpers import only_run, run_cli, start_agent, wait_for
+from tests.messages import assert_finished_refused
 from tests.slowdown import limit
 
 GOAL = "tune kernels"
@@ -115,7 +116,7 @@ def test_a_kill_between_run_finished_and_result_json_is_completed_by_resume(tmp_
     (run / "result.json").unlink()
     events_before = _events(run)
     again = run_cli("resume", "latest", cwd=tmp_path, env=env)
-    assert again.returncode == 2 and "already finished" in again.stderr, again.stdout + again.stderr
+    assert_finished_refused(again, run.name)
     after = json.loads((run / "result.json").read_text())
     assert {k: after[k] for k in ("status", "summary", "steps")} == {k: before[k] for k in ("status", "summary", "steps")}
     assert _events(run) == events_before  # nothing ran again

@@ -12,6 +12,7 @@ import pytest
 from agent.run.trace import TraceWriter
 from agent.run.trace_read import MAX_LINE_BYTES, TraceError, count_events, read_events, read_trace, trace_lines
 from tests.cli_helpers import run_cli
+from tests.messages import assert_refusal
 
 GOLDEN = Path(__file__).parent / "golden" / "playbook-mtp-tune"
 JUNK = b"x" * (50 << 20) + b"\n"  # 50 MB: no event, and far over the cap
@@ -26,19 +27,11 @@ def _golden_with(tmp_path: Path, line: bytes, at: int) -> Path:
     return run
 
 
-def _one_line(out, code: int = 2) -> str:
-    assert out.returncode == code, out.stdout[-2000:] + out.stderr
-    assert "Traceback" not in out.stdout + out.stderr
-    line = out.stderr.strip()
-    assert "\n" not in line and line.startswith("dsv4-agent: "), out.stderr
-    return line
-
-
 @pytest.mark.parametrize("command", [["replay"], ["replay", "--timeline"]], ids=" ".join)
 def test_a_50_mb_junk_line_is_refused_by_replay_in_one_line(tmp_path, command):
     run = _golden_with(tmp_path, JUNK, at=3)
-    line = _one_line(run_cli(*command, str(run), cwd=tmp_path))
-    assert f"{run / 'trace.jsonl'}: line 4 is over {MAX_LINE_BYTES >> 20} MiB" in line, line
+    assert_refusal(run_cli(*command, str(run), cwd=tmp_path), run / "trace.jsonl", "line 4",
+                   f"{MAX_LINE_BYTES >> 20} MiB")
 
 
 def test_a_50_mb_junk_line_is_said_in_one_line_by_status(tmp_path):
