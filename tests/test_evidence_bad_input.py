@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from agent.steps.measure_plan import mtp_variant
+from tests.messages import assert_refusal
 from tools.mtp.infer import InferMtpArgs, infer_mtp
 from tools.scripts import ServeVariant
 from tools.measure.script_render import render_serve_script
@@ -76,6 +77,4 @@ def test_a_tree_without_the_package_init_is_refused_with_the_fix(tmp_path):
     os.remove(root / "python/sglang/__init__.py")
     done = subprocess.run([str(Path(sys.executable).parent / "dsv4-agent"), "mtp", "--sglang", str(root), "--model",
                            "acme/Moe-Mtp-7B"], cwd=REPO, capture_output=True, text=True)
-    assert done.returncode == 2 and done.stdout == ""
-    assert done.stderr.startswith("dsv4-agent: ") and done.stderr.count("\n") == 1
-    assert "python/sglang/__init__.py is missing" in done.stderr and "git checkout --" in done.stderr
+    assert_refusal(done, "python/sglang/__init__.py", "missing", "git checkout --", quiet=True)

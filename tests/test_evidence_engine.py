@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.messages import assert_refusal
 from tools.base import ToolError
 from tools.constraints.extract import ExtractConstraintsArgs, extract_constraints
 from tools.mtp.infer import InferMtpArgs, infer_mtp
@@ -184,7 +185,7 @@ def test_cli_json_and_exit_codes(tmp_path):
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["recommended"]["flags"]["--speculative-algorithm"] == "EAGLE"
     missing = _cli("mtp", "--sglang", str(tmp_path / "nope"), "--model", "x")
-    assert missing.returncode == 2 and "does not exist" in missing.stderr
+    assert_refusal(missing, tmp_path / "nope", "does not exist")
     unknown = _cli("mtp", "--sglang", str(FIXTURE), "--model", "nobody/unknown")
     assert unknown.returncode == 1 and "No recommendation" in unknown.stdout
 

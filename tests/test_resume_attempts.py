@@ -17,6 +17,7 @@ from pathlib import Path
 
 from tests.campaign_fixtures import campaign_args, campaign_env, hold_tuning
 from tests.cli_helpers import only_run, run_cli, start_agent, wait_for
+from tests.messages import assert_refusal
 from tests.own_processes import group_members_since
 from tests.slowdown import limit
 
@@ -219,6 +220,6 @@ def test_jobs_retry_refuses_running_and_succeeded_jobs(tmp_path, sglang_wheel_ro
     out = run_cli(*campaign_args(tmp_path, sglang_wheel_root, "tune kernels"), cwd=tmp_path, env=_env(tmp_path))
     assert out.returncode == 0, out.stdout + out.stderr
     refused = run_cli("jobs", "latest", "--retry", "tune-gpu0", cwd=tmp_path, env=_env(tmp_path))
-    assert refused.returncode == 2 and "succeeded; finished work is not redone" in refused.stderr
+    assert_refusal(refused, "tune-gpu0", "succeeded", "not redone")
     unknown = run_cli("jobs", "latest", "--retry", "nope", cwd=tmp_path, env=_env(tmp_path))
-    assert unknown.returncode == 2 and "no job 'nope'" in unknown.stderr
+    assert_refusal(unknown, "job", "'nope'")

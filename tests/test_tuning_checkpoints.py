@@ -72,7 +72,8 @@ def test_drafters_can_be_chosen_and_a_missing_drafter_is_refused(tmp_path):
     assert not any(s["source"].startswith(("config.json:dspark.", "config.json:mtp_head.")) for s in none["shapes"])
     out = run_cli("tuning", "shapes", "--model-path", str(shared_checkpoints() / "DeepSeek-V4-Flash"), "--tp", "8",
                   "--drafter", "dspark", cwd=tmp_path)
-    assert_refusal(out, "'dspark'", shared_checkpoints() / "DeepSeek-V4-Flash" / "config.json", "DSpark", "--model-path")
+    config = shared_checkpoints() / "DeepSeek-V4-Flash" / "config.json"
+    assert_refusal(out, "'dspark'", config, "DSpark", "--model-path")
 
 
 def _v41_copy(tmp_path: Path, mutate) -> Path:
