@@ -22,6 +22,7 @@ import pytest
 from tests.campaign_fixtures import DOUBLES, GPU_NAME, campaign_args
 from tests.cli_helpers import only_run, run_cli
 from tests.conftest import require_binary
+from tests.messages import assert_run_setting_refused
 from tests.slowdown import limit
 from tools.base import ToolError
 from tools.jobs.executor import free_local_port
@@ -102,10 +103,9 @@ def test_tune_kernels_campaign_through_ssh(gpu_host, tmp_path, sglang_wheel_root
     assert own.returncode == 0 and "tune-gpu0" in own.stdout, own.stderr
     assert run_cli("config", "deny", str(run), cwd=tmp_path, env=LOCAL_ENV).returncode == 0
     refused = run_cli("jobs", "latest", cwd=tmp_path, env=LOCAL_ENV)  # the host is judged first, then its options
-    assert refused.returncode == 2 and "setting executor =" in refused.stderr, refused.stderr
-    assert "--executor=ssh://dsv4-test" in refused.stderr, refused.stderr
+    assert_run_setting_refused(refused, "executor", "--executor=ssh://dsv4-test")
     refused = run_cli("jobs", "latest", "--executor", "ssh://dsv4-test", cwd=tmp_path, env=LOCAL_ENV)
-    assert refused.returncode == 2 and f"--ssh-option={config}" in refused.stderr, refused.stderr
+    assert_run_setting_refused(refused, "ssh_options", f"--ssh-option={config}")
     listed = run_cli("jobs", "latest", "--executor", "ssh://dsv4-test", "--ssh-option=-F", f"--ssh-option={config}",
                      cwd=tmp_path, env=LOCAL_ENV)
     assert listed.returncode == 0, listed.stderr

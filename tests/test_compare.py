@@ -13,6 +13,7 @@ import pytest
 
 from tests.campaign_fixtures import campaign_args, campaign_env
 from tests.cli_helpers import run_cli
+from tests.messages import assert_refusal
 
 SCHEMA = json.loads((Path(__file__).parent.parent / "docs" / "cli-json.schema.json").read_text())
 
@@ -93,7 +94,7 @@ def test_compare_of_a_missing_run_is_a_usage_error(two_runs, tmp_path):
     root, before, _ = two_runs
     for args in (["compare", str(before), "ghost"], ["report", str(before), "--compare", "ghost"]):
         done = run_cli(*args, cwd=tmp_path)
-        assert done.returncode == 2 and "no run 'ghost'" in done.stderr and "`dsv4-agent runs`" in done.stderr
+        assert_refusal(done, "'ghost'", "`dsv4-agent runs`")
     assert list(tmp_path.iterdir()) == []
 
 

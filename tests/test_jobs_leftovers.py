@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli_helpers import run_cli, wait_for
+from tests.messages import assert_refusal
 from tests.own_processes import OwnPid
 from tools.jobs import processes
 from tools.jobs.local import LocalExecutor
@@ -80,16 +81,14 @@ def test_a_command_without_the_job_token_is_refused_in_one_line_and_left_alone(r
     _kill_wrapper_and_leader(executor, "serve-baseline", wrapper)
 
     out = run_cli("jobs", str(folder), "--stop", "serve-baseline", cwd=folder)
-    assert out.returncode != 0, out.stdout + out.stderr
-    assert len(out.stderr.strip().splitlines()) == 1, out.stderr
-    assert f"pids {command}" in out.stderr and "carry no job token" in out.stderr, out.stderr
-    assert f"kill -TERM -- -{wrapper['child_pgid']}" in out.stderr
+    assert_refusal(out, "'serve-baseline'", f"pids {command}", "no job token",
+                   f"kill -TERM -- -{wrapper['child_pgid']}")
     assert processes.start_time(command) is not None  # never signalled
 
     every = run_cli("jobs", str(folder), "--stop", "all", cwd=folder)
     assert processes.start_time(other_command) is None  # the one it could stop is stopped ...
     assert every.returncode != 0 and "serve-mtp: stopped" in every.stdout, every.stdout + every.stderr
-    assert len(every.stderr.strip().splitlines()) == 1 and f"pids {command}" in every.stderr  # ... the other named
+    assert_refusal(every, f"pids {command}")  # ... the other named
     assert processes.start_time(command) is not None
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli_helpers import AGENT, clean_env
+from tests.messages import assert_refusal
 from tests.slowdown import limit, wait_for
 from tools.jobs import JobSpec, JobState, LocalExecutor
 from tools.jobs.ledger.files import write_json
@@ -90,5 +91,4 @@ def test_a_run_folder_naming_no_executor_is_one_line_and_exit_2(tmp_path, execut
     env = clean_env({"DSV4_CACHE_DIR": str(tmp_path / "cache")})
     for cmd in ([AGENT, "jobs", "golden"], [*WHOLE, "jobs", "golden"]):
         done = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=limit(60))
-        assert done.returncode == 2 and done.stdout == "", done.stderr
-        assert done.stderr.startswith("dsv4-agent: unknown executor") and done.stderr.count("\n") == 1, done.stderr
+        assert_refusal(done, "unknown", "executor", quiet=True)
