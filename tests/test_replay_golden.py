@@ -16,6 +16,7 @@ from agent.replay.driver import replay_run
 from agent.replay.record import RecordError, classify, load_recording
 from agent.run.trace import TraceError, read_trace
 from tests.cli_helpers import run_cli
+from tests.messages import assert_refusal
 
 GOLDEN = Path(__file__).parent / "golden"
 NAMES = ["playbook-mtp-tune", "llm-mtp"]
@@ -111,8 +112,7 @@ def test_newer_trace_version_is_refused_with_the_fix(tmp_path):
     with pytest.raises(TraceError, match="line 1: trace format v99 .*upgrade dsv4-agent"):
         read_trace(run / "trace.jsonl")
     done = run_cli("replay", str(run), cwd=tmp_path)
-    assert done.returncode == 2
-    assert "upgrade dsv4-agent" in done.stderr
+    assert_refusal(done, "v99", "upgrade dsv4-agent")
 
 
 def test_checker_reports_an_extra_event_and_a_missing_one():

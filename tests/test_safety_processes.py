@@ -16,6 +16,7 @@ import pytest
 
 from tests.campaign_fixtures import campaign_args, campaign_env
 from tests.cli_helpers import only_run, run_cli, start_agent, wait_for
+from tests.messages import assert_refusal
 from tests.slowdown import limit
 from tools.jobs import processes
 
@@ -49,8 +50,7 @@ def test_stop_refuses_a_process_whose_start_time_was_never_recorded(tmp_path, fo
     """A kill between starting a job and writing its ledger leaves a pid without a start time."""
     run = _crafted_run(tmp_path, "tune-gpu0", {"wrapper": {"pid": foreign_sleep.pid, "child_pgid": None}})
     out = run_cli("jobs", str(run), "--stop", "tune-gpu0", cwd=tmp_path)
-    assert out.returncode == 2, out.stdout + out.stderr
-    assert "no start time is recorded" in out.stderr and f"kill -TERM -- -{foreign_sleep.pid}" in out.stderr
+    assert_refusal(out, "'tune-gpu0'", "no start time", f"kill -TERM -- -{foreign_sleep.pid}")
     time.sleep(0.3)
     assert _alive(foreign_sleep)
     assert not (run / "jobs" / "tune-gpu0" / "stop.json").exists()  # refused: nothing recorded either
@@ -59,7 +59,7 @@ def test_stop_refuses_a_process_whose_start_time_was_never_recorded(tmp_path, fo
 def test_stop_refuses_a_launch_record_without_a_start_time(tmp_path, foreign_sleep):
     run = _crafted_run(tmp_path, "tune-gpu0", {"launch": {"pid": foreign_sleep.pid, "start_time": None}})
     out = run_cli("jobs", str(run), "--stop", "tune-gpu0", cwd=tmp_path)
-    assert out.returncode == 2 and "no start time is recorded" in out.stderr, out.stdout + out.stderr
+    assert_refusal(out, "'tune-gpu0'", "no start time")
     assert _alive(foreign_sleep)
 
 
@@ -68,7 +68,7 @@ def test_stop_never_signals_a_group_the_ledger_only_names(tmp_path, foreign_slee
     group = os.getpgid(foreign_sleep.pid)
     no_time = _crafted_run(tmp_path / "a", "tune-gpu0", {"wrapper": {"pid": 1 << 22, "child_pgid": group}})
     out = run_cli("jobs", str(no_time), "--stop", "tune-gpu0", cwd=tmp_path)
-    assert out.returncode == 2 and f"process group {group}" in out.stderr, out.stdout + out.stderr
+    assert_refusal(out, "'tune-gpu0'", f"process group {group}")
     wrong_time = _crafted_run(tmp_path / "b", "tune-gpu0", {"wrapper": {
         "pid": 1 << 22, "start_time": "1", "child_pgid": group, "child_start_time": "1"}})
     out = run_cli("jobs", str(wrong_time), "--stop", "tune-gpu0", cwd=tmp_path)
@@ -92,8 +92,7 @@ def test_a_ledger_copying_a_foreign_process_pid_and_start_time_gets_nothing_sign
     assert "tune-gpu0" in listed.stdout and "running" not in listed.stdout, listed.stdout
     without = _crafted_run(tmp_path / "b", "tune-gpu0", copied)  # as an older agent's ledger would be
     out = run_cli("jobs", str(without), "--stop", "tune-gpu0", cwd=tmp_path)
-    assert out.returncode == 2 and "holds no job token" in out.stderr and f"kill -TERM -- -{pid}" in out.stderr, \
-        out.stdout + out.stderr
+    assert_refusal(out, "'tune-gpu0'", "no job token", f"kill -TERM -- -{pid}")
     assert not (without / "jobs" / "tune-gpu0" / "stop.json").exists()
     assert _alive(foreign_sleep) and processes.start_time(pid) == start  # never signalled
     assert not processes.carries_token(pid, "0123456789abcdef0123456789abcdef")

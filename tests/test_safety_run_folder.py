@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+from agent.exit_codes import ExitCode
 from pathlib import Path
 
 import pytest
 
 from tests.cli_helpers import run_cli
+from tests.messages import assert_refusal, assert_run_setting_refused
 
 NAME = "N=512,K=1024,device_name=NVIDIA_H200,dtype=fp8_w8a8,block_shape=[128, 128].json"
 
@@ -28,13 +30,12 @@ def test_jobs_never_runs_ssh_options_read_from_the_run_folder(tmp_path):
     marker = tmp_path / "proxy-command-ran"
     run = _ssh_run(tmp_path, marker)
     out = run_cli("jobs", str(run), "--executor", "ssh://gpu-box.invalid", cwd=tmp_path)
-    assert out.returncode == 2, out.stdout + out.stderr
-    assert "never taken from a run folder" in out.stderr and "--ssh-option=" in out.stderr
+    assert_run_setting_refused(out, "ssh_options", "--ssh-option=")
     assert not marker.exists()
     # Options the user gives are used instead (here: nothing reaches the host, and nothing runs here).
     given = run_cli("jobs", str(run), "--executor", "ssh://gpu-box.invalid", "--ssh-option=-oConnectTimeout=2",
                     cwd=tmp_path)
-    assert given.returncode == 2 and "ssh to ssh://gpu-box.invalid failed" in given.stderr, given.stderr
+    assert_refusal(given, "ssh", "ssh://gpu-box.invalid", "failed")
     assert not marker.exists()
 
 
@@ -43,7 +44,7 @@ def test_resume_never_runs_ssh_options_read_from_the_run_folder(tmp_path):
     run = _ssh_run(tmp_path, marker)
     (run / "trace.jsonl").write_text("")
     out = run_cli("resume", str(run), cwd=tmp_path)
-    assert out.returncode == 2 and "never taken from a run folder" in out.stderr, out.stdout + out.stderr
+    assert_refusal(out, "never taken from a run folder", "dsv4-agent config allow")
     assert not marker.exists()
 
 
@@ -78,7 +79,7 @@ def test_uninstall_refuses_a_manifest_naming_a_folder_that_is_not_sglangs(tmp_pa
     run = _manifest_run(tmp_path, victim, [_entry(victim / "authorized_keys"), _entry(victim / NAME)])
     before = {p.name: p.read_bytes() for p in victim.iterdir()}
     out = run_cli("tuning", "uninstall", str(run), "--force", cwd=tmp_path)
-    assert out.returncode == 1 and "not one of SGLang's kernel-config folders" in out.stderr, out.stdout + out.stderr
+    assert_refusal(out, victim, "kernel-config folders", code=ExitCode.FAILED)
     assert {p.name: p.read_bytes() for p in victim.iterdir()} == before
 
 

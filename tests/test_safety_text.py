@@ -10,6 +10,7 @@ import subprocess
 from pathlib import Path
 
 from tests.cli_helpers import only_run, run_cli
+from tests.messages import assert_refusal
 from tests.slowdown import limit
 
 
@@ -39,7 +40,7 @@ def test_a_newline_in_the_run_folder_path_runs_nothing_from_the_sbatch_script(tm
 
 def test_an_interpreter_named_like_an_option_is_refused(tmp_path):
     out = run_cli("enable MTP", "--sglang-python=-a", cwd=tmp_path, env={"PATH": "/usr/bin:/bin"})
-    assert out.returncode == 2 and "--sglang-python must be the path of the python" in out.stderr, out.stderr
+    assert_refusal(out, "--sglang-python", "'-a'", "path")
     assert not (tmp_path / "runs").exists() or not list((tmp_path / "runs").iterdir())
 
 

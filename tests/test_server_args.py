@@ -10,6 +10,7 @@ import pytest
 
 from tests.campaign_fixtures import campaign_args, campaign_env
 from tests.cli_helpers import only_run, run_cli
+from tests.messages import assert_refusal
 from tools.scripts.models import EnvChoice, FlagChoice, ServeVariant
 
 
@@ -30,17 +31,14 @@ from tools.scripts.models import EnvChoice, FlagChoice, ServeVariant
 ])
 def test_bad_entries_are_refused_before_a_run_exists(tmp_path, option, entry, named):
     out = run_cli("benchmark", "--plan-only", f"{option}={entry}", cwd=tmp_path)
-    assert out.returncode == 2, out.stdout + out.stderr
-    line = out.stderr.strip()
-    assert line.startswith(f"dsv4-agent: {option} ") and named in line and len(line.splitlines()) == 1, line
+    assert_refusal(out, option, named)
     assert not (tmp_path / "runs").exists()
 
 
 def test_config_file_entries_get_the_same_review(tmp_path):
     (tmp_path / "mine.toml").write_text('server-args = ["--mem-fraction-static 0.8", "--trust-remote-code"]\n')
     out = run_cli("benchmark", "--plan-only", "--config", "mine.toml", cwd=tmp_path)
-    assert out.returncode == 2
-    assert "mine.toml" in out.stderr and "--allow-flag --trust-remote-code" in out.stderr
+    assert_refusal(out, "mine.toml", "--allow-flag --trust-remote-code")
     assert not (tmp_path / "runs").exists()
 
 

@@ -22,6 +22,7 @@ import pytest
 
 from tests.campaign_fixtures import DOUBLES, campaign_args, campaign_env
 from tests.cli_helpers import clean_env, only_run, run_cli, start_agent, wait_for
+from tests.messages import assert_refusal
 from tests.own_processes import group_members_since
 from tests.slowdown import limit
 from tools.jobs import processes
@@ -192,5 +193,4 @@ def test_a_server_that_cannot_be_proven_ours_is_refused_by_name_and_the_run_is_n
     assert not (run / "jobs" / "serve-mtp").exists()
 
     stop = run_cli("jobs", str(run), "--stop", "serve-baseline", cwd=tmp_path)
-    assert stop.returncode != 0 and len(stop.stderr.strip().splitlines()) == 1, stop.stdout + stop.stderr
-    assert "carry no job token" in stop.stderr and f"pids {server[0]}" in stop.stderr
+    assert_refusal(stop, "'serve-baseline'", "no job token", f"pids {server[0]}")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from tests.messages import assert_refusal
 from typer.main import get_command
 
 from agent.commands.cli import app
@@ -93,8 +94,8 @@ def test_one_meaning_per_option_name():
 ])
 def test_an_old_spelling_gets_a_did_you_mean_and_exit_2(tmp_path, args, new):
     done = run_cli(*args, cwd=tmp_path)
-    assert done.returncode == 2, done.stderr
-    assert f"did you mean {new}?" in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    old = [arg.split("=")[0] for arg in args if arg.startswith("--")][-1]
+    assert_refusal(done, old, new)
     assert not list(tmp_path.iterdir())  # nothing written
 
 
