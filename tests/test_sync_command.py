@@ -7,12 +7,14 @@ from pathlib import Path
 
 import pytest
 
+from agent.exit_codes import ExitCode
 from agent.settings.model import Settings
 from agent.run.folder import RunFolder
 from agent.steps.base import PlanStep, StepContext
 from agent.steps.sync import previous_answer, run as run_sync_step
 from agent.run.trace import TraceWriter, iter_events
 from tests.cli_helpers import run_cli
+from tests.messages import assert_refusal
 from tests.sync_gitrepos import PYPROJECT, Upstream, git, snapshot, write
 from tools.jobs.local import LocalExecutor
 
@@ -69,7 +71,7 @@ def test_cli_refusal_exit_1_and_checkout_unchanged(upstream: Upstream, clone: Pa
     write(clone, "python/sglang/srt/arg_groups/deepseek_v4_hook.py", "# my local edit\n")
     before = snapshot(clone)
     done = dsv4(tmp_path, "sync", "--sglang", str(clone), "--allow-dirty")
-    assert done.returncode == 1 and "sync refused" in done.stderr and "deepseek_v4_hook.py" in done.stderr
+    assert_refusal(done, "sync refused", "python/sglang/srt/arg_groups/deepseek_v4_hook.py", code=ExitCode.FAILED)
     assert snapshot(clone) == before
 
 
@@ -77,11 +79,11 @@ def test_cli_bad_input(tmp_path: Path):
     plain = tmp_path / "plain"
     plain.mkdir()
     done = dsv4(tmp_path, "sync", "--sglang", str(plain))
-    assert done.returncode == 1 and "not inside a git repository" in done.stderr
+    assert_refusal(done, plain, "git repository", code=ExitCode.FAILED)
     missing = dsv4(tmp_path, "sync")
-    assert missing.returncode == 2 and "--sglang PATH" in missing.stderr
+    assert_refusal(missing, "--sglang PATH")
     gone = dsv4(tmp_path, "sync", "--sglang", str(tmp_path / "nowhere"))
-    assert gone.returncode == 1 and "does not exist" in gone.stderr
+    assert_refusal(gone, tmp_path / "nowhere", "does not exist", code=ExitCode.FAILED)
 
 
 def make_context(runs: Path, sglang_src: str | None, **settings) -> StepContext:

@@ -19,6 +19,7 @@ from agent.replay.driver import replay_run
 from agent.run.trace import read_trace
 from tests.campaign_fixtures import campaign_args, campaign_env, hold_tuning
 from tests.cli_helpers import only_run, run_cli, start_agent, wait_for
+from tests.messages import assert_refusal
 from tests.slowdown import limit
 
 GOAL = "tune kernels"
@@ -47,9 +48,8 @@ def test_a_torn_write_ahead_log_is_named_and_the_rebuilt_run_replays(tmp_path, s
     trace_before = (run / "trace.jsonl").read_bytes()
 
     refused = run_cli("resume", str(run), cwd=tmp_path, env=env)
-    assert refused.returncode == 2, refused.stdout + refused.stderr
-    assert refused.stderr.count("\n") == 1 and "checkpoint.sqlite-wal" in refused.stderr, refused.stderr
-    assert "--rebuild-checkpoint" in refused.stderr and "step the run back" in refused.stderr, refused.stderr
+    assert_refusal(refused, run / "checkpoint.sqlite", "checkpoint.sqlite-wal", "--rebuild-checkpoint",
+                   "step the run back")
     assert (run / "trace.jsonl").read_bytes() == trace_before and not (run / "result.json").exists()
 
     rebuilt = run_cli("resume", str(run), "--rebuild-checkpoint", cwd=tmp_path, env=env)
