@@ -94,7 +94,7 @@ def test_allow_flag_lets_a_trust_widening_flag_through(tmp_path):
     trace = (run / "trace.jsonl").read_text()
     assert '"--speculative-num-draft-tokens": "4"' in trace and '"tokens": "[redacted]"' not in trace
     bad = run_cli("run", "enable MTP", "--allow-flag=--speculative-num-steps", cwd=tmp_path, env={"PATH": "/usr/bin:/bin"})
-    assert_refusal(bad, "--allow-flag=--speculative-num-steps", "needs no permission")
+    assert_refusal(bad, "--allow-flag", "--speculative-num-steps", "needs no permission")
 
 
 def test_resume_takes_the_endpoints_password_from_the_environment(tmp_path):
