@@ -20,10 +20,10 @@ if TYPE_CHECKING:
     import click.testing
 
 PREFIX = "dsv4-agent: "
-Ended = Union[subprocess.CompletedProcess, "click.testing.Result"]  # run_cli/agent(), or typer's CliRunner
+Outcome = Union[subprocess.CompletedProcess, "click.testing.Result"]  # run_cli/agent(), or typer's CliRunner
 
 
-def assert_refusal(result: Ended, *names: str | PathLike,
+def assert_refusal(result: Outcome, *names: str | PathLike,
                    code: int | tuple[int, ...] = ExitCode.USAGE, quiet: bool = False) -> str:
     """``result`` ended with ``code`` (or one of them) and said why in one well-formed line naming every one
     of ``names``; ``quiet``: and printed nothing on stdout. Returns the line."""
@@ -71,13 +71,13 @@ def _whole(name: str) -> str:
     return start + re.escape(name) + end
 
 
-def assert_run_setting_refused(result: Ended, setting: str, option: str) -> str:
+def assert_run_setting_refused(result: Outcome, setting: str, option: str) -> str:
     """A setting a run folder recorded, refused: the line names the setting, the reason (the point of
     these refusals), the option that gives it again and the command that allows the folder."""
     return assert_refusal(result, f"setting {setting}", "never taken from a run folder", option,
                           "dsv4-agent config allow")
 
 
-def assert_finished_refused(result: Ended, run_name: str) -> str:
+def assert_finished_refused(result: Outcome, run_name: str) -> str:
     """A finished run, refused another drive: the line names the run, says it finished and how to inspect it."""
     return assert_refusal(result, run_name, "finished", "dsv4-agent status")
