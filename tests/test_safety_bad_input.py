@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from agent.exit_codes import ExitCode
 from tests.cli_helpers import agent, only_run, run_cli
 
 BIG = "9" * 25  # past 64 bits
@@ -92,7 +93,7 @@ def test_json_nested_200000_deep_in_a_run_folder_is_one_line(tmp_path, finished_
     for args in (["status", str(run)], ["report", str(run)], ["replay", str(run)]):
         done = agent(*args, cwd=tmp_path) if args[0] == "status" else run_cli(*args, cwd=tmp_path)
         assert "Traceback" not in done.stderr and "RecursionError" not in done.stderr, (args, done.stderr[-500:])
-        assert done.returncode in (0, 1, 2, 3), (args, done.returncode, done.stderr)  # replay: 3 cut short
+        assert done.returncode in (0, 1, 2, ExitCode.CUT_SHORT), (args, done.returncode, done.stderr)
         said[args[0]] = (done.returncode, done.stdout + done.stderr)
     assert said["replay"][0] != 0, said["replay"]  # a run it cannot read whole is never "reproduced"
     if relative == "trace.jsonl":  # status shows the damage and where replay stops reading
