@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -91,7 +92,7 @@ def test_glm5_from_evidence_in_the_tree(corpus_checkouts):
     answer = json.loads(done.stdout)
     assert answer["architecture"] == "GlmMoeDsaForCausalLM"
     note = answer["recommended"]["rationale"][0]
-    path, line = note.split(" at ", 1)[1].split(" ", 1)[0].rsplit(":", 1)
+    path, line = re.search(r" at (\S+?):(\d+)\b", note).groups()  # the citation, whatever words follow it
     cited = (root / path).read_text().splitlines()[int(line) - 1]
     assert "GLM-5" in cited and "GlmMoeDsaForCausalLM" in cited
     assert answer["recommended"]["flags"] == EAGLE_314  # the GLM-5.2 MTP variant, same architecture
