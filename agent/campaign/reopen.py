@@ -4,6 +4,8 @@ this resume changes). Each refusal is a ``CampaignError`` with the fix, and leav
 """
 from __future__ import annotations
 
+import shlex
+
 from agent.settings.model import Settings
 from agent.settings.recorded import CampaignError
 from agent.run.bundle_data import bundled_data
@@ -26,7 +28,7 @@ def locked_run(ref: str, runs_dir: str) -> tuple[RunFolder, dict | None, list[di
         raise CampaignError(f"cannot resume {run.path.name}: {link}")
     if result is not None and result.get("status") == "finished":
         raise CampaignError(f"run {run.path.name} already finished; start a new run "
-                            f"or inspect it with `dsv4-agent status {run.path}`")
+                            f"or inspect it with `dsv4-agent status {shlex.quote(str(run.path))}`")
     try:
         run.lock()
     except RunFolderError as err:
@@ -81,7 +83,7 @@ def complete_finish(run: RunFolder, finished: dict, recorded: dict) -> dict:
     if status == "finished":
         run.unlock()
         raise CampaignError(f"run {run.path.name} already finished (its result.json, lost in a crash, is written "
-                            f"again); start a new run or inspect it with `dsv4-agent status {run.path}`")
+                            f"again); start a new run or inspect it with `dsv4-agent status {shlex.quote(str(run.path))}`")
     return run.result
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import fcntl
 import os
 import re
+import shlex
 import shutil
 import time
 from dataclasses import asdict, dataclass
@@ -112,7 +113,7 @@ def _why_keep(entry: RunEntry) -> str | None:
     if entry.locked_by:
         return f"being driven by {entry.locked_by}"
     if entry.status == UNREADABLE:
-        return f"its result.json is no result or its config.json is damaged: `dsv4-agent status {entry.path}` says which"
+        return f"its result.json is no result or its config.json is damaged: `dsv4-agent status {shlex.quote(str(entry.path))}` says which"
     if entry.finished_at is None:
         return "unfinished (no result.json): resume it, or remove the folder by hand"
     return None
