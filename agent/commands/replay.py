@@ -30,7 +30,7 @@ def replay(run: RunRef, timeline: Timeline = False, rerun: Rerun = False, keep: 
 
     The same goal and settings are re-driven with step outcomes and LLM answers served from
     trace.jsonl (no GPU, network, model or job); the first difference is shown with its event
-    number, expected vs got. Exit 0 reproduced, 1 diverged, 2 unreadable, 3 the record is cut
+    number, expected vs got. Exit 0 reproduced, 1 diverged, 2 unreadable, 4 the record is cut
     short (reproduced up to its last good event). --timeline draws the run (terminal,
     RUN/timeline.png, a Timeline section in RUN/report.html). --rerun runs the recorded plan
     again for real into a new run folder and prints a summary of what changed: per metric old, new,
