@@ -56,6 +56,22 @@ def test_cli_sync_reports_commits_pins_and_impact(upstream: Upstream, clone: Pat
     assert "no argument hooks" in result["recommendation"]["note"]
 
 
+
+def test_the_target_is_named_as_sglang_serves_it_and_config_json_outranks_arch(upstream: Upstream, clone: Path,
+                                                                               tmp_path: Path):
+    # DeepSeek-V4.1-Flash's real config.json names DeepseekV41ForCausalLM, which SGLang serves through its V4
+    # code: a change to the V4 hook concerns it. The architecture is decided by the one documented order
+    # (tools/checkpoint/architecture.py), so a contradicting --arch given to the tool does not win.
+    from tests.conftest import shared_checkpoints
+    from tools.sync.upstream import SyncArgs, sync_upstream
+
+    bump(upstream)
+    checkpoint = shared_checkpoints() / "DeepSeek-V4.1-Flash"
+    result = sync_upstream(SyncArgs(sglang=str(clone), model="deepseek-ai/DeepSeek-V4.1-Flash",
+                                    model_path=str(checkpoint), architecture="DeepseekV3ForCausalLM"))
+    assert "deepseekv4" in result.terms and "deepseekv3" not in result.terms, result.terms
+    assert "hook" in [f.category for f in result.impact]
+
 def test_cli_markdown_and_up_to_date(upstream: Upstream, clone: Path, tmp_path: Path):
     bump(upstream)
     first = dsv4(tmp_path, "sync", "--sglang", str(clone / "python"))  # any folder inside the checkout

@@ -56,6 +56,7 @@ def run(ctx: StepContext, step: PlanStep) -> StepOutcome:
         result = sync_upstream(SyncArgs(
             sglang=settings.sglang_src, remote=settings.remote, branch=settings.branch,
             allow_dirty=settings.allow_dirty, model=settings.model, model_path=settings.model_path,
+            config=ctx.checkpoint_config,
             gpu=ctx.gpus[0].name if ctx.gpus else None, gpus=len(ctx.gpus) or None,
             sglang_python=settings.sglang_python, previous_answer=str(previous) if previous else None,
             report_from=report_from, mtp=mtp_inputs(settings, ctx.sglang_root, ctx.gpus,

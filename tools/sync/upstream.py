@@ -6,12 +6,13 @@ the evidence on the new tree diffed against the previous answer.
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from pydantic import BaseModel, Field
 
 from tools.base import Tool, ToolError
+from tools.checkpoint.architecture import decide_architecture
+from tools.checkpoint.config import CheckpointConfig, config_path, read_config
 from tools.defaults import DEFAULT_MODEL
 from tools.mtp.settings import MtpSettingsArgs
 from tools.sync.gitpython import git
@@ -35,6 +36,8 @@ class SyncArgs(BaseModel):
     model: str = Field(DEFAULT_MODEL, description="Target model id or path")
     architecture: str | None = Field(None, description="HF architecture, e.g. DeepseekV4ForCausalLM; None = inferred")
     model_path: str | None = Field(None, description="Local checkpoint folder with config.json")
+    config: CheckpointConfig | None = Field(None, description="Its config.json as a campaign already read it; "
+                                                              "None = read here")
     gpu: str | None = Field(None, description="GPU name for the evidence engine, e.g. H200")
     gpus: int | None = Field(None, description="Number of GPUs for the evidence engine")
     sglang_python: str = Field("python3", description="Interpreter that has SGLang installed (for the reinstall command)")
@@ -59,16 +62,16 @@ class SyncResult(BaseModel):
     summary: str
 
 
-def _config_names(model_path: str | None) -> tuple[str | None, str | None]:
-    """(architecture, model_type) from the checkpoint's config.json, when there is one."""
-    if not model_path or not (Path(model_path) / "config.json").is_file():
-        return None, None
-    try:
-        config = json.loads((Path(model_path) / "config.json").read_text())
-    except json.JSONDecodeError as err:
-        raise ToolError(f"{model_path}/config.json is not JSON ({err}); fix it or leave --model-path out") from None
-    archs = config.get("architectures") or [None]
-    return archs[0], config.get("model_type")
+def _model_names(args: SyncArgs) -> tuple[str | None, str | None]:
+    """(architecture, model_type) of the target: what a campaign already decided and read (``args.mtp``,
+    ``args.config``), else config.json read here, decided by the one documented order
+    (tools/checkpoint/architecture.py: config.json, then --arch)."""
+    config = args.config
+    if config is None and args.model_path and config_path(args.model_path).is_file():
+        config = read_config(args.model_path)
+    decided = args.mtp.architecture if args.mtp and args.mtp.architecture else \
+        decide_architecture(args.model, args.architecture, config)
+    return decided.name, (config.flat.get("model_type") if config else None)
 
 
 def _is_ancestor(repo: git.Repo, older: str, newer: str) -> bool:
@@ -129,8 +132,7 @@ def _sync(repo: git.Repo, args: SyncArgs) -> SyncResult:
 
 def _after_plan(repo: git.Repo, args: SyncArgs, plan: PullPlan) -> SyncResult:
     top = repo.working_tree_dir
-    cfg_arch, cfg_type = _config_names(args.model_path)
-    arch = args.architecture or cfg_arch
+    arch, model_type = _model_names(args)
     given = dict(arch=arch, model_path=args.model_path, gpu=args.gpu, gpus=args.gpus)
     inputs = args.mtp or MtpSettingsArgs(sglang=top, model=args.model, **{k: v for k, v in given.items() if v is not None})
 
@@ -157,7 +159,7 @@ def _after_plan(repo: git.Repo, args: SyncArgs, plan: PullPlan) -> SyncResult:
         after = EvidenceRun(status="skipped", reason="no new commits")
 
     answer_arch = (after.answer or {}).get("architecture") or (before.answer or {}).get("architecture")
-    terms = model_terms(args.model, arch or answer_arch, cfg_type)
+    terms = model_terms(args.model, arch or answer_arch, model_type)
     by_path: dict[str, list[str]] = {}
     for commit in pulled.commits:
         for path in commit.files:
